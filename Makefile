@@ -1,0 +1,48 @@
+# triple_py: `make bench` runs the benchmark against real peers with a report;
+# `make test` runs every test.  Both set up the machine first (tools/bootstrap.sh).
+PY := .venv/bin/python
+CC ?= gcc
+PKGS := libnghttp2 openssl zlib libprotobuf-c
+CFLAGS_CORE := -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter \
+	-Icsrc -Icsrc/gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+CORE_SRC := $(wildcard csrc/tri_*.c) csrc/gen/benchmark.pb-c.c
+CTEST_SRC := $(wildcard tests/c/*.c)
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+.PHONY: all bootstrap build test ctest ctest-asan pytest bench clean
+
+all: build
+
+bootstrap:
+	tools/bootstrap.sh
+
+build: bootstrap
+
+csrc/gen/benchmark.pb-c.c: proto/benchmark.proto
+	mkdir -p csrc/gen
+	protoc-c --proto_path=proto --c_out=csrc/gen proto/benchmark.proto
+
+build/ctest: $(CORE_SRC) $(CTEST_SRC) $(wildcard csrc/*.h tests/c/*.h) | bootstrap
+	mkdir -p build
+	$(CC) $(CFLAGS_CORE) -Itests/c -o $@ $(CORE_SRC) $(CTEST_SRC) $(LIBS)
+
+build/ctest-asan: $(CORE_SRC) $(CTEST_SRC) $(wildcard csrc/*.h tests/c/*.h) | bootstrap
+	mkdir -p build
+	$(CC) $(CFLAGS_CORE) $(SAN) -Itests/c -o $@ $(CORE_SRC) $(CTEST_SRC) $(LIBS)
+
+# C tests: no Python, no network.  Also run under ASan+UBSan.
+ctest: build/ctest build/ctest-asan
+	build/ctest
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build/ctest-asan
+
+pytest: bootstrap
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+test: ctest pytest
+
+bench: bootstrap
+	$(PY) benchmarks/unary_peers.py
+
+clean:
+	rm -rf build .build csrc/gen *.egg-info triple_py/*.so

@@ -1,0 +1,369 @@
+"""Unary-call benchmark against the grpc-go peer (issue 2).
+
+For each payload size and concurrency, every arm makes unary BenchmarkService/UnaryCall
+calls over ONE connection to the grpc-go peer (tests/peers/go/echo_server.go):
+
+  triple_py    N Python threads, blocking calls on one triple_py channel
+  grpcio-sync  N Python threads, blocking calls on one grpc channel
+  grpcio-aio   N asyncio tasks on one grpc.aio channel
+  h2load       nghttp2's load generator, N streams on one connection (-c1 -m N), raw gRPC
+               frames; a reference for what the server can do
+
+Each arm warms up (excluded), then measures a fixed window. The Python arms time every call
+(p50/p99); h2load reports only mean/sd/max per request. Rounds interleave the arms and
+reverse their order every other round; tables show the median over rounds, and the JSON
+file (--out) holds every round's figures.
+
+Usage: .venv/bin/python benchmarks/unary_peers.py [--duration 3] [--rounds 3] [--warmup 1]
+       (any Python with grpcio: /usr/bin/python3 works; the triple_py arm needs triple_py)
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import grpc
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from peers import UNARY_METHOD, encode_payload, frame  # noqa: E402
+from peers.launch import start_peer  # noqa: E402
+
+try:
+    import triple_py
+    TRIPLE_PY_SKIPPED: Optional[str] = None
+except Exception as exc:  # not built yet, or a broken build: run the other arms
+    triple_py = None
+    TRIPLE_PY_SKIPPED = f"import triple_py failed: {type(exc).__name__}: {exc}"
+
+ARMS = ("triple_py", "grpcio-sync", "grpcio-aio", "h2load")
+BASELINE = "grpcio-sync"
+CALL_TIMEOUT = 10.0
+WARMUP, MEASURE, STOP = "warmup", "measure", "stop"
+
+
+@dataclasses.dataclass
+class Measurement:
+    """One arm's figures for one round. Latencies in milliseconds."""
+
+    arm: str
+    qps: Optional[float] = None
+    calls: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+    p50_ms: Optional[float] = None
+    p99_ms: Optional[float] = None
+    mean_ms: Optional[float] = None
+    sd_ms: Optional[float] = None
+    max_ms: Optional[float] = None
+    write_syscalls_per_call: Optional[float] = None
+    stats_delta: Optional[Dict[str, int]] = None
+    failed: Optional[str] = None  # why the arm produced no figures
+
+
+class Recorder:
+    """Counts calls that complete inside the measured window and keeps their latencies."""
+
+    def __init__(self) -> None:
+        self.phase = WARMUP
+        self.latencies: List[float] = []  # list.append is atomic under the GIL
+        self.errors = 0
+        self.error_sample: Optional[str] = None
+        self._lock = threading.Lock()
+        self._started = self._stopped = 0.0
+
+    def record(self, ok: bool, seconds: float, error: Optional[BaseException] = None) -> None:
+        if self.phase != MEASURE:
+            return
+        if ok:
+            self.latencies.append(seconds)
+            return
+        with self._lock:
+            self.errors += 1
+            if self.error_sample is None:
+                self.error_sample = repr(error) if error else "response != request"
+
+    def start_window(self) -> None:
+        self._started = time.perf_counter()
+        self.phase = MEASURE
+
+    def stop(self) -> None:
+        self.phase = STOP
+        self._stopped = time.perf_counter()
+
+    def measurement(self, arm: str) -> Measurement:
+        seconds = self._stopped - self._started
+        lat = sorted(self.latencies)
+        m = Measurement(arm, qps=len(lat) / seconds, calls=len(lat), errors=self.errors,
+                        seconds=seconds)
+        if lat:
+            m.p50_ms, m.p99_ms = percentile(lat, 0.50) * 1e3, percentile(lat, 0.99) * 1e3
+            m.mean_ms, m.max_ms = statistics.fmean(lat) * 1e3, lat[-1] * 1e3
+        if self.error_sample:
+            m.failed = f"{self.errors} failed calls, e.g. {self.error_sample}"
+        return m
+
+
+def percentile(sorted_values: List[float], q: float) -> float:
+    """Nearest-rank percentile of an ascending list."""
+    return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]
+
+
+def run_threads(arm: str, call: Callable[[bytes], bytes], request: bytes, concurrency: int,
+                warmup: float, duration: float,
+                probe: Callable[[], Dict[str, int]] = dict) -> Measurement:
+    """Run `concurrency` threads calling call(request) in a loop; measure one window.
+
+    probe() is read at the start and the end of the window; the difference goes into
+    Measurement.stats_delta.
+    """
+    recorder = Recorder()
+
+    def worker() -> None:
+        while recorder.phase != STOP:
+            started = time.perf_counter()
+            try:
+                ok, error = call(request) == request, None
+            except Exception as exc:  # counted and reported, the arm goes on
+                ok, error = False, exc
+            recorder.record(ok, time.perf_counter() - started, error)
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    time.sleep(warmup)
+    before = probe()
+    recorder.start_window()
+    time.sleep(duration)
+    recorder.stop()
+    after = probe()
+    for thread in threads:
+        thread.join(CALL_TIMEOUT + 5)
+    result = recorder.measurement(arm)
+    result.stats_delta = {k: after[k] - before[k] for k in after if isinstance(after[k], int)}
+    return result
+
+
+def triple_py_arm(address: str, request: bytes, concurrency: int, warmup: float,
+                  duration: float) -> Measurement:
+    """N threads on one triple_py channel; also write syscalls per call from ch.stats()."""
+    with triple_py.insecure_channel(address) as channel:
+        call = channel.unary_unary(UNARY_METHOD)
+        result = run_threads("triple_py", lambda req: call(req, timeout=CALL_TIMEOUT), request,
+                             concurrency, warmup, duration, probe=channel.stats)
+    delta = result.stats_delta
+    if delta.get("calls"):
+        result.write_syscalls_per_call = delta["write_syscalls"] / delta["calls"]
+    return result
+
+
+def grpcio_sync_arm(address: str, request: bytes, concurrency: int, warmup: float,
+                    duration: float) -> Measurement:
+    """N threads on one grpc channel (one connection)."""
+    with grpc.insecure_channel(address) as channel:
+        call = channel.unary_unary(UNARY_METHOD)
+        return run_threads("grpcio-sync", lambda req: call(req, timeout=CALL_TIMEOUT), request,
+                           concurrency, warmup, duration)
+
+
+def grpcio_aio_arm(address: str, request: bytes, concurrency: int, warmup: float,
+                   duration: float) -> Measurement:
+    """N asyncio tasks on one grpc.aio channel (one connection)."""
+
+    async def main() -> Measurement:
+        recorder = Recorder()
+        async with grpc.aio.insecure_channel(address) as channel:
+            call = channel.unary_unary(UNARY_METHOD)
+
+            async def worker() -> None:
+                while recorder.phase != STOP:
+                    started = time.perf_counter()
+                    try:
+                        ok, error = await call(request, timeout=CALL_TIMEOUT) == request, None
+                    except Exception as exc:
+                        ok, error = False, exc
+                    recorder.record(ok, time.perf_counter() - started, error)
+
+            tasks = [asyncio.create_task(worker()) for _ in range(concurrency)]
+            await asyncio.sleep(warmup)
+            recorder.start_window()
+            await asyncio.sleep(duration)
+            recorder.stop()
+            await asyncio.wait_for(asyncio.gather(*tasks), CALL_TIMEOUT + 5)
+        return recorder.measurement("grpcio-aio")
+
+    return asyncio.run(main())
+
+
+H2LOAD_TIME = re.compile(r"time for request:\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)")
+UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def h2load_ms(text: str) -> float:
+    """h2load duration ("736us", "5.31ms", "1.2s") in milliseconds."""
+    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()
+    return float(number) * UNITS[unit]
+
+
+def h2load_arm(address: str, request: bytes, concurrency: int, warmup: float,
+               duration: float) -> Measurement:
+    """h2load -c1 -m N with one raw gRPC frame as the body of every request.
+
+    h2load checks the HTTP status only (not grpc-status) and reports mean/sd/max latency.
+    """
+    with tempfile.NamedTemporaryFile(suffix=".grpc") as body:
+        body.write(frame(request))
+        body.flush()
+        command = ["h2load", "-c1", f"-m{concurrency}", f"--warm-up-time={warmup * 1000:.0f}ms",
+                   f"-D{duration * 1000:.0f}ms", "-d", body.name, "-H", "content-type: application/grpc",
+                   "-H", "te: trailers", f"http://{address}{UNARY_METHOD}"]
+        out = subprocess.run(command, capture_output=True, text=True,
+                             timeout=warmup + duration + 60).stdout
+    finished = re.search(r"finished in [\d.]+s, ([\d.]+) req/s", out)  # req/s: measured part
+    requests = re.search(r"requests: .* (\d+) succeeded, (\d+) failed, (\d+) errored", out)
+    timing = H2LOAD_TIME.search(out)
+    if not (finished and requests and timing):
+        return Measurement("h2load", failed=f"cannot parse h2load output: {out[-500:]!r}")
+    lat_min, lat_max, lat_mean, lat_sd = (h2load_ms(t) for t in timing.groups())
+    succeeded, failed, errored = (int(n) for n in requests.groups())
+    return Measurement("h2load", qps=float(finished.group(1)), calls=succeeded,
+                       errors=failed + errored, seconds=duration,
+                       mean_ms=lat_mean, sd_ms=lat_sd, max_ms=lat_max,
+                       failed=f"{failed + errored} failed requests" if failed + errored else None)
+
+
+ARM_FUNCTIONS = {"triple_py": triple_py_arm, "grpcio-sync": grpcio_sync_arm,
+                 "grpcio-aio": grpcio_aio_arm, "h2load": h2load_arm}
+
+
+def run_arm(arm: str, address: str, request: bytes, concurrency: int, warmup: float,
+            duration: float) -> Measurement:
+    """One arm for one round; an exception becomes a failed Measurement, not a crash."""
+    if arm == "triple_py" and TRIPLE_PY_SKIPPED:
+        return Measurement(arm, failed=f"SKIPPED: {TRIPLE_PY_SKIPPED}")
+    try:
+        return ARM_FUNCTIONS[arm](address, request, concurrency, warmup, duration)
+    except Exception as exc:
+        return Measurement(arm, failed=f"{type(exc).__name__}: {exc}")
+
+
+def median(values: List[Optional[float]]) -> Optional[float]:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def summarize(rounds: List[Dict[str, Measurement]], arms: List[str]) -> Dict[str, dict]:
+    """Per arm: the median of each figure over the rounds, and the ratio to the baseline."""
+    summary = {}
+    for arm in arms:
+        ms = [r[arm] for r in rounds]
+        summary[arm] = {field: median([getattr(m, field) for m in ms]) for field in (
+            "qps", "p50_ms", "p99_ms", "mean_ms", "sd_ms", "max_ms", "write_syscalls_per_call")}
+        summary[arm]["errors"] = sum(m.errors for m in ms)
+        summary[arm]["failed"] = sorted({m.failed for m in ms if m.failed})
+    base = summary.get(BASELINE, {}).get("qps")
+    for arm in arms:
+        qps = summary[arm]["qps"]
+        summary[arm]["vs_" + BASELINE] = qps / base if qps is not None and base else None
+    return summary
+
+
+def fmt(value: Optional[float], spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def print_table(title: str, summary: Dict[str, dict]) -> None:
+    print(f"\n{title}")
+    header = (f"{'arm':<12} {'QPS':>9} {'p50 ms':>7} {'p99 ms':>7} {'vs ' + BASELINE:>15} "
+              f"{'writes/call':>11}  notes")
+    print(header)
+    print("-" * len(header))
+    for arm, s in summary.items():
+        notes = list(s["failed"])
+        if arm == "h2load" and s["mean_ms"] is not None:
+            notes.insert(0, f"h2load gives no percentiles: mean {s['mean_ms']:.2f} ms, "
+                            f"sd {s['sd_ms']:.2f}, max {s['max_ms']:.2f}")
+        if s["qps"] is None:
+            print(f"{arm:<12} {'-':>9} {'-':>7} {'-':>7} {'-':>15} {'-':>11}  " + "; ".join(notes))
+            continue
+        print(f"{arm:<12} {s['qps']:>9,.0f} {fmt(s['p50_ms'], '.2f'):>7} "
+              f"{fmt(s['p99_ms'], '.2f'):>7} {fmt(s['vs_' + BASELINE], '.2f'):>14}x "
+              f"{fmt(s['write_syscalls_per_call'], '.2f'):>11}  " + "; ".join(notes))
+
+
+def environment() -> dict:
+    h2load_version = subprocess.run(["h2load", "--version"], capture_output=True,
+                                    text=True).stdout.strip()
+    return {"python": sys.version, "executable": sys.executable, "grpcio": grpc.__version__,
+            "h2load": h2load_version, "platform": platform.platform(), "cpus": os.cpu_count(),
+            "triple_py": getattr(triple_py, "__version__", None) if triple_py else None,
+            "triple_py_skipped": TRIPLE_PY_SKIPPED}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=3.0, help="measured seconds per arm")
+    parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds first")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--payloads", type=int, nargs="+", default=[128, 1024])
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[50, 100])
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+    parser.add_argument("--out", type=Path,
+                        help="JSON file (default results/unary_peers-<timestamp>.json)")
+    args = parser.parse_args()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = args.out or ROOT / "results" / f"unary_peers-{stamp}.json"
+    report = {"benchmark": "unary_peers", "started": stamp, "peer": "grpc-go",
+              "args": {k: str(v) for k, v in vars(args).items()},
+              "environment": environment(), "scenarios": []}
+    if TRIPLE_PY_SKIPPED and "triple_py" in args.arms:
+        print(f"NOTE: the triple_py arm is skipped: {TRIPLE_PY_SKIPPED}")
+
+    with start_peer("go") as peer:
+        print(f"grpc-go peer at {peer.address}; {args.rounds} rounds x {args.duration:g} s "
+              f"(+{args.warmup:g} s warm-up) per arm")
+        for payload in args.payloads:
+            request = encode_payload(os.urandom(payload))
+            for concurrency in args.concurrency:
+                rounds = []
+                for n in range(args.rounds):
+                    order = args.arms if n % 2 == 0 else args.arms[::-1]
+                    rounds.append({arm: run_arm(arm, peer.address, request, concurrency,
+                                                args.warmup, args.duration) for arm in order})
+                summary = summarize(rounds, args.arms)
+                title = (f"== payload {payload} B, {concurrency} concurrent calls, one "
+                         f"connection each; median of {args.rounds} rounds ==")
+                print_table(title, summary)
+                report["scenarios"].append({
+                    "payload": payload, "request_bytes": len(request),
+                    "concurrency": concurrency, "summary": summary,
+                    "rounds": [{"order": list(r), "arms": {a: dataclasses.asdict(m)
+                                                           for a, m in r.items()}}
+                               for r in rounds]})
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2))
+    print(f"\nraw data: {out}")
+    if TRIPLE_PY_SKIPPED and "triple_py" in args.arms:
+        print(f"NOTE: the triple_py arm was skipped: {TRIPLE_PY_SKIPPED}")
+    failed = [f for s in report["scenarios"] for a, v in s["summary"].items()
+              for f in v["failed"] if not f.startswith("SKIPPED")]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

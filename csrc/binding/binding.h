@@ -1,0 +1,55 @@
+/*
+ * binding.h: shared declarations of the CPython binding (the only place
+ * with Python.h).  Module state holds the heap types; no static PyObject.
+ */
+#ifndef TRI_BINDING_H
+#define TRI_BINDING_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include "../include/triple.h"
+
+typedef struct {
+  PyTypeObject *channel_type;
+  PyTypeObject *call_type;
+  tri_stats retired; /* counters of channels already deallocated */
+} tri_module_state;
+
+/* A channel: owns the C channel. */
+typedef struct {
+  PyObject_HEAD
+  tri_channel *ch;
+  PyObject *weakrefs;
+} ChannelObject;
+
+/* A call: owns the C call and pins the request buffer until it is done. */
+typedef struct {
+  PyObject_HEAD
+  tri_call *call;
+  PyObject *channel;  /* strong: the C channel must outlive the call */
+  Py_buffer request;  /* view on the request bytes; .obj NULL when none */
+  int notified;       /* token given to the core holds a reference */
+} CallObject;
+
+tri_module_state *tri_get_state_from_type(PyTypeObject *tp);
+
+int tri_channel_type_init(PyObject *module, tri_module_state *st);
+int tri_call_type_init(PyObject *module, tri_module_state *st);
+
+/* Creates the Python call for `call` (takes ownership of it). */
+CallObject *tri_call_object_new(tri_module_state *st, PyObject *channel,
+                                tri_call *call);
+/* Releases the pinned request view if the call is done. */
+void tri_call_object_release_request(CallObject *self);
+
+/* Converts counters to a dict {name: int}. */
+PyObject *tri_stats_to_dict(const tri_stats *st);
+
+/* Waits for `call` with the GIL released, in slices, checking signals.
+ * timeout < 0: forever.  Returns 1 done, 0 timed out, -1 with an exception
+ * set (a signal handler raised; the call has been cancelled). */
+int tri_wait_interruptible(tri_call *call, double timeout);
+
+#endif

@@ -1,0 +1,173 @@
+/* call_type.c: _triple.Call, the Python handle of one tri_call. */
+#include "binding.h"
+
+CallObject *tri_call_object_new(tri_module_state *st, PyObject *channel,
+                                tri_call *call) {
+  CallObject *co = PyObject_New(CallObject, st->call_type);
+  if (!co) {
+    tri_call_release(call); /* not started: released at once */
+    return NULL;
+  }
+  co->call = call;
+  Py_INCREF(channel);
+  co->channel = channel;
+  co->request.obj = NULL;
+  co->notified = 0;
+  return co;
+}
+
+void tri_call_object_release_request(CallObject *self) {
+  if (self->request.obj && tri_call_done(self->call))
+    PyBuffer_Release(&self->request);
+}
+
+static void call_dealloc(CallObject *self) {
+  PyTypeObject *tp = Py_TYPE(self);
+  if (self->call) {
+    tri_call *call = self->call;
+    self->call = NULL;
+    /* Not done: cancel and wait (GIL released) so the core lets go of the
+     * request bytes before the view is released. */
+    Py_BEGIN_ALLOW_THREADS
+    tri_call_release(call);
+    Py_END_ALLOW_THREADS
+  }
+  if (self->request.obj) PyBuffer_Release(&self->request);
+  Py_XDECREF(self->channel);
+  PyObject_Free(self);
+  Py_DECREF(tp);
+}
+
+static int require_done(CallObject *self) {
+  if (!tri_call_done(self->call)) {
+    PyErr_SetString(PyExc_RuntimeError, "call has not completed yet");
+    return -1;
+  }
+  tri_call_object_release_request(self);
+  return 0;
+}
+
+static PyObject *call_wait(CallObject *self, PyObject *args) {
+  PyObject *timeout = Py_None;
+  if (!PyArg_ParseTuple(args, "|O", &timeout)) return NULL;
+  double t = -1;
+  if (timeout != Py_None) {
+    t = PyFloat_AsDouble(timeout);
+    if (t == -1.0 && PyErr_Occurred()) return NULL;
+    if (t < 0) t = 0;
+  }
+  int rv = tri_wait_interruptible(self->call, t);
+  if (rv < 0) return NULL;
+  if (rv) tri_call_object_release_request(self);
+  return PyBool_FromLong(rv);
+}
+
+static PyObject *call_done(CallObject *self, PyObject *unused) {
+  (void)unused;
+  return PyBool_FromLong(tri_call_done(self->call));
+}
+
+static PyObject *call_cancel(CallObject *self, PyObject *args) {
+  int code = TRI_CODE_CANCELLED;
+  if (!PyArg_ParseTuple(args, "|i", &code)) return NULL;
+  if (tri_call_done(self->call)) Py_RETURN_FALSE;
+  tri_call_cancel(self->call, code, "Locally cancelled by application!");
+  Py_RETURN_TRUE;
+}
+
+static PyObject *call_code(CallObject *self, PyObject *unused) {
+  (void)unused;
+  if (require_done(self) < 0) return NULL;
+  return PyLong_FromLong(tri_call_code(self->call));
+}
+
+static PyObject *call_details(CallObject *self, PyObject *unused) {
+  (void)unused;
+  if (require_done(self) < 0) return NULL;
+  const char *p;
+  size_t n;
+  tri_call_message(self->call, &p, &n);
+  return PyUnicode_DecodeUTF8(p, (Py_ssize_t)n, "replace");
+}
+
+static PyObject *call_response(CallObject *self, PyObject *unused) {
+  (void)unused;
+  if (require_done(self) < 0) return NULL;
+  const uint8_t *p;
+  size_t n;
+  tri_call_response(self->call, &p, &n);
+  if (!p) Py_RETURN_NONE;
+  return PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
+}
+
+/* Returns (initial, trailing): tuples of (key, value) pairs; values of
+ * "-bin" keys are bytes, others str. */
+static PyObject *call_metadata(CallObject *self, PyObject *unused) {
+  (void)unused;
+  if (require_done(self) < 0) return NULL;
+  PyObject *lists[2] = {PyList_New(0), PyList_New(0)};
+  PyObject *result = NULL;
+  if (!lists[0] || !lists[1]) goto out;
+  size_t it = 0;
+  int kind;
+  const char *k, *v;
+  size_t kn, vn;
+  while (tri_call_md_next(self->call, &it, &kind, &k, &kn, &v, &vn) == 0) {
+    PyObject *val = tri_md_key_is_bin(k, kn)
+                        ? PyBytes_FromStringAndSize(v, (Py_ssize_t)vn)
+                        : PyUnicode_DecodeUTF8(v, (Py_ssize_t)vn, "replace");
+    PyObject *pair = val ? Py_BuildValue("(s#N)", k, (Py_ssize_t)kn, val) : NULL;
+    if (!pair || PyList_Append(lists[kind == TRI_MD_TRAILING], pair) < 0) {
+      Py_XDECREF(pair);
+      goto out;
+    }
+    Py_DECREF(pair);
+  }
+  PyObject *a = PyList_AsTuple(lists[0]), *b = PyList_AsTuple(lists[1]);
+  if (a && b) result = PyTuple_Pack(2, a, b);
+  Py_XDECREF(a);
+  Py_XDECREF(b);
+out:
+  Py_XDECREF(lists[0]);
+  Py_XDECREF(lists[1]);
+  return result;
+}
+
+static PyMethodDef call_methods[] = {
+    {"wait", (PyCFunction)call_wait, METH_VARARGS,
+     "wait(timeout=None) -> bool: block (GIL released) until done."},
+    {"done", (PyCFunction)call_done, METH_NOARGS, "True once completed."},
+    {"cancel", (PyCFunction)call_cancel, METH_VARARGS,
+     "cancel(code=CANCELLED) -> bool: reset the stream if still running."},
+    {"code", (PyCFunction)call_code, METH_NOARGS, "Final status code (int)."},
+    {"details", (PyCFunction)call_details, METH_NOARGS, "Status message."},
+    {"response", (PyCFunction)call_response, METH_NOARGS,
+     "Response message bytes, or None."},
+    {"metadata", (PyCFunction)call_metadata, METH_NOARGS,
+     "(initial_metadata, trailing_metadata)."},
+    {NULL, NULL, 0, NULL}};
+
+static PyType_Slot call_slots[] = {
+    {Py_tp_dealloc, call_dealloc},
+    {Py_tp_methods, call_methods},
+    {Py_tp_doc, "Call: one RPC of the C core (created by Channel.unary)."},
+    {0, NULL}};
+
+static PyType_Spec call_spec = {
+    .name = "triple_py._triple.Call",
+    .basicsize = sizeof(CallObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = call_slots,
+};
+
+int tri_call_type_init(PyObject *module, tri_module_state *st) {
+  st->call_type =
+      (PyTypeObject *)PyType_FromModuleAndSpec(module, &call_spec, NULL);
+  if (!st->call_type) return -1;
+  Py_INCREF(st->call_type);
+  if (PyModule_AddObject(module, "Call", (PyObject *)st->call_type) < 0) {
+    Py_DECREF(st->call_type);
+    return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,286 @@
+/* channel_type.c: _triple.Channel, a thin owner of a tri_channel. */
+#include "binding.h"
+
+static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"host",          "port",          "authority",
+                           "max_receive",   "max_send",      "stream_window",
+                           "conn_window",   "max_frame_size", "user_agent",
+                           NULL};
+  const char *host, *port, *authority = NULL, *ua = NULL;
+  tri_channel_opts o;
+  tri_channel_opts_init(&o);
+  long long max_recv = o.max_recv_bytes, max_send = o.max_send_bytes;
+  unsigned int sw = o.stream_window, cw = o.conn_window, mf = o.max_frame_size;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zLLIIIz", kwlist, &host, &port,
+                                   &authority, &max_recv, &max_send, &sw, &cw,
+                                   &mf, &ua))
+    return -1;
+  if (self->ch) {
+    PyErr_SetString(PyExc_RuntimeError, "Channel already initialised");
+    return -1;
+  }
+  o.host = host;
+  o.port = port;
+  o.authority = authority;
+  o.max_recv_bytes = max_recv < 0 ? -1 : max_recv;
+  o.max_send_bytes = max_send < 0 ? -1 : max_send;
+  o.stream_window = sw;
+  o.conn_window = cw;
+  o.max_frame_size = mf;
+  if (ua) o.user_agent = ua;
+  int rv = tri_channel_new(&self->ch, &o);
+  if (rv) {
+    PyErr_Format(rv == TRI_ERR_NOMEM ? PyExc_MemoryError : PyExc_ValueError,
+                 "cannot create channel: %s", tri_strerror(rv));
+    return -1;
+  }
+  return 0;
+}
+
+static void channel_dealloc(ChannelObject *self) {
+  PyTypeObject *tp = Py_TYPE(self);
+  if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
+  if (self->ch) {
+    tri_channel *ch = self->ch;
+    self->ch = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    tri_channel_close(ch); /* joins I/O threads; they never need the GIL */
+    Py_END_ALLOW_THREADS
+    tri_module_state *st = tri_get_state_from_type(tp);
+    if (st) tri_stats_accumulate(&st->retired, tri_channel_stats(ch));
+    tri_channel_del(ch);
+  }
+  tp->tp_free(self);
+  Py_DECREF(tp);
+}
+
+static int check_open(ChannelObject *self) {
+  if (!self->ch) {
+    PyErr_SetString(PyExc_ValueError, "Channel is not initialised");
+    return -1;
+  }
+  return 0;
+}
+
+/* Adds the (key, value) pairs of `md` to the call, as grpcio validates them:
+ * ValueError for an illegal key or value, TypeError for a str "-bin" value. */
+static int add_metadata(tri_call *call, PyObject *md) {
+  if (md == Py_None) return 0;
+  PyObject *seq = PySequence_Fast(md, "metadata must be a sequence of pairs");
+  if (!seq) return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+    PyObject *k, *v;
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+      if (PySequence_Check(item) && PySequence_Size(item) == 2) {
+        PyObject *pair = PySequence_Tuple(item);
+        if (!pair) goto fail;
+        k = PyTuple_GET_ITEM(pair, 0);
+        v = PyTuple_GET_ITEM(pair, 1);
+        Py_DECREF(pair); /* items stay alive through `item` */
+      } else {
+        PyErr_Format(PyExc_ValueError, "metadata was invalid: %R", md);
+        goto fail;
+      }
+    } else {
+      k = PyTuple_GET_ITEM(item, 0);
+      v = PyTuple_GET_ITEM(item, 1);
+    }
+    Py_ssize_t kn, vn;
+    const char *ks, *vs;
+    if (!PyUnicode_Check(k) || !(ks = PyUnicode_AsUTF8AndSize(k, &kn))) {
+      PyErr_Clear();
+      PyErr_Format(PyExc_ValueError, "metadata was invalid: %R", md);
+      goto fail;
+    }
+    int bin = tri_md_key_is_bin(ks, (size_t)kn);
+    if (PyBytes_Check(v)) {
+      vs = PyBytes_AS_STRING(v);
+      vn = PyBytes_GET_SIZE(v);
+    } else if (PyUnicode_Check(v) && !bin) {
+      if (!(vs = PyUnicode_AsUTF8AndSize(v, &vn))) goto fail;
+    } else if (bin) {
+      PyErr_Format(PyExc_TypeError,
+                   "Binary metadata key=\"%s\" expected bytes, got %R", ks,
+                   (PyObject *)Py_TYPE(v));
+      goto fail;
+    } else {
+      PyErr_Format(PyExc_ValueError, "metadata was invalid: %R", md);
+      goto fail;
+    }
+    int rv = tri_call_add_metadata(call, ks, (size_t)kn, vs, (size_t)vn);
+    if (rv == TRI_ERR_NOMEM) {
+      PyErr_NoMemory();
+      goto fail;
+    }
+    if (rv) {
+      PyErr_Format(PyExc_ValueError, "metadata was invalid: %R", md);
+      goto fail;
+    }
+  }
+  Py_DECREF(seq);
+  return 0;
+fail:
+  Py_DECREF(seq);
+  return -1;
+}
+
+static PyObject *channel_unary(ChannelObject *self, PyObject *args,
+                               PyObject *kw) {
+  static char *kwlist[] = {"path", "request", "timeout", "metadata",
+                           "wait", "notify",  NULL};
+  const char *path;
+  Py_ssize_t path_len;
+  PyObject *request, *timeout = Py_None, *md = Py_None;
+  int wait = 1, notify = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "s#O|OOpp", kwlist, &path,
+                                   &path_len, &request, &timeout, &md, &wait,
+                                   &notify))
+    return NULL;
+  if (check_open(self) < 0) return NULL;
+  int64_t timeout_ns = -1;
+  if (timeout != Py_None) {
+    double t = PyFloat_AsDouble(timeout);
+    if (t == -1.0 && PyErr_Occurred()) return NULL;
+    timeout_ns = t <= 0 ? 0 : (t > 9e9 ? (int64_t)9e18 : (int64_t)(t * 1e9));
+  }
+  tri_call *call;
+  int rv = tri_call_new(self->ch, &call, path, (size_t)path_len, timeout_ns);
+  if (rv) {
+    PyErr_Format(rv == TRI_ERR_NOMEM ? PyExc_MemoryError : PyExc_ValueError,
+                 "cannot create call to %s: %s", path, tri_strerror(rv));
+    return NULL;
+  }
+  tri_module_state *st = tri_get_state_from_type(Py_TYPE(self));
+  CallObject *co = tri_call_object_new(st, (PyObject *)self, call);
+  if (!co) return NULL;
+  if (add_metadata(call, md) < 0) goto fail;
+  if (request != Py_None) {
+    if (PyObject_GetBuffer(request, &co->request, PyBUF_SIMPLE) < 0) {
+      PyErr_Format(PyExc_TypeError,
+                   "request must be bytes-like (did the serializer return "
+                   "bytes?), got %R",
+                   (PyObject *)Py_TYPE(request));
+      goto fail;
+    }
+    tri_call_set_request_borrowed(call, co->request.buf,
+                                  (size_t)co->request.len);
+  }
+  if (notify) {
+    Py_INCREF(co); /* the token's reference, handed back by poll_completions */
+    co->notified = 1;
+    tri_call_set_notify(call, co);
+  }
+  tri_call_start(call);
+  if (wait) {
+    if (tri_wait_interruptible(call, -1) < 0) goto fail;
+    tri_call_object_release_request(co);
+  }
+  return (PyObject *)co;
+fail:
+  Py_DECREF(co);
+  return NULL;
+}
+
+static PyObject *channel_close(ChannelObject *self, PyObject *unused) {
+  (void)unused;
+  if (self->ch) {
+    Py_BEGIN_ALLOW_THREADS
+    tri_channel_close(self->ch);
+    Py_END_ALLOW_THREADS
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject *channel_stats(ChannelObject *self, PyObject *unused) {
+  (void)unused;
+  if (check_open(self) < 0) return NULL;
+  return tri_stats_to_dict(tri_channel_stats(self->ch));
+}
+
+static PyObject *channel_poll(ChannelObject *self, PyObject *args) {
+  double timeout = -1;
+  if (!PyArg_ParseTuple(args, "|d", &timeout)) return NULL;
+  if (check_open(self) < 0) return NULL;
+  void *tokens[256];
+  int n;
+  int64_t ns = timeout < 0 ? -1 : (int64_t)(timeout * 1e9);
+  Py_BEGIN_ALLOW_THREADS
+  n = tri_channel_poll_completions(self->ch, tokens, 256, ns);
+  Py_END_ALLOW_THREADS
+  if (n < 0) Py_RETURN_NONE; /* closed and drained */
+  PyObject *list = PyList_New(n);
+  if (!list) return NULL; /* tokens leak only under MemoryError */
+  for (int i = 0; i < n; i++) {
+    CallObject *co = tokens[i];
+    co->notified = 0;
+    tri_call_object_release_request(co);
+    PyList_SET_ITEM(list, i, (PyObject *)co); /* takes the token reference */
+  }
+  return list;
+}
+
+static PyObject *channel_notify_fd(ChannelObject *self, PyObject *unused) {
+  (void)unused;
+  if (check_open(self) < 0) return NULL;
+  return PyLong_FromLong(tri_channel_notify_fd(self->ch));
+}
+
+static PyObject *channel_is_closed(ChannelObject *self, void *closure) {
+  (void)closure;
+  return PyBool_FromLong(!self->ch || tri_channel_closed(self->ch));
+}
+
+static PyMethodDef channel_methods[] = {
+    {"unary", (PyCFunction)(void (*)(void))channel_unary,
+     METH_VARARGS | METH_KEYWORDS,
+     "unary(path, request, timeout=None, metadata=None, wait=True, "
+     "notify=False) -> Call\n\nStarts a unary call on the fast path; with "
+     "wait, blocks (GIL released) until it completes."},
+    {"close", (PyCFunction)channel_close, METH_NOARGS,
+     "Fails pending calls with CANCELLED and joins the I/O threads."},
+    {"stats", (PyCFunction)channel_stats, METH_NOARGS,
+     "Counters of this channel as a dict."},
+    {"poll_completions", (PyCFunction)channel_poll, METH_VARARGS,
+     "poll_completions(timeout=-1) -> list of Call, or None once closed."},
+    {"notify_fd", (PyCFunction)channel_notify_fd, METH_NOARGS,
+     "An eventfd that is readable when notified calls completed."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef channel_getset[] = {
+    {"closed", (getter)channel_is_closed, NULL, "True once closed.", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyMemberDef channel_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(ChannelObject, weakrefs),
+     READONLY, NULL},
+    {NULL, 0, 0, 0, NULL}};
+
+static PyType_Slot channel_slots[] = {
+    {Py_tp_init, channel_init},
+    {Py_tp_dealloc, channel_dealloc},
+    {Py_tp_methods, channel_methods},
+    {Py_tp_getset, channel_getset},
+    {Py_tp_members, channel_members},
+    {Py_tp_doc, "Channel(host, port, ...): the C core's channel."},
+    {0, NULL}};
+
+static PyType_Spec channel_spec = {
+    .name = "triple_py._triple.Channel",
+    .basicsize = sizeof(ChannelObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .slots = channel_slots,
+};
+
+int tri_channel_type_init(PyObject *module, tri_module_state *st) {
+  st->channel_type =
+      (PyTypeObject *)PyType_FromModuleAndSpec(module, &channel_spec, NULL);
+  if (!st->channel_type) return -1;
+  Py_INCREF(st->channel_type);
+  if (PyModule_AddObject(module, "Channel", (PyObject *)st->channel_type) < 0) {
+    Py_DECREF(st->channel_type);
+    return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,126 @@
+/* module.c: the triple_py._triple extension module. */
+#include "binding.h"
+
+static struct PyModuleDef tri_module_def;
+
+tri_module_state *tri_get_state_from_type(PyTypeObject *tp) {
+  PyObject *m = PyType_GetModuleByDef(tp, &tri_module_def);
+  return m ? (tri_module_state *)PyModule_GetState(m) : NULL;
+}
+
+PyObject *tri_stats_to_dict(const tri_stats *st) {
+  uint64_t v[32];
+  int n = tri_stats_snapshot(st, v, 32);
+  PyObject *d = PyDict_New();
+  if (!d) return NULL;
+  for (int i = 0; i < n && tri_stats_names[i]; i++) {
+    PyObject *x = PyLong_FromUnsignedLongLong(v[i]);
+    if (!x || PyDict_SetItemString(d, tri_stats_names[i], x) < 0) {
+      Py_XDECREF(x);
+      Py_DECREF(d);
+      return NULL;
+    }
+    Py_DECREF(x);
+  }
+  return d;
+}
+
+int tri_wait_interruptible(tri_call *call, double timeout) {
+  const int64_t slice = 50 * 1000000LL; /* signals are checked every 50 ms */
+  int64_t left = timeout < 0 ? -1 : (int64_t)(timeout * 1e9);
+  for (;;) {
+    int64_t step = left < 0 || left > slice ? slice : left;
+    int rv;
+    Py_BEGIN_ALLOW_THREADS
+    rv = tri_call_wait(call, step);
+    Py_END_ALLOW_THREADS
+    if (rv == 0) return 1;
+    if (PyErr_CheckSignals() < 0) {
+      tri_call_cancel(call, TRI_CODE_CANCELLED, "Cancelled by a signal");
+      Py_BEGIN_ALLOW_THREADS
+      tri_call_wait(call, -1);
+      Py_END_ALLOW_THREADS
+      return -1;
+    }
+    if (left >= 0) {
+      left -= step;
+      if (left <= 0) return 0;
+    }
+  }
+}
+
+static PyObject *mod_timeout_encode(PyObject *m, PyObject *arg) {
+  (void)m;
+  long long ns = PyLong_AsLongLong(arg);
+  if (ns == -1 && PyErr_Occurred()) return NULL;
+  char buf[TRI_TIMEOUT_MAX];
+  int n = tri_grpc_timeout_encode(ns, buf);
+  return PyUnicode_FromStringAndSize(buf, n);
+}
+
+static PyObject *mod_retired_stats(PyObject *m, PyObject *unused) {
+  (void)unused;
+  tri_module_state *st = PyModule_GetState(m);
+  return tri_stats_to_dict(&st->retired);
+}
+
+static PyMethodDef mod_methods[] = {
+    {"retired_stats", mod_retired_stats, METH_NOARGS,
+     "Counters summed over channels that no longer exist."},
+    {"grpc_timeout", mod_timeout_encode, METH_O,
+     "grpc_timeout(ns) -> str: the grpc-timeout header value for ns."},
+    {NULL, NULL, 0, NULL}};
+
+static int mod_exec(PyObject *m) {
+  tri_module_state *st = PyModule_GetState(m);
+  if (tri_channel_type_init(m, st) < 0) return -1;
+  if (tri_call_type_init(m, st) < 0) return -1;
+  if (PyModule_AddStringConstant(m, "CORE_VERSION", TRIPLE_VERSION) < 0)
+    return -1;
+  Py_ssize_t count = 0;
+  while (tri_stats_names[count]) count++;
+  PyObject *names = PyTuple_New(count);
+  if (!names) return -1;
+  for (Py_ssize_t i = 0; i < count; i++) {
+    PyObject *s = PyUnicode_FromString(tri_stats_names[i]);
+    if (!s) {
+      Py_DECREF(names);
+      return -1;
+    }
+    PyTuple_SET_ITEM(names, i, s);
+  }
+  if (PyModule_AddObject(m, "STATS_NAMES", names) < 0) {
+    Py_DECREF(names);
+    return -1;
+  }
+  return 0;
+}
+
+static int mod_traverse(PyObject *m, visitproc visit, void *arg) {
+  tri_module_state *st = PyModule_GetState(m);
+  Py_VISIT(st->channel_type);
+  Py_VISIT(st->call_type);
+  return 0;
+}
+
+static int mod_clear(PyObject *m) {
+  tri_module_state *st = PyModule_GetState(m);
+  Py_CLEAR(st->channel_type);
+  Py_CLEAR(st->call_type);
+  return 0;
+}
+
+static PyModuleDef_Slot mod_slots[] = {{Py_mod_exec, mod_exec}, {0, NULL}};
+
+static struct PyModuleDef tri_module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "triple_py._triple",
+    .m_doc = "C core of triple_py: HTTP/2 gRPC/Triple client on nghttp2.",
+    .m_size = sizeof(tri_module_state),
+    .m_methods = mod_methods,
+    .m_slots = mod_slots,
+    .m_traverse = mod_traverse,
+    .m_clear = mod_clear,
+};
+
+PyMODINIT_FUNC PyInit__triple(void) { return PyModuleDef_Init(&tri_module_def); }

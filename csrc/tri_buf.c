@@ -1,0 +1,112 @@
+#include "tri_buf.h"
+
+#include <string.h>
+
+#include "tri_error.h"
+#include "tri_mem.h"
+
+static size_t class_cap(int c) { return (size_t)TRI_POOL_MIN << (2 * c); }
+
+static int class_for(size_t n) {
+  for (int c = 0; c < TRI_POOL_CLASSES; c++)
+    if (n <= class_cap(c)) return c;
+  return -1;
+}
+
+void tri_pool_init(tri_pool *p, tri_stats *stats) {
+  memset(p, 0, sizeof(*p));
+  for (int c = 0; c < TRI_POOL_CLASSES; c++)
+    pthread_mutex_init(&p->cls[c].lock, NULL);
+  p->max_cached_bytes = 32u << 20;
+  p->stats = stats;
+}
+
+void tri_pool_free(tri_pool *p) {
+  for (int c = 0; c < TRI_POOL_CLASSES; c++) {
+    tri_buf *b = p->cls[c].free;
+    while (b) {
+      tri_buf *next = b->next;
+      tri_mem_free(b);
+      b = next;
+    }
+    p->cls[c].free = NULL;
+    p->cls[c].count = 0;
+    pthread_mutex_destroy(&p->cls[c].lock);
+  }
+}
+
+static tri_buf *new_buf(tri_pool *p, size_t cap, int c) {
+  tri_buf *b = tri_mem_alloc(p->stats, sizeof(tri_buf) + cap);
+  if (!b) return NULL;
+  b->next = NULL;
+  b->data = (uint8_t *)(b + 1);
+  b->cap = cap;
+  b->cls = c;
+  return b;
+}
+
+tri_buf *tri_pool_get(tri_pool *p, size_t size, size_t headroom) {
+  size_t need = size + headroom;
+  int c = class_for(need);
+  tri_buf *b = NULL;
+  if (c >= 0) {
+    tri_pool_class *k = &p->cls[c];
+    pthread_mutex_lock(&k->lock);
+    b = k->free;
+    if (b) {
+      k->free = b->next;
+      k->count--;
+    }
+    pthread_mutex_unlock(&k->lock);
+  }
+  if (b) {
+    if (p->stats) TRI_STATS_ADD(p->stats, pool_hits, 1);
+  } else {
+    if (p->stats) TRI_STATS_ADD(p->stats, pool_misses, 1);
+    b = new_buf(p, c >= 0 ? class_cap(c) : need, c);
+    if (!b) return NULL;
+  }
+  b->next = NULL;
+  b->off = headroom;
+  b->len = 0;
+  return b;
+}
+
+void tri_pool_put(tri_pool *p, tri_buf *b) {
+  if (!b) return;
+  if (b->cls >= 0) {
+    tri_pool_class *k = &p->cls[b->cls];
+    pthread_mutex_lock(&k->lock);
+    if ((k->count + 1) * b->cap <= p->max_cached_bytes) {
+      b->next = k->free;
+      k->free = b;
+      k->count++;
+      b = NULL;
+    }
+    pthread_mutex_unlock(&k->lock);
+  }
+  if (b) tri_mem_free(b);
+}
+
+int tri_buf_reserve(tri_pool *p, tri_buf **bp, size_t extra) {
+  tri_buf *b = *bp;
+  if (tri_buf_tailroom(b) >= extra) return 0;
+  size_t want = b->len + extra;
+  /* Grow geometrically so repeated appends stay amortised O(1). */
+  if (want < 2 * b->len) want = 2 * b->len;
+  tri_buf *nb = tri_pool_get(p, want, b->off);
+  if (!nb) return TRI_ERR_NOMEM;
+  memcpy(tri_buf_begin(nb), tri_buf_begin(b), b->len);
+  nb->len = b->len;
+  tri_pool_put(p, b);
+  *bp = nb;
+  return 0;
+}
+
+int tri_buf_append(tri_pool *p, tri_buf **bp, const void *src, size_t n) {
+  int rv = tri_buf_reserve(p, bp, n);
+  if (rv) return rv;
+  memcpy(tri_buf_begin(*bp) + (*bp)->len, src, n);
+  (*bp)->len += n;
+  return 0;
+}

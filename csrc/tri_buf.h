@@ -1,0 +1,76 @@
+/*
+ * tri_buf: pooled byte buffers with headroom.
+ *
+ * A tri_buf is one heap block: this header followed by `cap` bytes of
+ * storage.  Content lives in data[off, off+len); the `off` bytes in front are
+ * headroom, so a 5-byte envelope prefix can be written in front of a payload
+ * that was packed first, without moving the payload.
+ *
+ * A tri_pool keeps free buffers in power-of-4 size classes from 512 B to
+ * 8 MiB.  It is thread-safe (one mutex per class): buffers are taken on caller
+ * threads and returned from the I/O thread.  Bigger requests are served
+ * unpooled (counted as a miss and an allocation) and freed on put.
+ *
+ * Ownership: a buffer has exactly one owner at a time.  tri_pool_get gives it
+ * to the caller; tri_pool_put takes it back.  The pool must outlive every
+ * buffer it handed out.
+ */
+#ifndef TRI_BUF_H
+#define TRI_BUF_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tri_stats.h"
+
+typedef struct tri_buf {
+  struct tri_buf *next; /* free-list or queue link, owned by the current owner */
+  uint8_t *data;        /* storage, cap bytes, right after this header */
+  size_t cap;
+  size_t off; /* start of content; bytes before it are headroom */
+  size_t len; /* content length */
+  int cls;    /* pool size class, or -1 when unpooled */
+} tri_buf;
+
+#define TRI_POOL_CLASSES 8
+#define TRI_POOL_MIN 512u
+
+typedef struct tri_pool_class {
+  pthread_mutex_t lock;
+  tri_buf *free;
+  size_t count; /* buffers on `free` */
+} tri_pool_class;
+
+typedef struct tri_pool {
+  tri_pool_class cls[TRI_POOL_CLASSES];
+  size_t max_cached_bytes; /* per class; beyond it, put frees */
+  tri_stats *stats;        /* borrowed; must outlive the pool */
+} tri_pool;
+
+/* Initialises an empty pool counting into `stats` (may be NULL). */
+void tri_pool_init(tri_pool *p, tri_stats *stats);
+/* Frees every cached buffer.  Buffers still out are not tracked. */
+void tri_pool_free(tri_pool *p);
+
+/* Returns a buffer with at least `headroom + size` bytes of storage, with
+ * off = headroom and len = 0, or NULL when out of memory. */
+tri_buf *tri_pool_get(tri_pool *p, size_t size, size_t headroom);
+/* Gives `b` back (NULL is ignored). */
+void tri_pool_put(tri_pool *p, tri_buf *b);
+
+/* Content pointer and the end of storage. */
+static inline uint8_t *tri_buf_begin(tri_buf *b) { return b->data + b->off; }
+static inline size_t tri_buf_tailroom(const tri_buf *b) {
+  return b->cap - b->off - b->len;
+}
+
+/* Ensures room for `extra` more content bytes, moving the content into a
+ * bigger pooled buffer if needed.  *bp is replaced on growth (the old buffer
+ * goes back to the pool).  Returns 0 or TRI_ERR_NOMEM (then *bp is intact). */
+int tri_buf_reserve(tri_pool *p, tri_buf **bp, size_t extra);
+
+/* Appends n bytes, growing as tri_buf_reserve does. */
+int tri_buf_append(tri_pool *p, tri_buf **bp, const void *src, size_t n);
+
+#endif

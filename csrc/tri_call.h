@@ -1,0 +1,97 @@
+/*
+ * tri_call: one RPC on a channel, as seen by its caller.
+ *
+ * Life of a unary call (the fast path):
+ *   tri_call_new -> tri_call_add_metadata* -> tri_call_set_request_* ->
+ *   tri_call_start -> tri_call_wait (or a completion notification) ->
+ *   read results (code, message, response, metadata) -> tri_call_release.
+ *
+ * Threads: the caller owns the call until tri_call_start; after it, the
+ * connection's I/O thread writes the call's state and the caller may only
+ * wait, cancel, or read results once tri_call_done() is true.  Results are
+ * immutable after completion.  A call is reference counted (caller + I/O
+ * thread); memory comes from the channel's call pool and returns there when
+ * both have let go.
+ *
+ * Buffers: a request set with tri_call_set_request_borrowed is NOT copied:
+ * the caller must keep those bytes alive and unchanged until the call is
+ * done.  When the call is done the core holds no pointer into them, even if
+ * it completed early (deadline, cancel): bytes still queued for the socket
+ * are copied out first.  A request set with tri_call_set_request_buf is
+ * owned by the call from then on.
+ */
+#ifndef TRI_CALL_H
+#define TRI_CALL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tri_buf.h"
+
+typedef struct tri_call tri_call;
+typedef struct tri_channel tri_channel;
+
+/* Metadata record kinds returned by tri_call_md_next. */
+enum { TRI_MD_INITIAL = 0, TRI_MD_TRAILING = 1 };
+
+/* Creates a call for method `path` ("/pkg.Service/Method").  timeout_ns < 0
+ * means no deadline.  Returns 0 or TRI_ERR_NOMEM / TRI_ERR_CLOSED /
+ * TRI_ERR_INVALID (bad path).  *out is owned by the caller. */
+int tri_call_new(tri_channel *ch, tri_call **out, const char *path,
+                 size_t path_len, int64_t timeout_ns);
+
+/* Adds one request metadata entry.  Keys must be legal and not reserved;
+ * values of non "-bin" keys must be printable ASCII; "-bin" values are raw
+ * bytes and get base64-encoded here.  Returns 0 or TRI_ERR_INVALID (the call
+ * is unchanged) or TRI_ERR_NOMEM.  Only before tri_call_start. */
+int tri_call_add_metadata(tri_call *c, const char *key, size_t key_len,
+                          const char *value, size_t value_len);
+
+/* Sends `n` bytes at `p` as the request message, without copying them.  The
+ * bytes are borrowed until tri_call_done(c) is true. */
+void tri_call_set_request_borrowed(tri_call *c, const uint8_t *p, size_t n);
+
+/* Sends the content of `b` as the request message.  `b` must have at least 5
+ * bytes of headroom (the envelope prefix is written there) and comes from the
+ * channel's pool (tri_channel_pool).  Ownership passes to the call. */
+void tri_call_set_request_buf(tri_call *c, tri_buf *b);
+
+/* Asks for a completion notification: when the call is done, `token` is
+ * queued on the channel (see tri_channel_poll_completions).  Only before
+ * tri_call_start. */
+void tri_call_set_notify(tri_call *c, void *token);
+
+/* Hands the call to its connection.  Never fails: problems found here (send
+ * limit, channel closed) complete the call at once with a status. */
+void tri_call_start(tri_call *c);
+
+/* Nonzero once the call has its final status. */
+int tri_call_done(const tri_call *c);
+
+/* Waits up to timeout_ns (< 0: forever) for completion.  Returns 0 when done,
+ * TRI_ERR_TIMEOUT otherwise.  Safe from any number of threads. */
+int tri_call_wait(tri_call *c, int64_t timeout_ns);
+
+/* Requests cancellation with `code` (e.g. TRI_CODE_CANCELLED) and a static
+ * message; the stream is reset.  No effect once done.  Any thread. */
+void tri_call_cancel(tri_call *c, int code, const char *message);
+
+/* Results; valid only when done, until tri_call_release. */
+int tri_call_code(const tri_call *c);
+/* The status message (UTF-8 bytes, not NUL-terminated). */
+void tri_call_message(const tri_call *c, const char **p, size_t *n);
+/* The response message payload; *p is NULL when none was received. */
+void tri_call_response(const tri_call *c, const uint8_t **p, size_t *n);
+/* Iterates received metadata.  Start with *iter = 0; returns 0 and fills the
+ * outputs for each entry, -1 at the end.  Binary values are decoded. */
+int tri_call_md_next(const tri_call *c, size_t *iter, int *kind,
+                     const char **key, size_t *key_len, const char **value,
+                     size_t *value_len);
+/* The notify token given to tri_call_set_notify. */
+void *tri_call_token(const tri_call *c);
+
+/* Drops the caller's reference.  If the call is not done yet it is
+ * cancelled first.  `c` must not be used afterwards. */
+void tri_call_release(tri_call *c);
+
+#endif

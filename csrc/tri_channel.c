@@ -1,0 +1,261 @@
+/*
+ * tri_channel.c: channel lifetime, connection selection and reconnection,
+ * the call pool, and the completion queue (see tri_channel.h).
+ */
+#include "tri_channel.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "tri_conn.h"
+#include "tri_error.h"
+#include "tri_int.h"
+#include "tri_wire.h"
+
+#define CALL_POOL_MAX 4096
+
+void tri_channel_opts_init(tri_channel_opts *o) {
+  memset(o, 0, sizeof(*o));
+  o->max_recv_bytes = 4 << 20;
+  o->max_send_bytes = -1;
+  o->stream_window = (16u << 20) - 1;
+  o->conn_window = (1u << 30) - 1;
+  o->max_frame_size = 64u << 10;
+  o->user_agent = "triple-py";
+}
+
+int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
+  if (!opts->host || !opts->port || !*opts->host || !*opts->port)
+    return TRI_ERR_INVALID;
+  if (opts->max_frame_size < 16384 || opts->max_frame_size > 16777215 ||
+      opts->stream_window > 0x7fffffffu || opts->conn_window > 0x7fffffffu)
+    return TRI_ERR_INVALID;
+  tri_channel *ch = tri_mem_calloc(NULL, 1, sizeof(*ch));
+  if (!ch) return TRI_ERR_NOMEM;
+  ch->opts = *opts;
+  /* Copy the strings into one block: host, port, authority, user agent. */
+  char authority[300];
+  if (opts->authority)
+    snprintf(authority, sizeof(authority), "%s", opts->authority);
+  else if (strchr(opts->host, ':'))
+    snprintf(authority, sizeof(authority), "[%s]:%s", opts->host, opts->port);
+  else
+    snprintf(authority, sizeof(authority), "%s:%s", opts->host, opts->port);
+  const char *ua = opts->user_agent ? opts->user_agent : "triple-py";
+  size_t lh = strlen(opts->host) + 1, lp = strlen(opts->port) + 1,
+         la = strlen(authority) + 1, lu = strlen(ua) + 1;
+  ch->strings = tri_mem_alloc(&ch->stats, lh + lp + la + lu);
+  ch->notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (!ch->strings || ch->notify_fd < 0) {
+    int rv = ch->strings ? TRI_ERR_SYSTEM : TRI_ERR_NOMEM;
+    if (ch->notify_fd >= 0) close(ch->notify_fd);
+    tri_mem_free(ch->strings);
+    tri_mem_free(ch);
+    return rv;
+  }
+  char *s = ch->strings;
+  ch->opts.host = memcpy(s, opts->host, lh);
+  ch->opts.port = memcpy(s + lh, opts->port, lp);
+  ch->opts.authority = memcpy(s + lh + lp, authority, la);
+  ch->opts.user_agent = memcpy(s + lh + lp + la, ua, lu);
+  tri_pool_init(&ch->pool, &ch->stats);
+  pthread_mutex_init(&ch->lock, NULL);
+  pthread_mutex_init(&ch->call_lock, NULL);
+  pthread_mutex_init(&ch->poll_lock, NULL);
+  tri_mpsc_init(&ch->completions);
+  *out = ch;
+  return 0;
+}
+
+tri_stats *tri_channel_stats(tri_channel *ch) { return &ch->stats; }
+tri_pool *tri_channel_pool(tri_channel *ch) { return &ch->pool; }
+int tri_channel_notify_fd(tri_channel *ch) { return ch->notify_fd; }
+
+int tri_channel_closed(tri_channel *ch) {
+  pthread_mutex_lock(&ch->lock);
+  int c = ch->closed;
+  pthread_mutex_unlock(&ch->lock);
+  return c;
+}
+
+/* Frees retired connections whose thread has exited and that nobody else
+ * references.  Channel lock held; never waits for a running thread, since an
+ * exiting I/O thread may itself need the lock-free paths only. */
+static void reap_retired(tri_channel *ch) {
+  tri_conn **pp = &ch->retired;
+  while (*pp) {
+    tri_conn *conn = *pp;
+    if (atomic_load(&conn->refs) == 1 && atomic_load(&conn->exited)) {
+      *pp = conn->next_retired;
+      tri__conn_free(conn);
+    } else {
+      pp = &conn->next_retired;
+    }
+  }
+}
+
+static void retire_current(tri_channel *ch) {
+  ch->conn->next_retired = ch->retired;
+  ch->retired = ch->conn;
+  ch->conn = NULL;
+}
+
+tri_conn *tri__channel_conn(tri_channel *ch, tri_conn *avoid) {
+  pthread_mutex_lock(&ch->lock);
+  tri_conn *conn = NULL;
+  if (ch->closed) goto out;
+  if (ch->conn && (ch->conn == avoid || tri__conn_unusable(ch->conn)))
+    retire_current(ch);
+  if (ch->retired) reap_retired(ch);
+  if (!ch->conn && tri__conn_new(&ch->conn, ch) != 0) goto out;
+  conn = ch->conn;
+  tri__conn_ref(conn);
+out:
+  pthread_mutex_unlock(&ch->lock);
+  return conn;
+}
+
+void tri_channel_close(tri_channel *ch) {
+  pthread_mutex_lock(&ch->lock);
+  if (ch->closed) {
+    pthread_mutex_unlock(&ch->lock);
+    return;
+  }
+  ch->closed = 1;
+  if (ch->conn) retire_current(ch);
+  /* Once closed, nobody else touches `retired`: join without the lock,
+   * because dying I/O threads return calls to the pools. */
+  pthread_mutex_unlock(&ch->lock);
+  for (tri_conn *c = ch->retired; c; c = c->next_retired)
+    tri__conn_shutdown(c);
+  for (tri_conn *c = ch->retired; c; c = c->next_retired) tri__conn_join(c);
+  pthread_mutex_lock(&ch->lock);
+  reap_retired(ch);
+  pthread_mutex_unlock(&ch->lock);
+  uint64_t one = 1;
+  ssize_t w = write(ch->notify_fd, &one, sizeof(one)); /* wake pollers */
+  (void)w;
+}
+
+void tri_channel_del(tri_channel *ch) {
+  tri_channel_close(ch);
+  while (ch->retired) {
+    tri_conn *c = ch->retired;
+    ch->retired = c->next_retired;
+    tri__conn_free(c);
+  }
+  while (ch->call_free) {
+    tri_call *c = ch->call_free;
+    ch->call_free = c->io_next;
+    tri_mem_free(c);
+  }
+  tri_pool_free(&ch->pool);
+  pthread_mutex_destroy(&ch->lock);
+  pthread_mutex_destroy(&ch->call_lock);
+  pthread_mutex_destroy(&ch->poll_lock);
+  close(ch->notify_fd);
+  tri_mem_free(ch->strings);
+  tri_mem_free(ch);
+}
+
+/* ---- call pool ---------------------------------------------------------- */
+
+tri_call *tri__channel_call_get(tri_channel *ch) {
+  pthread_mutex_lock(&ch->call_lock);
+  tri_call *c = ch->call_free;
+  if (c) {
+    ch->call_free = c->io_next;
+    ch->call_free_n--;
+  }
+  pthread_mutex_unlock(&ch->call_lock);
+  if (c) {
+    TRI_STATS_ADD(&ch->stats, pool_hits, 1);
+  } else {
+    TRI_STATS_ADD(&ch->stats, pool_misses, 1);
+    c = tri_mem_alloc(&ch->stats, sizeof(*c));
+    if (!c) return NULL;
+  }
+  memset(c, 0, sizeof(*c));
+  c->ch = ch;
+  atomic_init(&c->refs, 1);
+  c->heap_idx = -1;
+  c->grpc_status = -1;
+  c->submit_op.kind = TRI_OP_SUBMIT;
+  c->cancel_op.kind = TRI_OP_CANCEL;
+  tri_frame_decoder_init(&c->dec);
+  return c;
+}
+
+void tri__channel_call_put(tri_channel *ch, tri_call *c) {
+  pthread_mutex_lock(&ch->call_lock);
+  if (ch->call_free_n < CALL_POOL_MAX) {
+    c->io_next = ch->call_free;
+    ch->call_free = c;
+    ch->call_free_n++;
+    c = NULL;
+  }
+  pthread_mutex_unlock(&ch->call_lock);
+  if (c) tri_mem_free(c);
+}
+
+/* ---- completion queue --------------------------------------------------- */
+
+void tri__channel_notify(tri_channel *ch, tri_call *c) {
+  tri_mpsc_push(&ch->completions, &c->notify_node);
+  if (atomic_exchange(&ch->notify_pending, 1)) return;
+  uint64_t one = 1;
+  ssize_t w = write(ch->notify_fd, &one, sizeof(one));
+  (void)w;
+}
+
+static int take_ready(tri_channel *ch, void **tokens, int max) {
+  int n = 0;
+  while (n < max && ch->ready_head) {
+    tri_node *node = ch->ready_head;
+    ch->ready_head = node->next;
+    if (!ch->ready_head) ch->ready_tail = NULL;
+    tokens[n++] = container_of(node, tri_call, notify_node)->token;
+  }
+  return n;
+}
+
+int tri_channel_poll_completions(tri_channel *ch, void **tokens, int max,
+                                 int64_t timeout_ns) {
+  int64_t end = timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
+  pthread_mutex_lock(&ch->poll_lock);
+  int n;
+  for (;;) {
+    n = take_ready(ch, tokens, max);
+    if (n) break;
+    uint64_t v;
+    ssize_t r = read(ch->notify_fd, &v, sizeof(v));
+    (void)r;
+    atomic_store(&ch->notify_pending, 0);
+    tri_node *list = tri_mpsc_take_all(&ch->completions);
+    if (list) {
+      if (ch->ready_tail) ch->ready_tail->next = list;
+      else ch->ready_head = list;
+      while (list->next) list = list->next;
+      ch->ready_tail = list;
+      continue;
+    }
+    if (tri_channel_closed(ch)) {
+      n = TRI_ERR_CLOSED;
+      break;
+    }
+    int ms = -1;
+    if (timeout_ns >= 0) {
+      int64_t left = end - tri__now();
+      if (left <= 0) break;
+      ms = (int)((left + 999999) / 1000000);
+    }
+    struct pollfd pfd = {.fd = ch->notify_fd, .events = POLLIN};
+    poll(&pfd, 1, ms);
+  }
+  pthread_mutex_unlock(&ch->poll_lock);
+  return n;
+}

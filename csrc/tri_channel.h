@@ -1,0 +1,72 @@
+/*
+ * tri_channel: a client endpoint for one target ("host:port").
+ *
+ * A channel owns at most one live connection (tri_conn) at a time, opened
+ * lazily by the first call and replaced on the next call after it dies, so a
+ * lost connection fails its in-flight calls with UNAVAILABLE and the channel
+ * reconnects by itself.  It also owns the buffer pool and call pool its calls
+ * use, the counters (tri_stats), and the completion queue for calls that
+ * asked for notification.
+ *
+ * Threads: every function may be called from any thread, concurrently, except
+ * tri_channel_del, which must be the last use.
+ */
+#ifndef TRI_CHANNEL_H
+#define TRI_CHANNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tri_buf.h"
+#include "tri_stats.h"
+
+typedef struct tri_channel tri_channel;
+
+typedef struct tri_channel_opts {
+  const char *host;          /* copied; name or address */
+  const char *port;          /* copied; decimal */
+  const char *authority;     /* copied; NULL: "host:port" */
+  int64_t max_recv_bytes;    /* -1: unlimited; default 4 MiB */
+  int64_t max_send_bytes;    /* -1: unlimited (default) */
+  uint32_t stream_window;    /* our SETTINGS_INITIAL_WINDOW_SIZE */
+  uint32_t conn_window;      /* our connection window */
+  uint32_t max_frame_size;   /* our SETTINGS_MAX_FRAME_SIZE */
+  const char *user_agent;    /* copied */
+} tri_channel_opts;
+
+/* Fills `o` with the defaults: 4 MiB receive limit, no send limit, 16 MiB-1
+ * stream window, 1 GiB-1 connection window, 64 KiB frames. */
+void tri_channel_opts_init(tri_channel_opts *o);
+
+/* Creates a channel; nothing is connected yet.  Returns 0, TRI_ERR_INVALID or
+ * TRI_ERR_NOMEM.  *out is owned by the caller (tri_channel_del). */
+int tri_channel_new(tri_channel **out, const tri_channel_opts *opts);
+
+/* Closes the channel: every pending call completes with CANCELLED, the I/O
+ * threads are joined, and later calls complete with CANCELLED at start.
+ * Idempotent. */
+void tri_channel_close(tri_channel *ch);
+
+/* Frees the channel (closing it first).  All its calls must be released. */
+void tri_channel_del(tri_channel *ch);
+
+/* The channel's counters (borrowed; valid until tri_channel_del). */
+tri_stats *tri_channel_stats(tri_channel *ch);
+
+/* The channel's buffer pool, for tri_call_set_request_buf (borrowed). */
+tri_pool *tri_channel_pool(tri_channel *ch);
+
+/* A file descriptor that becomes readable when notified calls completed
+ * (an eventfd; for event loops).  Valid until tri_channel_del. */
+int tri_channel_notify_fd(tri_channel *ch);
+
+/* Takes up to `max` tokens of completed notified calls.  Waits up to
+ * timeout_ns (< 0: forever, 0: no wait) for at least one.  Returns the count
+ * (0 on timeout), or TRI_ERR_CLOSED once the channel is closed and empty. */
+int tri_channel_poll_completions(tri_channel *ch, void **tokens, int max,
+                                 int64_t timeout_ns);
+
+/* Nonzero once tri_channel_close has been called. */
+int tri_channel_closed(tri_channel *ch);
+
+#endif

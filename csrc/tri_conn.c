@@ -1,0 +1,781 @@
+/*
+ * tri_conn.c: the connection's I/O thread (see tri_conn.h for the design).
+ */
+#include "tri_conn.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "tri_error.h"
+#include "tri_wire.h"
+
+#define OUT_MAX 1000               /* iovecs per writev (IOV_MAX is 1024) */
+#define PULL_MAX_BYTES (4u << 20)  /* stop pulling frames beyond this */
+#define RBUF_SIZE (256u << 10)
+#define MAX_HEADERS 64
+
+/* ---- references and the op queue (any thread) ------------------------ */
+
+void tri__conn_ref(tri_conn *conn) { atomic_fetch_add(&conn->refs, 1); }
+
+void tri__conn_unref(tri_conn *conn) { atomic_fetch_sub(&conn->refs, 1); }
+
+int tri__conn_unusable(tri_conn *conn) { return atomic_load(&conn->unusable); }
+
+static void wake(tri_conn *conn) {
+  if (atomic_exchange(&conn->wake_pending, 1)) return; /* already pending */
+  uint64_t one = 1;
+  ssize_t w = write(conn->evfd, &one, sizeof(one));
+  (void)w;
+  TRI_STATS_ADD(conn->stats, wakeups, 1);
+}
+
+int tri__conn_push(tri_conn *conn, tri_node *node) {
+  atomic_fetch_add(&conn->producers, 1);
+  if (atomic_load(&conn->closed)) {
+    atomic_fetch_sub(&conn->producers, 1);
+    return TRI_ERR_CLOSED;
+  }
+  tri_mpsc_push(&conn->ops, node);
+  wake(conn);
+  atomic_fetch_sub(&conn->producers, 1);
+  return 0;
+}
+
+void tri__conn_shutdown(tri_conn *conn) {
+  atomic_store(&conn->shutdown_req, 1);
+  atomic_store(&conn->unusable, 1);
+  atomic_store(&conn->wake_pending, 0);
+  wake(conn);
+}
+
+/* ---- deadline heap (I/O thread) --------------------------------------- */
+
+static void heap_swap(tri_conn *conn, size_t a, size_t b) {
+  tri_call *t = conn->heap[a];
+  conn->heap[a] = conn->heap[b];
+  conn->heap[b] = t;
+  conn->heap[a]->heap_idx = (int)a;
+  conn->heap[b]->heap_idx = (int)b;
+}
+
+static void heap_up(tri_conn *conn, size_t i) {
+  while (i > 0) {
+    size_t p = (i - 1) / 2;
+    if (conn->heap[p]->deadline <= conn->heap[i]->deadline) break;
+    heap_swap(conn, p, i);
+    i = p;
+  }
+}
+
+static void heap_down(tri_conn *conn, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < conn->heap_n && conn->heap[l]->deadline < conn->heap[m]->deadline)
+      m = l;
+    if (r < conn->heap_n && conn->heap[r]->deadline < conn->heap[m]->deadline)
+      m = r;
+    if (m == i) return;
+    heap_swap(conn, i, m);
+    i = m;
+  }
+}
+
+static int heap_add(tri_conn *conn, tri_call *c) {
+  if (conn->heap_n == conn->heap_cap) {
+    size_t cap = conn->heap_cap ? conn->heap_cap * 2 : 64;
+    tri_call **h = tri_mem_alloc(conn->stats, cap * sizeof(*h));
+    if (!h) return TRI_ERR_NOMEM;
+    if (conn->heap_n) memcpy(h, conn->heap, conn->heap_n * sizeof(*h));
+    tri_mem_free(conn->heap);
+    conn->heap = h;
+    conn->heap_cap = cap;
+  }
+  c->heap_idx = (int)conn->heap_n;
+  conn->heap[conn->heap_n++] = c;
+  heap_up(conn, conn->heap_n - 1);
+  return 0;
+}
+
+static void heap_remove(tri_conn *conn, tri_call *c) {
+  size_t i = (size_t)c->heap_idx;
+  c->heap_idx = -1;
+  if (--conn->heap_n == i) return;
+  conn->heap[i] = conn->heap[conn->heap_n];
+  conn->heap[i]->heap_idx = (int)i;
+  heap_down(conn, i);
+  heap_up(conn, i);
+}
+
+/* ---- output queue (I/O thread) ---------------------------------------- */
+
+static int staging_append(tri_conn *conn, const void *p, size_t n) {
+  size_t at = conn->staging->len;
+  int rv = tri_buf_append(&conn->ch->pool, &conn->staging, p, n);
+  if (rv) return rv;
+  tri_out *last = conn->out_n > conn->out_head ? &conn->out[conn->out_n - 1] : NULL;
+  if (last && !last->ptr && last->off + last->len == at) {
+    last->len += n; /* contiguous with the previous staged bytes */
+    return 0;
+  }
+  tri_out *e = &conn->out[conn->out_n++];
+  e->ptr = NULL;
+  e->off = at;
+  e->len = n;
+  e->call = NULL;
+  return 0;
+}
+
+void tri__conn_call_finished(tri_conn *conn, tri_call *c) {
+  if (c->heap_idx >= 0) heap_remove(conn, c);
+  if (!c->queued) return;
+  /* Copy the call's still-unwritten request bytes into staging so that the
+   * caller may free them now.  Staging may move; entries use offsets. */
+  for (size_t i = conn->out_head; i < conn->out_n; i++) {
+    tri_out *e = &conn->out[i];
+    if (e->call != c) continue;
+    size_t at = conn->staging->len;
+    if (tri_buf_append(&conn->ch->pool, &conn->staging, e->ptr, e->len)) {
+      /* Cannot keep the bytes: the stream's frames can't be completed, so
+       * the connection cannot continue either. */
+      e->len = 0;
+      atomic_store(&conn->unusable, 1);
+    }
+    e->ptr = NULL;
+    e->off = at;
+    e->call = NULL;
+  }
+  c->queued = 0;
+}
+
+static void out_reset(tri_conn *conn) {
+  for (size_t i = conn->out_head; i < conn->out_n; i++)
+    if (conn->out[i].call) conn->out[i].call->queued = 0;
+  conn->out_n = conn->out_head = 0;
+  conn->staging->len = 0;
+}
+
+/* ---- dying -------------------------------------------------------------- */
+
+static void io_release(tri_conn *conn, tri_call *c) {
+  (void)conn;
+  if (c->io_released) return;
+  c->io_released = 1;
+  tri__call_unref(c);
+}
+
+static void inflight_add(tri_conn *conn, tri_call *c) {
+  c->io_prev = NULL;
+  c->io_next = conn->inflight;
+  if (conn->inflight) conn->inflight->io_prev = c;
+  conn->inflight = c;
+}
+
+static void inflight_remove(tri_conn *conn, tri_call *c) {
+  if (c->io_prev) c->io_prev->io_next = c->io_next;
+  else conn->inflight = c->io_next;
+  if (c->io_next) c->io_next->io_prev = c->io_prev;
+  c->io_prev = c->io_next = NULL;
+}
+
+static void process_ops(tri_conn *conn);
+
+/* Fails every call with `code` and marks the connection dead.  The session
+ * is deleted by the thread's exit path. */
+static void die(tri_conn *conn, int code, const char *why) {
+  if (conn->dead) return;
+  conn->dead = 1;
+  atomic_store(&conn->unusable, 1);
+  if (why && why != conn->errstr)
+    snprintf(conn->errstr, sizeof(conn->errstr), "%s", why);
+  for (tri_call *c = conn->inflight; c; c = c->io_next)
+    tri__call_complete(c, code, "%s", conn->errstr);
+  out_reset(conn);
+  /* Refuse new pushes, wait out pushes in progress, then fail the rest. */
+  atomic_store(&conn->closed, 1);
+  while (atomic_load(&conn->producers)) sched_yield();
+  process_ops(conn);
+  while (conn->inflight) {
+    tri_call *c = conn->inflight;
+    inflight_remove(conn, c);
+    c->in_session = 0;
+    io_release(conn, c);
+  }
+}
+
+/* ---- nghttp2 callbacks (I/O thread, inside mem_send / mem_recv) -------- */
+
+static tri_call *stream_call(tri_conn *conn, int32_t stream_id) {
+  return nghttp2_session_get_stream_user_data(conn->sess, stream_id);
+}
+
+static ssize_t unary_read(nghttp2_session *s, int32_t stream_id, uint8_t *buf,
+                          size_t length, uint32_t *flags,
+                          nghttp2_data_source *src, void *user) {
+  (void)s, (void)stream_id, (void)buf, (void)user;
+  tri_call *c = src->ptr;
+  if (c->completed) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  size_t total = c->seg0_len + c->seg1_len;
+  size_t n = total - c->sent;
+  if (n > length) n = length;
+  *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+  if (c->sent + n == total) *flags |= NGHTTP2_DATA_FLAG_EOF;
+  return (ssize_t)n;
+}
+
+static int send_data(nghttp2_session *s, nghttp2_frame *frame,
+                     const uint8_t *framehd, size_t length,
+                     nghttp2_data_source *src, void *user) {
+  (void)s;
+  tri_conn *conn = user;
+  tri_call *c = src->ptr;
+  if (conn->out_n + 4 > conn->out_cap) return NGHTTP2_ERR_WOULDBLOCK;
+  if (staging_append(conn, framehd, 9)) return NGHTTP2_ERR_CALLBACK_FAILURE;
+  if (frame->data.padlen > 0) {
+    uint8_t pad = (uint8_t)(frame->data.padlen - 1);
+    if (staging_append(conn, &pad, 1)) return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  /* The frame covers bytes [sent, sent+length) of seg0 || seg1.  The small
+   * seg0 (an envelope prefix) is copied; seg1 goes out by reference. */
+  size_t pos = c->sent, left = length;
+  if (pos < c->seg0_len) {
+    size_t n = c->seg0_len - pos < left ? c->seg0_len - pos : left;
+    if (staging_append(conn, c->seg0 + pos, n))
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    pos += n;
+    left -= n;
+  }
+  if (left) {
+    tri_out *e = &conn->out[conn->out_n++];
+    e->ptr = c->seg1 + (pos - c->seg0_len);
+    e->off = 0;
+    e->len = left;
+    e->call = c;
+    c->queued += left;
+  }
+  if (frame->data.padlen > 1) {
+    static const uint8_t zeros[256];
+    if (staging_append(conn, zeros, frame->data.padlen - 1))
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  c->sent += length;
+  return 0;
+}
+
+static ssize_t read_length(nghttp2_session *s, uint8_t type, int32_t sid,
+                           int32_t conn_win, int32_t stream_win,
+                           uint32_t max_frame, void *user) {
+  (void)s, (void)type, (void)sid, (void)user;
+  int32_t n = conn_win < stream_win ? conn_win : stream_win;
+  if ((uint32_t)n > max_frame) n = (int32_t)max_frame;
+  return n > 0 ? n : 1;
+}
+
+static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
+                     const uint8_t *name, size_t namelen, const uint8_t *value,
+                     size_t valuelen, uint8_t flags, void *user) {
+  (void)s, (void)flags;
+  tri_conn *conn = user;
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  tri_call *c = stream_call(conn, frame->hd.stream_id);
+  if (!c) return 0;
+  if (tri__call_on_header(c, frame, name, namelen, value, valuelen)) {
+    tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED,
+                       "out of memory storing metadata");
+    nghttp2_submit_rst_stream(conn->sess, NGHTTP2_FLAG_NONE,
+                              frame->hd.stream_id, NGHTTP2_CANCEL);
+  }
+  return 0;
+}
+
+static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t sid,
+                         const uint8_t *data, size_t len, void *user) {
+  (void)s, (void)flags;
+  tri_conn *conn = user;
+  tri_call *c = stream_call(conn, sid);
+  if (!c) return 0;
+  if (tri__call_on_data(c, data, len, conn->ch->opts.max_recv_bytes))
+    nghttp2_submit_rst_stream(conn->sess, NGHTTP2_FLAG_NONE, sid,
+                              NGHTTP2_CANCEL);
+  return 0;
+}
+
+static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
+                         void *user) {
+  (void)s;
+  tri_conn *conn = user;
+  if (frame->hd.type == NGHTTP2_GOAWAY) {
+    conn->goaway = 1;
+    atomic_store(&conn->unusable, 1);
+  }
+  return 0;
+}
+
+static void stream_closed(tri_conn *conn, tri_call *c, uint32_t error_code) {
+  tri__call_on_close(c, error_code);
+  if (c->in_session) {
+    c->in_session = 0;
+    inflight_remove(conn, c);
+  }
+  io_release(conn, c);
+}
+
+static int on_stream_close(nghttp2_session *s, int32_t sid, uint32_t err,
+                           void *user) {
+  (void)s;
+  tri_conn *conn = user;
+  tri_call *c = stream_call(conn, sid);
+  if (c) stream_closed(conn, c, err);
+  return 0;
+}
+
+static int on_frame_not_send(nghttp2_session *s, const nghttp2_frame *frame,
+                             int lib_error, void *user) {
+  (void)s;
+  tri_conn *conn = user;
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  tri_call *c = stream_call(conn, frame->hd.stream_id);
+  if (!c) return 0;
+  tri__call_complete(c, TRI_CODE_UNAVAILABLE, "request not sent: %s",
+                     nghttp2_strerror(lib_error));
+  return 0;
+}
+
+/* nghttp2 allocates through the connection's arena (I/O thread only). */
+static void *arena_malloc(size_t n, void *u) { return tri_arena_alloc(u, n); }
+static void arena_free(void *p, void *u) { tri_arena_free(u, p); }
+static void *arena_calloc(size_t n, size_t sz, void *u) {
+  return tri_arena_calloc(u, n, sz);
+}
+static void *arena_realloc(void *p, size_t n, void *u) {
+  return tri_arena_realloc(u, p, n);
+}
+
+/* ---- submitting (I/O thread) ------------------------------------------ */
+
+static void submit_call(tri_conn *conn, tri_call *c) {
+  if (conn->dead || conn->goaway) {
+    tri__call_complete(c, TRI_CODE_UNAVAILABLE, "%s",
+                       conn->dead ? conn->errstr : "connection is going away");
+    io_release(conn, c);
+    return;
+  }
+  if (atomic_load(&c->cancel_req) == 1) {
+    tri__call_complete(c, c->cancel_code, "%s", c->cancel_msg);
+    io_release(conn, c);
+    return;
+  }
+  if (c->deadline && c->deadline <= tri__now()) {
+    tri__call_complete(c, TRI_CODE_DEADLINE_EXCEEDED, "Deadline Exceeded");
+    io_release(conn, c);
+    return;
+  }
+  nghttp2_nv nva[MAX_HEADERS];
+  char tbuf[TRI_TIMEOUT_MAX];
+  if (tri__call_header_count(c) + 8 > MAX_HEADERS) {
+    tri__call_complete(c, TRI_CODE_INTERNAL, "too many metadata entries");
+    io_release(conn, c);
+    return;
+  }
+  size_t n = tri__call_headers(c, nva, MAX_HEADERS, tbuf);
+  nghttp2_data_provider prd;
+  prd.source.ptr = c;
+  prd.read_callback = unary_read;
+  int32_t sid = nghttp2_submit_request(conn->sess, NULL, nva, n, &prd, c);
+  if (sid < 0) {
+    tri__call_complete(c, TRI_CODE_INTERNAL, "submit failed: %s",
+                       nghttp2_strerror(sid));
+    io_release(conn, c);
+    return;
+  }
+  c->stream_id = sid;
+  c->in_session = 1;
+  inflight_add(conn, c);
+  if (c->deadline && heap_add(conn, c)) {
+    tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+    nghttp2_submit_rst_stream(conn->sess, NGHTTP2_FLAG_NONE, sid,
+                              NGHTTP2_CANCEL);
+  }
+}
+
+static void cancel_call(tri_conn *conn, tri_call *c) {
+  if (!c->completed && c->in_session) {
+    tri__call_complete(c, c->cancel_code, "%s", c->cancel_msg);
+    nghttp2_submit_rst_stream(conn->sess, NGHTTP2_FLAG_NONE, c->stream_id,
+                              NGHTTP2_CANCEL);
+  }
+  tri__call_unref(c); /* the reference the cancel op carried */
+}
+
+static void process_ops(tri_conn *conn) {
+  tri_node *n = tri_mpsc_take_all(&conn->ops);
+  while (n) {
+    tri_node *next = n->next;
+    tri_op *op = container_of(n, tri_op, node);
+    if (op->kind == TRI_OP_SUBMIT)
+      submit_call(conn, container_of(op, tri_call, submit_op));
+    else
+      cancel_call(conn, container_of(op, tri_call, cancel_op));
+    n = next;
+  }
+}
+
+/* ---- socket I/O (I/O thread) ------------------------------------------ */
+
+static void set_epollout(tri_conn *conn, int on) {
+  if (conn->epollout == on) return;
+  struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0),
+                           .data.fd = conn->fd};
+  epoll_ctl(conn->epfd, EPOLL_CTL_MOD, conn->fd, &ev);
+  conn->epollout = on;
+}
+
+/* Writes pending output with one writev.  Returns 1 if all of it went,
+ * 0 if the socket is full, -1 on error (the connection is then dead). */
+static int write_out(tri_conn *conn) {
+  struct iovec iov[OUT_MAX + 8];
+  size_t n = 0;
+  for (size_t i = conn->out_head; i < conn->out_n && n < OUT_MAX + 8; i++) {
+    tri_out *e = &conn->out[i];
+    iov[n].iov_base =
+        (void *)(e->ptr ? e->ptr : tri_buf_begin(conn->staging) + e->off);
+    iov[n].iov_len = e->len;
+    n++;
+  }
+  if (n == 0) return 1;
+  ssize_t w;
+  do {
+    w = writev(conn->fd, iov, (int)n);
+  } while (w < 0 && errno == EINTR);
+  if (w < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    snprintf(conn->errstr, sizeof(conn->errstr), "write failed: %s",
+             strerror(errno));
+    die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+    return -1;
+  }
+  TRI_STATS_ADD(conn->stats, write_syscalls, 1);
+  TRI_STATS_ADD(conn->stats, bytes_written, w);
+  size_t left = (size_t)w;
+  while (conn->out_head < conn->out_n) {
+    tri_out *e = &conn->out[conn->out_head];
+    if (e->len > left) {
+      if (e->ptr) e->ptr += left;
+      else e->off += left;
+      e->len -= left;
+      if (e->call) e->call->queued -= left;
+      return 0;
+    }
+    left -= e->len;
+    if (e->call) e->call->queued -= e->len;
+    conn->out_head++;
+  }
+  conn->out_n = conn->out_head = 0;
+  conn->staging->len = 0;
+  return 1;
+}
+
+/* Pulls every frame nghttp2 wants to send and writes them, normally with one
+ * writev per call. */
+static void flush(tri_conn *conn) {
+  if (!conn->connected || conn->dead) return;
+  if (conn->out_head < conn->out_n) {
+    int rv = write_out(conn);
+    if (rv <= 0) {
+      if (rv == 0) set_epollout(conn, 1);
+      return;
+    }
+  }
+  for (;;) {
+    size_t pulled = 0;
+    while (conn->out_n + 8 < conn->out_cap && pulled < PULL_MAX_BYTES) {
+      const uint8_t *p;
+      ssize_t n = nghttp2_session_mem_send(conn->sess, &p);
+      if (n < 0) {
+        snprintf(conn->errstr, sizeof(conn->errstr), "HTTP/2 error: %s",
+                 nghttp2_strerror((int)n));
+        die(conn, TRI_CODE_INTERNAL, conn->errstr);
+        return;
+      }
+      if (n == 0) break;
+      if (staging_append(conn, p, (size_t)n)) {
+        die(conn, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+      }
+      pulled += (size_t)n;
+    }
+    if (conn->out_n == conn->out_head) break; /* nothing to send */
+    int rv = write_out(conn);
+    if (rv <= 0) {
+      if (rv == 0) set_epollout(conn, 1);
+      return;
+    }
+    if (!nghttp2_session_want_write(conn->sess)) break;
+  }
+  set_epollout(conn, 0);
+}
+
+static void read_in(tri_conn *conn) {
+  for (;;) {
+    ssize_t r = read(conn->fd, conn->rbuf, conn->rbuf_cap);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (r < 0) {
+      snprintf(conn->errstr, sizeof(conn->errstr), "read failed: %s",
+               strerror(errno));
+      die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+      return;
+    }
+    TRI_STATS_ADD(conn->stats, read_syscalls, 1);
+    if (r == 0) {
+      die(conn, TRI_CODE_UNAVAILABLE, "connection closed by peer");
+      return;
+    }
+    TRI_STATS_ADD(conn->stats, bytes_read, r);
+    ssize_t rv = nghttp2_session_mem_recv(conn->sess, conn->rbuf, (size_t)r);
+    if (rv < 0) {
+      snprintf(conn->errstr, sizeof(conn->errstr),
+               "HTTP/2 protocol error from peer: %s",
+               nghttp2_strerror((int)rv));
+      die(conn, TRI_CODE_INTERNAL, conn->errstr);
+      return;
+    }
+    if ((size_t)r < conn->rbuf_cap) return; /* drained (level-triggered) */
+  }
+}
+
+static void expire_deadlines(tri_conn *conn) {
+  int64_t now = tri__now();
+  while (conn->heap_n && conn->heap[0]->deadline <= now) {
+    tri_call *c = conn->heap[0];
+    tri__call_complete(c, TRI_CODE_DEADLINE_EXCEEDED, "Deadline Exceeded");
+    if (c->heap_idx >= 0) heap_remove(conn, c);
+    if (c->in_session)
+      nghttp2_submit_rst_stream(conn->sess, NGHTTP2_FLAG_NONE, c->stream_id,
+                                NGHTTP2_CANCEL);
+  }
+}
+
+static int next_timeout_ms(tri_conn *conn) {
+  if (!conn->heap_n) return -1;
+  int64_t left = conn->heap[0]->deadline - tri__now();
+  if (left <= 0) return 0;
+  int64_t ms = (left + 999999) / 1000000;
+  return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* ---- thread ------------------------------------------------------------ */
+
+static int open_socket(tri_conn *conn) {
+  const tri_channel_opts *o = &conn->ch->opts;
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  int rv = getaddrinfo(o->host, o->port, &hints, &res);
+  if (rv != 0) {
+    snprintf(conn->errstr, sizeof(conn->errstr),
+             "failed to resolve %s:%s: %s", o->host, o->port,
+             gai_strerror(rv));
+    return TRI_ERR_RESOLVE;
+  }
+  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                  0);
+  if (fd < 0) {
+    freeaddrinfo(res);
+    snprintf(conn->errstr, sizeof(conn->errstr), "socket: %s",
+             strerror(errno));
+    return TRI_ERR_SYSTEM;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  rv = connect(fd, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  if (rv < 0 && errno != EINPROGRESS) {
+    snprintf(conn->errstr, sizeof(conn->errstr), "failed to connect to %s:%s: %s",
+             o->host, o->port, strerror(errno));
+    close(fd);
+    return TRI_ERR_CONNECT;
+  }
+  conn->fd = fd;
+  conn->connected = rv == 0;
+  struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.fd = fd};
+  conn->epollout = 1;
+  epoll_ctl(conn->epfd, EPOLL_CTL_ADD, fd, &ev);
+  return 0;
+}
+
+static int start_session(tri_conn *conn) {
+  nghttp2_session_callbacks *cbs;
+  if (nghttp2_session_callbacks_new(&cbs)) return TRI_ERR_NOMEM;
+  nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+  nghttp2_session_callbacks_set_on_frame_not_send_callback(cbs,
+                                                           on_frame_not_send);
+  nghttp2_session_callbacks_set_send_data_callback(cbs, send_data);
+  nghttp2_session_callbacks_set_data_source_read_length_callback(cbs,
+                                                                 read_length);
+  nghttp2_option *opt;
+  if (nghttp2_option_new(&opt)) {
+    nghttp2_session_callbacks_del(cbs);
+    return TRI_ERR_NOMEM;
+  }
+  nghttp2_option_set_no_auto_window_update(opt, 0);
+  conn->mem.mem_user_data = &conn->arena;
+  conn->mem.malloc = arena_malloc;
+  conn->mem.free = arena_free;
+  conn->mem.calloc = arena_calloc;
+  conn->mem.realloc = arena_realloc;
+  int rv = nghttp2_session_client_new3(&conn->sess, cbs, conn, opt, &conn->mem);
+  nghttp2_option_del(opt);
+  nghttp2_session_callbacks_del(cbs);
+  if (rv) return TRI_ERR_NOMEM;
+  const tri_channel_opts *o = &conn->ch->opts;
+  nghttp2_settings_entry iv[] = {
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, o->stream_window},
+      {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, o->max_frame_size},
+  };
+  nghttp2_submit_settings(conn->sess, NGHTTP2_FLAG_NONE, iv, 3);
+  nghttp2_session_set_local_window_size(conn->sess, NGHTTP2_FLAG_NONE, 0,
+                                        (int32_t)o->conn_window);
+  return 0;
+}
+
+static void check_connected(tri_conn *conn) {
+  int err = 0;
+  socklen_t len = sizeof(err);
+  getsockopt(conn->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  if (err) {
+    const tri_channel_opts *o = &conn->ch->opts;
+    snprintf(conn->errstr, sizeof(conn->errstr),
+             "failed to connect to %s:%s: %s", o->host, o->port,
+             strerror(err));
+    die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+    return;
+  }
+  conn->connected = 1;
+}
+
+static void *conn_main(void *arg) {
+  tri_conn *conn = arg;
+  int rv = open_socket(conn);
+  if (rv == 0) rv = start_session(conn);
+  if (rv) {
+    if (!conn->errstr[0]) snprintf(conn->errstr, sizeof(conn->errstr), "%s", tri_strerror(rv));
+    /* Calls queued so far are failed by die(); a session may not exist. */
+    die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+  }
+  struct epoll_event evs[4];
+  while (!conn->dead) {
+    int n = epoll_wait(conn->epfd, evs, 4, next_timeout_ms(conn));
+    if (n < 0 && errno != EINTR) {
+      die(conn, TRI_CODE_UNAVAILABLE, "epoll_wait failed");
+      break;
+    }
+    for (int i = 0; i < n && !conn->dead; i++) {
+      if (evs[i].data.fd == conn->evfd) {
+        uint64_t v;
+        ssize_t r = read(conn->evfd, &v, sizeof(v));
+        (void)r;
+        atomic_store(&conn->wake_pending, 0);
+        continue;
+      }
+      if (!conn->connected && (evs[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+        check_connected(conn);
+      if (!conn->dead && conn->connected &&
+          (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+        read_in(conn);
+    }
+    if (atomic_load(&conn->shutdown_req)) {
+      die(conn, TRI_CODE_CANCELLED, "Channel closed");
+      break;
+    }
+    if (conn->dead) break;
+    process_ops(conn);
+    expire_deadlines(conn);
+    flush(conn);
+    if (conn->goaway && !conn->inflight)
+      die(conn, TRI_CODE_UNAVAILABLE, "connection closed after GOAWAY");
+    else if (conn->connected && !conn->dead &&
+             !nghttp2_session_want_read(conn->sess) &&
+             !nghttp2_session_want_write(conn->sess))
+      die(conn, TRI_CODE_UNAVAILABLE, "HTTP/2 session ended");
+  }
+  if (conn->sess) {
+    nghttp2_session_del(conn->sess);
+    conn->sess = NULL;
+  }
+  if (conn->fd >= 0) {
+    close(conn->fd);
+    conn->fd = -1;
+  }
+  atomic_store(&conn->exited, 1);
+  return NULL;
+}
+
+int tri__conn_new(tri_conn **out, tri_channel *ch) {
+  tri_conn *conn = tri_mem_calloc(&ch->stats, 1, sizeof(*conn));
+  if (!conn) return TRI_ERR_NOMEM;
+  conn->ch = ch;
+  conn->stats = &ch->stats;
+  conn->fd = -1;
+  conn->evfd = -1;
+  atomic_init(&conn->refs, 1);
+  tri_mpsc_init(&conn->ops);
+  tri_arena_init(&conn->arena, &ch->stats);
+  conn->out_cap = OUT_MAX;
+  conn->out = tri_mem_alloc(&ch->stats, conn->out_cap * sizeof(tri_out));
+  conn->staging = tri_pool_get(&ch->pool, 64 << 10, 0);
+  conn->rbuf_cap = RBUF_SIZE;
+  conn->rbuf = tri_mem_alloc(&ch->stats, conn->rbuf_cap);
+  conn->epfd = epoll_create1(EPOLL_CLOEXEC);
+  conn->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (!conn->out || !conn->staging || !conn->rbuf || conn->epfd < 0 ||
+      conn->evfd < 0)
+    goto fail;
+  struct epoll_event ev = {.events = EPOLLIN, .data.fd = conn->evfd};
+  if (epoll_ctl(conn->epfd, EPOLL_CTL_ADD, conn->evfd, &ev)) goto fail;
+  if (pthread_create(&conn->thread, NULL, conn_main, conn)) goto fail;
+  TRI_STATS_ADD(&ch->stats, connects, 1);
+  *out = conn;
+  return 0;
+fail:
+  if (conn->epfd >= 0) close(conn->epfd);
+  if (conn->evfd >= 0) close(conn->evfd);
+  tri_mem_free(conn->rbuf);
+  tri_pool_put(&ch->pool, conn->staging);
+  tri_mem_free(conn->out);
+  tri_mem_free(conn);
+  return TRI_ERR_SYSTEM;
+}
+
+void tri__conn_join(tri_conn *conn) {
+  if (conn->joined) return;
+  pthread_join(conn->thread, NULL);
+  conn->joined = 1;
+}
+
+void tri__conn_free(tri_conn *conn) {
+  tri__conn_join(conn);
+  close(conn->epfd);
+  close(conn->evfd);
+  tri_mem_free(conn->rbuf);
+  tri_pool_put(&conn->ch->pool, conn->staging);
+  tri_mem_free(conn->out);
+  tri_mem_free(conn->heap);
+  tri_arena_free_all(&conn->arena);
+  tri_mem_free(conn);
+}

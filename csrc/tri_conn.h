@@ -1,0 +1,88 @@
+/*
+ * tri_conn: one HTTP/2 connection and the I/O thread that owns it.
+ *
+ * The thread owns the socket, the nghttp2 session, the output queue and the
+ * deadline heap; nothing else touches them.  Callers hand it work through a
+ * lock-free queue of call nodes plus one eventfd write, coalesced by an atomic
+ * flag (no write while a wake-up is pending).  Each loop iteration: take the
+ * queued ops and submit them, read and feed the socket, expire deadlines,
+ * then pull every frame nghttp2 has and send them with one writev.  DATA
+ * payloads go out NO_COPY: the output queue points at the request bytes, and
+ * a call that completes while its bytes are queued has them copied into the
+ * staging area first, so a completed call is never referenced.
+ *
+ * Lifetime: created by the channel (reference 1 held by the channel), plus
+ * one reference per call bound to it.  When it dies (peer gone, protocol
+ * error, shutdown) every in-flight call completes with a status, later pushes
+ * are refused, and the thread exits; the channel joins it (tri__conn_free)
+ * once its own reference is dropped and no call holds one.
+ */
+#ifndef TRI_CONN_H
+#define TRI_CONN_H
+
+#include <netdb.h>
+#include <nghttp2/nghttp2.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "tri_int.h"
+
+typedef struct tri_out {
+  const uint8_t *ptr; /* NO_COPY bytes, or NULL: bytes are staging[off..] */
+  size_t off;
+  size_t len;
+  tri_call *call; /* whose request bytes `ptr` points into, or NULL */
+} tri_out;
+
+struct tri_conn {
+  tri_channel *ch; /* borrowed; outlives the connection */
+  tri_stats *stats;
+  pthread_t thread;
+  int fd, epfd, evfd;
+  _Atomic int refs;
+  tri_mpsc ops;
+  _Atomic int wake_pending;
+  _Atomic int producers;   /* pushes in progress */
+  _Atomic int closed;      /* pushes refused from now on */
+  _Atomic int unusable;    /* no new calls: dead, dying or GOAWAY */
+  _Atomic int shutdown_req;
+  _Atomic int exited;      /* the thread function has returned */
+  tri_conn *next_retired;  /* channel's retired list, under channel lock */
+  int joined;              /* thread joined; under channel lock */
+
+  /* I/O thread only. */
+  nghttp2_session *sess;
+  tri_arena arena;
+  nghttp2_mem mem;
+  int connected;
+  int epollout;            /* EPOLLOUT currently armed */
+  int dead;
+  int goaway;
+  tri_out *out;            /* output queue: out[out_head..out_n) pending */
+  size_t out_n, out_head, out_cap;
+  tri_buf *staging;        /* copied frame bytes the queue refers to */
+  tri_call **heap;         /* deadline min-heap */
+  size_t heap_n, heap_cap;
+  tri_call *inflight;      /* calls the session knows, linked io_next */
+  uint8_t *rbuf;
+  size_t rbuf_cap;
+  char errstr[200];
+};
+
+int tri__conn_new(tri_conn **out, tri_channel *ch);
+int tri__conn_push(tri_conn *conn, tri_node *node);
+int tri__conn_unusable(tri_conn *conn);
+void tri__conn_shutdown(tri_conn *conn);
+/* Waits for the I/O thread to exit (it must be dead or shut down). */
+void tri__conn_join(tri_conn *conn);
+/* Joins the thread and frees everything; the last reference must be gone. */
+void tri__conn_free(tri_conn *conn);
+void tri__conn_ref(tri_conn *conn);
+/* Drops a reference.  Returns nothing: the channel frees retired
+ * connections whose count reached zero. */
+void tri__conn_unref(tri_conn *conn);
+/* Called by tri__call_complete on the I/O thread: forget the call's deadline
+ * and copy out any of its request bytes still queued for the socket. */
+void tri__conn_call_finished(tri_conn *conn, tri_call *c);
+
+#endif

@@ -1,0 +1,129 @@
+/*
+ * tri_int.h: the internal structures shared by tri_call, tri_conn and
+ * tri_channel.  Not part of the public API; fields are documented with the
+ * thread that may touch them.
+ */
+#ifndef TRI_INT_H
+#define TRI_INT_H
+
+#include <nghttp2/nghttp2.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "tri_buf.h"
+#include "tri_call.h"
+#include "tri_channel.h"
+#include "tri_frame.h"
+#include "tri_mem.h"
+#include "tri_mpsc.h"
+#include "tri_stats.h"
+
+#define container_of(p, T, m) ((T *)((char *)(p) - offsetof(T, m)))
+
+typedef struct tri_conn tri_conn;
+
+/* One queued request from a caller to an I/O thread, embedded in a call. */
+enum { TRI_OP_SUBMIT = 1, TRI_OP_CANCEL = 2 };
+typedef struct tri_op {
+  tri_node node;
+  int kind; /* TRI_OP_* */
+} tri_op;
+
+struct tri_call {
+  /* Set by the caller before start; read-only afterwards. */
+  tri_channel *ch;
+  tri_conn *conn;       /* counted reference, taken at start */
+  int64_t deadline;     /* CLOCK_MONOTONIC ns; 0 = none */
+  tri_buf *hdr;         /* path, then metadata records (see tri_call.c) */
+  size_t path_len;
+  const uint8_t *seg0;  /* envelope prefix when not in the request buffer */
+  size_t seg0_len;
+  const uint8_t *seg1;  /* payload (prefix included when it is in headroom) */
+  size_t seg1_len;
+  uint8_t prefix[TRI_FRAME_PREFIX];
+  tri_buf *req;         /* owned request buffer, or NULL when borrowed */
+  void *token;
+  int notify;
+  int started;          /* tri_call_start was called */
+
+  /* Cross-thread. */
+  _Atomic int refs;       /* caller + I/O thread */
+  _Atomic int done;       /* futex word: 1 once results are published */
+  _Atomic int waiters;    /* threads sleeping on `done` */
+  _Atomic int cancel_req; /* cancel already queued */
+  int cancel_code;        /* written before cancel_req is set */
+  const char *cancel_msg;
+  tri_op submit_op;     /* carries the I/O thread's reference */
+  tri_op cancel_op;     /* carries a reference of its own */
+  tri_node notify_node;
+
+  /* I/O thread only. */
+  int32_t stream_id;
+  size_t sent;          /* request bytes given to nghttp2 */
+  size_t queued;        /* request bytes in the output queue, not yet written */
+  int heap_idx;         /* index in the deadline heap, -1 when absent */
+  int http_status;
+  int grpc_status;      /* -1 none, -2 unparsable */
+  unsigned completed : 1;   /* final status decided */
+  unsigned io_released : 1; /* I/O thread dropped its reference */
+  unsigned in_session : 1;  /* nghttp2 holds this call as stream data */
+  unsigned got_message : 1;
+  unsigned bad_content_type : 1;
+  tri_frame_decoder dec;
+  tri_call *io_prev, *io_next; /* connection's in-flight list */
+
+  /* Results (I/O thread writes before `done`; caller reads after). */
+  int code;
+  tri_buf *resp;        /* response payload */
+  tri_buf *md;          /* received metadata records and the status message */
+  size_t msg_off, msg_len; /* status message within md */
+};
+
+struct tri_channel {
+  tri_channel_opts opts; /* strings point into `strings` */
+  char *strings;
+  tri_stats stats;
+  tri_pool pool;
+  pthread_mutex_t lock;  /* guards conn, retired, closed */
+  pthread_mutex_t call_lock; /* guards call_free, call_free_n */
+  tri_conn *conn;        /* current connection or NULL */
+  tri_conn *retired;     /* dead connections waiting to be joined/freed */
+  int closed;
+  tri_call *call_free;   /* call pool (linked through io_next) */
+  size_t call_free_n;
+  /* Completion queue for notified calls. */
+  tri_mpsc completions;
+  int notify_fd;         /* eventfd */
+  _Atomic int notify_pending;
+  pthread_mutex_t poll_lock; /* guards ready_head/ready_tail */
+  tri_node *ready_head, *ready_tail; /* taken from `completions`, not yet returned */
+};
+
+/* Internal API between the three files. */
+
+int64_t tri__now(void); /* CLOCK_MONOTONIC in ns */
+
+/* Call: invoked by the I/O thread. */
+void tri__call_complete(tri_call *c, int code, const char *fmt, ...);
+void tri__call_unref(tri_call *c);
+int tri__call_on_header(tri_call *c, const nghttp2_frame *frame,
+                        const uint8_t *name, size_t namelen,
+                        const uint8_t *value, size_t valuelen);
+/* Returns a status code (>0) when the data is bad and the call must fail. */
+int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
+                      int64_t max_recv);
+void tri__call_on_close(tri_call *c, uint32_t error_code);
+/* Builds the request header block into nva (capacity cap).  Returns count. */
+size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
+                         char *timeout_buf);
+size_t tri__call_header_count(const tri_call *c);
+
+/* Channel: invoked by calls. */
+tri_call *tri__channel_call_get(tri_channel *ch);
+void tri__channel_call_put(tri_channel *ch, tri_call *c);
+/* Returns a referenced usable connection (opening one), or NULL if closed. */
+tri_conn *tri__channel_conn(tri_channel *ch, tri_conn *avoid);
+void tri__channel_notify(tri_channel *ch, tri_call *c);
+
+#endif

@@ -1,0 +1,107 @@
+#include "tri_mem.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *tri_mem_alloc(tri_stats *st, size_t n) {
+  if (st) TRI_STATS_ADD(st, allocations, 1);
+  return malloc(n);
+}
+
+void *tri_mem_calloc(tri_stats *st, size_t n, size_t size) {
+  if (st) TRI_STATS_ADD(st, allocations, 1);
+  return calloc(n, size);
+}
+
+void tri_mem_free(void *p) { free(p); }
+
+/* Each arena block starts with a 16-byte header (keeps payload 16-aligned)
+ * holding its size class; TRI_ARENA_CLASSES marks a block too big to pool,
+ * whose header also records its size for realloc. */
+typedef struct {
+  uint32_t cls;
+  uint32_t pad;
+  size_t size;
+} block_hdr;
+
+#define HDR 16
+_Static_assert(sizeof(block_hdr) <= HDR, "arena header must fit in 16 bytes");
+
+static unsigned class_of(size_t n) {
+  unsigned c = 0;
+  size_t sz = 16;
+  while (sz < n) {
+    sz <<= 1;
+    c++;
+  }
+  return c;
+}
+
+static size_t class_size(unsigned c) { return (size_t)16 << c; }
+
+void tri_arena_init(tri_arena *a, tri_stats *stats) {
+  memset(a, 0, sizeof(*a));
+  a->stats = stats;
+}
+
+void tri_arena_free_all(tri_arena *a) {
+  for (int c = 0; c < TRI_ARENA_CLASSES; c++) {
+    void *p = a->free_list[c];
+    while (p) {
+      void *next = *(void **)p;
+      free((char *)p - HDR);
+      p = next;
+    }
+    a->free_list[c] = NULL;
+  }
+}
+
+void *tri_arena_alloc(tri_arena *a, size_t n) {
+  unsigned c = class_of(n ? n : 1);
+  if (c < TRI_ARENA_CLASSES && a->free_list[c]) {
+    void *p = a->free_list[c];
+    a->free_list[c] = *(void **)p;
+    return p;
+  }
+  size_t sz = c < TRI_ARENA_CLASSES ? class_size(c) : n;
+  char *raw = tri_mem_alloc(a->stats, HDR + sz);
+  if (!raw) return NULL;
+  block_hdr *h = (block_hdr *)raw;
+  h->cls = c < TRI_ARENA_CLASSES ? c : TRI_ARENA_CLASSES;
+  h->size = sz;
+  return raw + HDR;
+}
+
+void *tri_arena_calloc(tri_arena *a, size_t n, size_t size) {
+  if (size && n > SIZE_MAX / size) return NULL;
+  void *p = tri_arena_alloc(a, n * size);
+  if (p) memset(p, 0, n * size);
+  return p;
+}
+
+void tri_arena_free(tri_arena *a, void *p) {
+  if (!p) return;
+  block_hdr *h = (block_hdr *)((char *)p - HDR);
+  if (h->cls >= TRI_ARENA_CLASSES) {
+    free(h);
+    return;
+  }
+  *(void **)p = a->free_list[h->cls];
+  a->free_list[h->cls] = p;
+}
+
+void *tri_arena_realloc(tri_arena *a, void *p, size_t n) {
+  if (!p) return tri_arena_alloc(a, n);
+  if (n == 0) {
+    tri_arena_free(a, p);
+    return NULL;
+  }
+  block_hdr *h = (block_hdr *)((char *)p - HDR);
+  if (n <= h->size) return p;
+  void *q = tri_arena_alloc(a, n);
+  if (!q) return NULL;
+  memcpy(q, p, h->size);
+  tri_arena_free(a, p);
+  return q;
+}

@@ -1,0 +1,41 @@
+/*
+ * tri_mem: counted heap allocation, and a small-object arena for nghttp2.
+ *
+ * tri_mem_alloc/tri_mem_free are malloc/free that count into a tri_stats
+ * (stats may be NULL).  Every heap allocation in the core goes through them, so
+ * the `allocations` counter is the whole truth.
+ *
+ * tri_arena recycles small blocks (up to 4 KiB) on per-size-class free lists.
+ * It is NOT thread-safe: one arena belongs to one connection's I/O thread,
+ * which hands it to nghttp2 (nghttp2_session_client_new3), so the per-stream
+ * objects nghttp2 allocates come from recycled blocks in steady state.
+ * Freed blocks are kept until tri_arena_free_all; peak usage bounds memory.
+ */
+#ifndef TRI_MEM_H
+#define TRI_MEM_H
+
+#include <stddef.h>
+
+#include "tri_stats.h"
+
+void *tri_mem_alloc(tri_stats *st, size_t n);
+void *tri_mem_calloc(tri_stats *st, size_t n, size_t size);
+void tri_mem_free(void *p);
+
+#define TRI_ARENA_CLASSES 9 /* 16, 32, ... 4096 bytes */
+
+typedef struct tri_arena {
+  void *free_list[TRI_ARENA_CLASSES];
+  tri_stats *stats; /* borrowed; counts the blocks it really allocates */
+} tri_arena;
+
+void tri_arena_init(tri_arena *a, tri_stats *stats);
+/* Frees every block on the free lists.  Blocks still in use stay valid and
+ * are released to the C heap when they are later given to tri_arena_free. */
+void tri_arena_free_all(tri_arena *a);
+void *tri_arena_alloc(tri_arena *a, size_t n);
+void *tri_arena_calloc(tri_arena *a, size_t n, size_t size);
+void *tri_arena_realloc(tri_arena *a, void *p, size_t n);
+void tri_arena_free(tri_arena *a, void *p);
+
+#endif

@@ -1,0 +1,271 @@
+// Command echo_server is the grpc-go test peer: benchmark.BenchmarkService on raw bytes.
+//
+// It follows tests/peers/README.md: UnaryCall echoes the request bytes, StreamCall echoes
+// each request message, and the control metadata (x-echo-*, x-status, x-message,
+// x-message-bin, x-delay-ms, x-response-size) changes the answer. It prints
+// "LISTENING <port>" once it accepts connections and serves until SIGTERM/SIGINT or EOF on
+// stdin.
+//
+// Debian's grpc-go is 1.33, which has no ForceServerCodec: the raw codec is installed with
+// grpc.CustomCodec, which overrides the codec lookup by content-subtype for every request.
+// No generated code is used: the ServiceDesc below is written by hand.
+//
+// Build: GO111MODULE=off GOPATH=/usr/share/gocode go build -o echo_server echo_server.go
+// (or tests/peers/build_go.sh OUTDIR).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"io/ioutil"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+const maxMessage = 64 << 20
+
+// rawCodec passes message bytes through unchanged: requests decode into *[]byte and
+// responses are []byte.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v interface{}) ([]byte, error) {
+	switch m := v.(type) {
+	case []byte:
+		return m, nil
+	case *[]byte:
+		return *m, nil
+	}
+	return nil, fmt.Errorf("rawCodec: cannot marshal %T", v)
+}
+
+func (rawCodec) Unmarshal(data []byte, v interface{}) error {
+	p, ok := v.(*[]byte)
+	if !ok {
+		return fmt.Errorf("rawCodec: cannot unmarshal into %T", v)
+	}
+	*p = data
+	return nil
+}
+
+func (rawCodec) String() string { return "raw" }
+
+// control is what a call's request metadata asks the server to do.
+type control struct {
+	echo         metadata.MD // x-echo-* pairs, sent back in header and trailer
+	hasStatus    bool
+	code         codes.Code
+	message      string
+	delay        time.Duration
+	responseSize int // -1: echo the request
+}
+
+func lastValue(md metadata.MD, key string) (string, bool) {
+	v := md.Get(key)
+	if len(v) == 0 {
+		return "", false
+	}
+	return v[len(v)-1], true
+}
+
+func parseControl(ctx context.Context) (*control, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	c := &control{echo: metadata.MD{}, responseSize: -1}
+	for k, v := range md {
+		if strings.HasPrefix(k, "x-echo-") {
+			c.echo[k] = v
+		}
+	}
+	if s, ok := lastValue(md, "x-status"); ok {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 0 || n > 16 {
+			return nil, status.Errorf(codes.InvalidArgument, "bad x-status %q", s)
+		}
+		c.hasStatus, c.code = true, codes.Code(n)
+	}
+	if s, ok := lastValue(md, "x-message-bin"); ok {
+		c.message = s // the transport has already base64-decoded -bin values
+	} else if s, ok := lastValue(md, "x-message"); ok {
+		c.message = s
+	}
+	if s, ok := lastValue(md, "x-delay-ms"); ok {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 0 {
+			return nil, status.Errorf(codes.InvalidArgument, "bad x-delay-ms %q", s)
+		}
+		c.delay = time.Duration(n) * time.Millisecond
+	}
+	if s, ok := lastValue(md, "x-response-size"); ok {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 0 || n > maxMessage {
+			return nil, status.Errorf(codes.InvalidArgument, "bad x-response-size %q", s)
+		}
+		c.responseSize = n
+	}
+	return c, nil
+}
+
+// begin sleeps for x-delay-ms (cut short if the call ends) and sends the echoed metadata.
+func (c *control) begin(ctx context.Context, sendHeader func(metadata.MD) error, setTrailer func(metadata.MD) error) error {
+	if c.delay > 0 {
+		t := time.NewTimer(c.delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	}
+	if len(c.echo) > 0 {
+		if err := sendHeader(c.echo); err != nil {
+			return err
+		}
+		if err := setTrailer(c.echo); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// statusErr is the call's end for x-status (nil for OK).
+func (c *control) statusErr() error {
+	if c.code == codes.OK {
+		return nil
+	}
+	return status.Error(c.code, c.message)
+}
+
+// response is the answer to one request message: the request itself, or an encoded
+// BenchmarkResponse{payload: N x "a"} for x-response-size: N.
+func (c *control) response(req []byte) []byte {
+	if c.responseSize < 0 {
+		return req
+	}
+	return encodePayload(c.responseSize)
+}
+
+func encodePayload(n int) []byte {
+	if n == 0 {
+		return []byte{} // proto3 omits an empty bytes field
+	}
+	out := []byte{0x0a} // field 1, wire type 2
+	for v := uint64(n); ; v >>= 7 {
+		if v < 0x80 {
+			out = append(out, byte(v))
+			break
+		}
+		out = append(out, byte(v)|0x80)
+	}
+	for i := 0; i < n; i++ {
+		out = append(out, 'a')
+	}
+	return out
+}
+
+func unaryCall(_ interface{}, ctx context.Context, dec func(interface{}) error, _ grpc.UnaryServerInterceptor) (interface{}, error) {
+	var req []byte
+	if err := dec(&req); err != nil {
+		return nil, err
+	}
+	c, err := parseControl(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sendHeader := func(md metadata.MD) error { return grpc.SendHeader(ctx, md) }
+	setTrailer := func(md metadata.MD) error { return grpc.SetTrailer(ctx, md) }
+	if err := c.begin(ctx, sendHeader, setTrailer); err != nil {
+		return nil, err
+	}
+	if c.hasStatus {
+		// A unary call that ends OK carries exactly one message: an empty one here.
+		if err := c.statusErr(); err != nil {
+			return nil, err
+		}
+		return []byte{}, nil
+	}
+	return c.response(req), nil
+}
+
+func streamCall(_ interface{}, stream grpc.ServerStream) error {
+	c, err := parseControl(stream.Context())
+	if err != nil {
+		return err
+	}
+	setTrailer := func(md metadata.MD) error { stream.SetTrailer(md); return nil }
+	if err := c.begin(stream.Context(), stream.SendHeader, setTrailer); err != nil {
+		return err
+	}
+	if c.hasStatus {
+		return c.statusErr()
+	}
+	for {
+		var req []byte
+		if err := stream.RecvMsg(&req); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if err := stream.SendMsg(c.response(req)); err != nil {
+			return err
+		}
+	}
+}
+
+var serviceDesc = grpc.ServiceDesc{
+	ServiceName: "benchmark.BenchmarkService",
+	HandlerType: (*interface{})(nil),
+	Methods:     []grpc.MethodDesc{{MethodName: "UnaryCall", Handler: unaryCall}},
+	Streams: []grpc.StreamDesc{{
+		StreamName:    "StreamCall",
+		Handler:       streamCall,
+		ServerStreams: true,
+		ClientStreams: true,
+	}},
+	Metadata: "benchmark.proto",
+}
+
+func main() {
+	host := flag.String("host", "127.0.0.1", "address to bind")
+	port := flag.Int("port", 0, "port to bind (0: a free port)")
+	flag.Parse()
+
+	lis, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "listen:", err)
+		os.Exit(1)
+	}
+	s := grpc.NewServer(
+		grpc.CustomCodec(rawCodec{}),
+		grpc.MaxRecvMsgSize(maxMessage),
+		grpc.MaxSendMsgSize(maxMessage),
+	)
+	s.RegisterService(&serviceDesc, struct{}{})
+
+	stop := make(chan struct{}, 2)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() { <-sigs; stop <- struct{}{} }()
+	go func() { io.Copy(ioutil.Discard, os.Stdin); stop <- struct{}{} }()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(lis) }()
+
+	fmt.Printf("LISTENING %d\n", lis.Addr().(*net.TCPAddr).Port)
+	select {
+	case <-stop:
+		s.Stop()
+	case err := <-served:
+		fmt.Fprintln(os.Stderr, "serve:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine for triple_py: the Debian packages the build, the
+# tests and the benchmarks need (installed only when missing), then .venv made from
+# /usr/bin/python3 with --system-site-packages, with triple_py installed into it.
+# Idempotent; `make bench` and `make test` run it first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential pkg-config python3-dev python3-venv python3-pip python3-setuptools
+  libnghttp2-dev libssl-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler
+  protobuf-compiler python3-protobuf python3-grpcio python3-h2 python3-pytest
+  python3-numpy python3-scipy python3-pandas
+  golang-go golang-google-grpc-dev nghttp2-client
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q || true
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  /usr/bin/python3 -m venv --system-site-packages .venv
+fi
+# Rebuild the extension whenever a C, proto or build file is newer than it.
+stamp=.venv/.triple_py-installed
+if [ ! -f "$stamp" ] || [ -n "$(find csrc proto setup.py pyproject.toml -newer "$stamp" -type f -not -path 'csrc/gen/*' 2>/dev/null | head -1)" ]; then
+  .venv/bin/pip install -q --no-build-isolation --no-deps -e . 
+  touch "$stamp"
+fi

@@ -1,0 +1,128 @@
+"""Channels and unary multi-callables with grpcio's API, over the C core."""
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+from . import _triple
+from ._errors import CallResult, _InactiveRpcError
+from ._future import CompletionDispatcher, UnaryFuture
+from ._options import ChannelOptions
+from ._target import parse_target
+
+Serializer = Optional[Callable[[Any], bytes]]
+Deserializer = Optional[Callable[[bytes], Any]]
+MetadataType = Optional[Sequence[tuple[str, Any]]]
+
+# Every live core channel, for process-wide counters (see triple_py.stats()).
+_live_cores: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_live_lock = threading.Lock()
+
+
+class UnaryUnaryMultiCallable:
+    """Calls one unary method; made by ``Channel.unary_unary``."""
+
+    def __init__(self, channel: "Channel", method: str, serializer: Serializer,
+                 deserializer: Deserializer) -> None:
+        self._channel = channel
+        self._core = channel._core
+        self._method = method
+        self._serialize = serializer
+        self._deserialize = deserializer
+
+    def _start(self, request: Any, timeout: Optional[float], metadata: MetadataType,
+               wait: bool, notify: bool) -> Any:
+        payload = self._serialize(request) if self._serialize else request
+        return self._core.unary(self._method, payload, timeout, metadata, wait, notify)
+
+    def _response(self, core_call: Any) -> Any:
+        if core_call.code() != 0:
+            raise _InactiveRpcError(core_call)
+        raw = core_call.response()
+        return self._deserialize(raw) if self._deserialize else raw
+
+    def __call__(self, request: Any, timeout: Optional[float] = None,
+                 metadata: MetadataType = None, credentials: Any = None,
+                 wait_for_ready: Optional[bool] = None, compression: Any = None) -> Any:
+        """Makes the call and returns the response; raises RpcError on failure.
+
+        The GIL is released while the call is in flight; Ctrl-C cancels it.
+        """
+        return self._response(self._start(request, timeout, metadata, True, False))
+
+    def with_call(self, request: Any, timeout: Optional[float] = None,
+                  metadata: MetadataType = None, credentials: Any = None,
+                  wait_for_ready: Optional[bool] = None,
+                  compression: Any = None) -> tuple[Any, CallResult]:
+        """Like ``__call__`` but returns ``(response, call)`` with the call's metadata."""
+        core_call = self._start(request, timeout, metadata, True, False)
+        return self._response(core_call), CallResult(core_call)
+
+    def future(self, request: Any, timeout: Optional[float] = None,
+               metadata: MetadataType = None, credentials: Any = None,
+               wait_for_ready: Optional[bool] = None, compression: Any = None) -> UnaryFuture:
+        """Starts the call and returns at once with a Future (also a Call)."""
+        core_call = self._start(request, timeout, metadata, False, True)
+        fut = UnaryFuture(core_call, self._deserialize)
+        self._channel._dispatcher.track(core_call, fut)
+        return fut
+
+
+class Channel:
+    """A client channel to one target, shaped like ``grpc.Channel``.
+
+    Thread-safe: any number of threads may call through it at once.  Calls share one
+    HTTP/2 connection, opened on first use and reopened after it is lost.
+    """
+
+    def __init__(self, target: str, options: Optional[Iterable[tuple[str, Any]]] = None,
+                 compression: Any = None) -> None:
+        host, port = parse_target(target)
+        self._target = target
+        self._options = ChannelOptions.from_pairs(options)
+        self._core = _triple.Channel(host, port, **self._options.core_kwargs())
+        self._dispatcher = CompletionDispatcher(self._core)
+        with _live_lock:
+            _live_cores.add(self._core)
+
+    def unary_unary(self, method: str, request_serializer: Serializer = None,
+                    response_deserializer: Deserializer = None,
+                    _registered_method: Any = None) -> UnaryUnaryMultiCallable:
+        """A callable for the unary method ``method`` ("/package.Service/Method").
+
+        Serializers may be omitted: requests and responses are then raw bytes.
+        """
+        return UnaryUnaryMultiCallable(self, method, request_serializer, response_deserializer)
+
+    def stats(self) -> dict[str, int]:
+        """This channel's counters: calls, write_syscalls, bytes_written, allocations,
+        pool_hits, pool_misses and more."""
+        return self._core.stats()
+
+    def close(self) -> None:
+        """Fails every pending call with CANCELLED and stops the I/O thread."""
+        self._core.close()
+
+    def __enter__(self) -> "Channel":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def insecure_channel(target: str, options: Optional[Iterable[tuple[str, Any]]] = None,
+                     compression: Any = None) -> Channel:
+    """A plaintext (h2c, prior knowledge) channel to ``target`` ("host:port")."""
+    return Channel(target, options, compression)
+
+
+def process_stats() -> dict[str, int]:
+    """Counters summed over every channel of this process, live or gone."""
+    total = dict(_triple.retired_stats())
+    with _live_lock:
+        cores = list(_live_cores)
+    for core in cores:
+        for key, value in core.stats().items():
+            total[key] = total.get(key, 0) + value
+    return total

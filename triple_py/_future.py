@@ -1,0 +1,171 @@
+"""Futures for RPCs started with ``.future()``, and the per-channel thread that runs
+their done-callbacks.
+
+The C core queues every completed call that asked for notification; one dispatcher
+thread per channel drains that queue (GIL released while it waits) and runs the
+callbacks.  The thread exists only while futures are pending, so an idle channel holds
+no thread and can be garbage collected.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Optional
+
+from ._errors import (CallResult, FutureCancelledError, FutureTimeoutError,
+                      _InactiveRpcError)
+from ._status import StatusCode
+
+Deserializer = Optional[Callable[[bytes], Any]]
+
+
+class UnaryFuture:
+    """A unary RPC in flight: grpcio's ``grpc.Future`` and ``grpc.Call`` in one object."""
+
+    def __init__(self, core_call: Any, deserializer: Deserializer) -> None:
+        self._core = core_call
+        self._deserializer = deserializer
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[["UnaryFuture"], None]] = []
+        self._callbacks_ran = False
+        self._result: Optional[CallResult] = None
+        self._cancelled = False
+
+    # -- completion -------------------------------------------------------------
+    def _finished(self) -> CallResult:
+        if self._result is None:
+            self._result = CallResult(self._core)
+        return self._result
+
+    def _run_callbacks(self) -> None:
+        """Called once by the dispatcher when the core reports completion."""
+        with self._lock:
+            self._callbacks_ran = True
+            callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
+            cb(self)
+
+    def _wait(self, timeout: Optional[float]) -> CallResult:
+        if not self._core.wait(timeout):
+            raise FutureTimeoutError()
+        return self._finished()
+
+    # -- grpc.Future ------------------------------------------------------------
+    def cancel(self) -> bool:
+        """Cancels the RPC (the stream is reset).  True if it was still running."""
+        if self._core.cancel():
+            self._cancelled = True
+            return True
+        return False
+
+    def cancelled(self) -> bool:
+        """True if ``cancel()`` stopped the RPC."""
+        return self._cancelled
+
+    def running(self) -> bool:
+        """True while the RPC has not finished."""
+        return not self._core.done()
+
+    def done(self) -> bool:
+        """True once the RPC has finished (in any way)."""
+        return self._core.done()
+
+    def result(self, timeout: Optional[float] = None) -> Any:
+        """The response; raises the RpcError, FutureTimeoutError or FutureCancelledError."""
+        res = self._wait(timeout)
+        if self._cancelled:
+            raise FutureCancelledError()
+        if res.code() is not StatusCode.OK:
+            raise _InactiveRpcError(self._core)
+        raw = self._core.response()
+        return self._deserializer(raw) if self._deserializer else raw
+
+    def exception(self, timeout: Optional[float] = None) -> Optional[Exception]:
+        """The RpcError the RPC ended with, or None on success."""
+        res = self._wait(timeout)
+        if self._cancelled:
+            raise FutureCancelledError()
+        return None if res.code() is StatusCode.OK else _InactiveRpcError(self._core)
+
+    def traceback(self, timeout: Optional[float] = None) -> Any:
+        """None: the error is raised by the C core, not by Python code."""
+        self._wait(timeout)
+        return None
+
+    def add_done_callback(self, fn: Callable[["UnaryFuture"], None]) -> None:
+        """Calls ``fn(self)`` when the RPC finishes (at once if it already has)."""
+        with self._lock:
+            if not self._callbacks_ran:
+                self._callbacks.append(fn)
+                return
+        fn(self)
+
+    # -- grpc.Call --------------------------------------------------------------
+    def is_active(self) -> bool:
+        """True while the RPC has not finished."""
+        return not self._core.done()
+
+    def code(self) -> StatusCode:
+        """The status code (blocks until the RPC finishes)."""
+        return self._wait(None).code()
+
+    def details(self) -> Optional[str]:
+        """The status message (blocks until the RPC finishes)."""
+        return self._wait(None).details()
+
+    def initial_metadata(self) -> Any:
+        """Response headers (blocks until the RPC finishes)."""
+        return self._wait(None).initial_metadata()
+
+    def trailing_metadata(self) -> Any:
+        """Response trailers (blocks until the RPC finishes)."""
+        return self._wait(None).trailing_metadata()
+
+
+class CompletionDispatcher:
+    """Runs done-callbacks of a channel's futures on one background thread."""
+
+    def __init__(self, core_channel: Any) -> None:
+        self._core = core_channel
+        self._lock = threading.Lock()
+        self._pending: dict[int, UnaryFuture] = {}
+        # Calls that completed before track() registered them, kept by id.
+        self._early: dict[int, Any] = {}
+        self._thread: Optional[threading.Thread] = None
+
+    def track(self, core_call: Any, future: UnaryFuture) -> None:
+        """Registers a started call; its completion will reach ``future``."""
+        with self._lock:
+            if self._early.pop(id(core_call), None) is not None:
+                ready = True
+            else:
+                ready = False
+                self._pending[id(core_call)] = future
+        if ready:
+            future._run_callbacks()
+            return
+        with self._lock:
+            if self._pending and self._thread is None:
+                self._thread = threading.Thread(target=self._loop, daemon=True,
+                                                name="triple_py-completions")
+                self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            calls = self._core.poll_completions(0.5)
+            done = []
+            with self._lock:
+                for call in calls or ():
+                    fut = self._pending.pop(id(call), None)
+                    if fut is not None:
+                        done.append(fut)
+                    else:
+                        self._early[id(call)] = call
+                if calls is None or not self._pending:
+                    self._thread = None
+                    stop = True
+                else:
+                    stop = False
+            for fut in done:
+                fut._run_callbacks()
+            if stop:
+                return

@@ -1,0 +1,56 @@
+"""Channel options: grpcio's keys that triple_py honours, plus ``triple.*`` knobs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional
+
+from . import __version__
+
+MAX_RECEIVE = "grpc.max_receive_message_length"
+MAX_SEND = "grpc.max_send_message_length"
+PRIMARY_USER_AGENT = "grpc.primary_user_agent"
+DEFAULT_AUTHORITY = "grpc.default_authority"
+STREAM_WINDOW = "triple.stream_window"
+CONN_WINDOW = "triple.connection_window"
+MAX_FRAME_SIZE = "triple.max_frame_size"
+
+
+@dataclass
+class ChannelOptions:
+    """The options a channel was built with, resolved to their defaults."""
+
+    max_receive: int = 4 * 1024 * 1024
+    max_send: int = -1
+    user_agent: str = f"triple-py/{__version__}"
+    authority: Optional[str] = None
+    stream_window: int = 16 * 1024 * 1024 - 1
+    conn_window: int = 2**30 - 1
+    max_frame_size: int = 64 * 1024
+
+    @classmethod
+    def from_pairs(cls, options: Optional[Iterable[tuple[str, Any]]]) -> "ChannelOptions":
+        """Reads grpcio-style ``[(key, value), ...]``; unknown keys are ignored, as grpcio does."""
+        o = cls()
+        for key, value in options or ():
+            if key == MAX_RECEIVE:
+                o.max_receive = int(value)
+            elif key == MAX_SEND:
+                o.max_send = int(value)
+            elif key == PRIMARY_USER_AGENT:
+                o.user_agent = f"{value} {o.user_agent}"
+            elif key == DEFAULT_AUTHORITY:
+                o.authority = str(value)
+            elif key == STREAM_WINDOW:
+                o.stream_window = int(value)
+            elif key == CONN_WINDOW:
+                o.conn_window = int(value)
+            elif key == MAX_FRAME_SIZE:
+                o.max_frame_size = int(value)
+        return o
+
+    def core_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``_triple.Channel``."""
+        return dict(authority=self.authority, max_receive=self.max_receive,
+                    max_send=self.max_send, stream_window=self.stream_window,
+                    conn_window=self.conn_window, max_frame_size=self.max_frame_size,
+                    user_agent=self.user_agent)
