@@ -228,8 +228,9 @@ def h2load_arm(address: str, request: bytes, concurrency: int, warmup: float,
     with tempfile.NamedTemporaryFile(suffix=".grpc") as body:
         body.write(frame(request))
         body.flush()
-        command = ["h2load", "-c1", f"-m{concurrency}", f"--warm-up-time={warmup * 1000:.0f}ms",
-                   f"-D{duration * 1000:.0f}ms", "-d", body.name, "-H", "content-type: application/grpc",
+        command = ["h2load", "-c1", f"-m{concurrency}",
+                   f"--warm-up-time={warmup * 1000:.0f}ms", f"-D{duration * 1000:.0f}ms",
+                   "-d", body.name, "-H", "content-type: application/grpc",
                    "-H", "te: trailers", f"http://{address}{UNARY_METHOD}"]
         out = subprocess.run(command, capture_output=True, text=True,
                              timeout=warmup + duration + 60).stdout
@@ -325,6 +326,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path,
                         help="JSON file (default results/unary_peers-<timestamp>.json)")
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # tables show up as scenarios finish
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = args.out or ROOT / "results" / f"unary_peers-{stamp}.json"
     report = {"benchmark": "unary_peers", "started": stamp, "peer": "grpc-go",

@@ -488,8 +488,7 @@ static nghttp2_nv nv_make(const void *n, size_t nl, const void *v, size_t vl) {
   return nv;
 }
 
-size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
-                         char *timeout_buf) {
+size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
   static const nghttp2_nv fixed_head[] = {NV_STATIC(":method", "POST"),
                                           NV_STATIC(":scheme", "http")};
   static const nghttp2_nv fixed_tail[] = {
@@ -506,8 +505,8 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
   nva[n++] = fixed_tail[1];
   nva[n++] = nv_make("user-agent", 10, o->user_agent, strlen(o->user_agent));
   if (c->deadline) {
-    int tl = tri_grpc_timeout_encode(c->deadline - tri__now(), timeout_buf);
-    nva[n++] = nv_make("grpc-timeout", 12, timeout_buf, (size_t)tl);
+    int tl = tri_grpc_timeout_encode(c->deadline - tri__now(), c->timeout);
+    nva[n++] = nv_make("grpc-timeout", 12, c->timeout, (size_t)tl);
   }
   size_t off = c->path_len;
   int kind;

@@ -380,14 +380,13 @@ static void submit_call(tri_conn *conn, tri_call *c) {
     io_release(conn, c);
     return;
   }
-  nghttp2_nv nva[MAX_HEADERS];
-  char tbuf[TRI_TIMEOUT_MAX];
+  nghttp2_nv nva[MAX_HEADERS]; /* copied by nghttp2; the strings are not */
   if (tri__call_header_count(c) + 8 > MAX_HEADERS) {
     tri__call_complete(c, TRI_CODE_INTERNAL, "too many metadata entries");
     io_release(conn, c);
     return;
   }
-  size_t n = tri__call_headers(c, nva, MAX_HEADERS, tbuf);
+  size_t n = tri__call_headers(c, nva, MAX_HEADERS);
   nghttp2_data_provider prd;
   prd.source.ptr = c;
   prd.read_callback = unary_read;

@@ -18,6 +18,7 @@
 #include "tri_mem.h"
 #include "tri_mpsc.h"
 #include "tri_stats.h"
+#include "tri_wire.h"
 
 #define container_of(p, T, m) ((T *)((char *)(p) - offsetof(T, m)))
 
@@ -42,6 +43,7 @@ struct tri_call {
   const uint8_t *seg1;  /* payload (prefix included when it is in headroom) */
   size_t seg1_len;
   uint8_t prefix[TRI_FRAME_PREFIX];
+  char timeout[TRI_TIMEOUT_MAX];     /* grpc-timeout value; NO_COPY, so it lives here */
   tri_buf *req;         /* owned request buffer, or NULL when borrowed */
   void *token;
   int notify;
@@ -115,8 +117,7 @@ int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
                       int64_t max_recv);
 void tri__call_on_close(tri_call *c, uint32_t error_code);
 /* Builds the request header block into nva (capacity cap).  Returns count. */
-size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
-                         char *timeout_buf);
+size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap);
 size_t tri__call_header_count(const tri_call *c);
 
 /* Channel: invoked by calls. */

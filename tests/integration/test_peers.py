@@ -25,7 +25,7 @@ import h2.events
 import pytest
 from google.protobuf import descriptor_pb2, message_factory
 
-from peers import STREAM_METHOD, UNARY_METHOD, frame, launch
+from peers import STREAM_METHOD, UNARY_METHOD, decode_payload, frame, launch
 from peers import h2_rogue_server as rogue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -171,6 +171,7 @@ def test_response_size(channel, messages, size):
     for response in [unary(channel)(b"req", metadata=metadata, timeout=30),
                      *stream(channel)(iter([b"one", b"two"]), metadata=metadata, timeout=30)]:
         assert response_type.FromString(response).payload == b"a" * size
+        assert decode_payload(response) == b"a" * size
         assert len(response) <= size + 5
 
 
@@ -271,7 +272,8 @@ def h2_call(address: str, path: str, body: bytes, *, read_limit: int = 0,
                 elif isinstance(event, h2.events.DataReceived):
                     result["data"] += event.data
                     conn.acknowledge_received_data(event.flow_controlled_length, stream_id)
-                    if read_limit and result["reset"] is None and len(result["data"]) >= read_limit:
+                    limit_hit = read_limit and len(result["data"]) >= read_limit
+                    if limit_hit and result["reset"] is None:
                         conn.reset_stream(stream_id, h2.errors.ErrorCodes.CANCEL)
                         result["reset"] = "by client"
                 elif isinstance(event, h2.events.StreamEnded):
@@ -289,12 +291,14 @@ STATUS_0 = [(b"grpc-status", b"0")]
 @pytest.mark.parametrize("mode, headers, data", [
     ("MalformedFlags", [GRPC_200, STATUS_0], b"\x02\x00\x00\x00\x03abc"),
     ("TruncatedMessage", [GRPC_200, STATUS_0], b"\x00\x00\x00\x00\x640123456789"),
-    ("TwoMessages", [GRPC_200, STATUS_0], b"\x00\x00\x00\x00\x05\n\x03one\x00\x00\x00\x00\x05\n\x03two"),
-    ("MissingStatus", [GRPC_200, [(b"x-note", b"no grpc-status")]], b"\x00\x00\x00\x00\x04\n\x02ok"),
+    ("TwoMessages", [GRPC_200, STATUS_0], frame(b"\n\x03one") + frame(b"\n\x03two")),
+    ("MissingStatus", [GRPC_200, [(b"x-note", b"no grpc-status")]], frame(b"\n\x02ok")),
     ("Http503", [[(b":status", b"503")]], b""),
     ("Http404NoGrpc", [[(b":status", b"404"), (b"content-type", b"text/plain")]], b"not found\n"),
-    ("TrailersOnly", [GRPC_200 + [(b"grpc-status", b"7"), (b"grpc-message", rogue.TRAILERS_ONLY_WIRE)]], b""),
-    ("PercentMessage", [GRPC_200, [(b"grpc-status", b"3"), (b"grpc-message", rogue.PERCENT_MESSAGE_WIRE)]], b""),
+    ("TrailersOnly", [GRPC_200 + [(b"grpc-status", b"7"),
+                                  (b"grpc-message", rogue.TRAILERS_ONLY_WIRE)]], b""),
+    ("PercentMessage", [GRPC_200, [(b"grpc-status", b"3"),
+                                   (b"grpc-message", rogue.PERCENT_MESSAGE_WIRE)]], b""),
 ])
 def test_rogue_wire(rogue_server, mode, headers, data):
     result = h2_call(rogue_server.address, f"/rogue.Rogue/{mode}", frame(b"req"))

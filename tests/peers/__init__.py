@@ -167,4 +167,10 @@ def serve_until_stopped(port: int) -> None:
         pass
 
 
-from .launch import Peer, start_peer  # noqa: E402  (re-exported)
+from .launch import Peer, start_peer  # noqa: E402  (imports only the standard library)
+
+__all__ = [
+    "BENCHMARK_SERVICE", "UNARY_METHOD", "STREAM_METHOD", "MAX_MESSAGE", "Control",
+    "ControlError", "parse_control", "varint", "encode_payload", "decode_payload", "frame",
+    "unframe", "serve_until_stopped", "Peer", "start_peer",
+]

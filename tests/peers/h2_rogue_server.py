@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import collections
 import json
 import select
 import socket
@@ -45,7 +44,7 @@ import struct
 import sys
 import threading
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Tuple
 
 import h2.config
 import h2.connection
@@ -93,19 +92,20 @@ def _status_details() -> bytes:
 STATUS_DETAILS = _status_details()
 
 # Outbox items of one stream, sent in order as flow control allows.
-Item = Tuple  # ("headers", Headers, end_stream) | ("data", bytes, end_stream) | ("reset",) | ("drop",)
+# ("headers", Headers, end_stream) | ("data", bytes, end_stream) | ("reset",) | ("drop",)
+Item = Tuple
 
 
 def trailers(status: int, *extra: Tuple[bytes, bytes]) -> Item:
     return ("headers", [(b"grpc-status", str(status).encode()), *extra], True)
 
 
-def answer(*messages: bytes, status: int = 0) -> Iterator[Item]:
-    """A normal gRPC answer: headers, the framed messages, then trailers."""
+def answer(*messages: bytes) -> Iterator[Item]:
+    """A normal gRPC answer: headers, the framed messages, then grpc-status 0."""
     yield ("headers", GRPC_200, False)
     for message in messages:
         yield ("data", frame(message), False)
-    yield trailers(status)
+    yield trailers(0)
 
 
 class Stats:
@@ -145,7 +145,8 @@ def echo(body: bytes) -> Iterator[Item]:
     try:
         messages = unframe(body)
     except ValueError as exc:
-        return iter([("headers", GRPC_200, False), trailers(13, (b"grpc-message", str(exc).encode()))])
+        error = (b"grpc-message", str(exc).encode())
+        return iter([("headers", GRPC_200, False), trailers(13, error)])
     return answer(*messages)
 
 
@@ -284,7 +285,8 @@ class Connection:
                     self.current[stream_id] = ("data", data[size:], end_stream)
                 if size == 0 and data:
                     break  # wait for a WINDOW_UPDATE
-                self.h2.send_data(stream_id, data[:size], end_stream=end_stream and size == len(data))
+                last = size == len(data)
+                self.h2.send_data(stream_id, data[:size], end_stream=end_stream and last)
                 budget -= size
                 if stream_id in self.huge_sent:
                     self.huge_sent[stream_id] += size

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import atexit
 import fcntl
-import os
 import queue
 import signal
 import subprocess
