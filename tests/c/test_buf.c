@@ -1,0 +1,78 @@
+/* test_buf.c: pooled buffers with headroom. */
+#include "tri_buf.h"
+#include "tri_test.h"
+
+static void headroom_and_reuse(void) {
+  tri_stats st = {0};
+  tri_pool pool;
+  tri_pool_init(&pool, &st);
+  tri_buf *b = tri_pool_get(&pool, 100, 5);
+  CHECK(b != NULL);
+  CHECK_EQ_INT(b->off, 5);
+  CHECK_EQ_INT(b->len, 0);
+  CHECK(b->cap >= 105);
+  CHECK_EQ_INT(st.pool_misses, 1);
+  uint8_t *first = b->data;
+  tri_pool_put(&pool, b);
+  tri_buf *c = tri_pool_get(&pool, 200, 5); /* same 512-byte class */
+  CHECK(c->data == first);
+  CHECK_EQ_INT(st.pool_hits, 1);
+  CHECK_EQ_INT(st.allocations, 1);
+  tri_pool_put(&pool, c);
+  tri_pool_free(&pool);
+}
+
+static void size_classes(void) {
+  tri_stats st = {0};
+  tri_pool pool;
+  tri_pool_init(&pool, &st);
+  tri_buf *small = tri_pool_get(&pool, 10, 0);
+  tri_buf *mid = tri_pool_get(&pool, 5000, 0);
+  tri_buf *huge = tri_pool_get(&pool, 64u << 20, 0); /* beyond the classes */
+  CHECK_EQ_INT(small->cap, 512);
+  CHECK_EQ_INT(mid->cap, 8192);
+  CHECK_EQ_INT(huge->cls, -1);
+  CHECK(huge->cap >= (64u << 20));
+  tri_pool_put(&pool, small);
+  tri_pool_put(&pool, mid);
+  tri_pool_put(&pool, huge); /* unpooled: freed */
+  tri_buf *again = tri_pool_get(&pool, 64u << 20, 0);
+  CHECK_EQ_INT(st.pool_misses, 4);
+  tri_pool_put(&pool, again);
+  tri_pool_free(&pool);
+}
+
+static void append_grows_and_keeps_content(void) {
+  tri_pool pool;
+  tri_pool_init(&pool, NULL);
+  tri_buf *b = tri_pool_get(&pool, 1, 5);
+  uint8_t chunk[300];
+  for (int i = 0; i < 300; i++) chunk[i] = (uint8_t)i;
+  for (int i = 0; i < 20; i++) CHECK_EQ_INT(tri_buf_append(&pool, &b, chunk, 300), 0);
+  CHECK_EQ_INT(b->len, 6000);
+  CHECK_EQ_INT(b->off, 5); /* headroom survives growth */
+  int ok = 1;
+  for (int i = 0; i < 6000; i++) ok &= tri_buf_begin(b)[i] == (uint8_t)(i % 300);
+  CHECK(ok);
+  tri_pool_put(&pool, b);
+  tri_pool_free(&pool);
+}
+
+static void cache_is_bounded(void) {
+  tri_stats st = {0};
+  tri_pool pool;
+  tri_pool_init(&pool, &st);
+  pool.max_cached_bytes = 2 * 512;
+  tri_buf *bs[4];
+  for (int i = 0; i < 4; i++) bs[i] = tri_pool_get(&pool, 100, 0);
+  for (int i = 0; i < 4; i++) tri_pool_put(&pool, bs[i]);
+  CHECK_EQ_INT(pool.cls[0].count, 2);
+  tri_pool_free(&pool);
+}
+
+void test_buf(void) {
+  headroom_and_reuse();
+  size_classes();
+  append_grows_and_keeps_content();
+  cache_is_bounded();
+}

@@ -1,0 +1,36 @@
+/* test_mem.c: counted allocation and the nghttp2 arena. */
+#include "tri_mem.h"
+#include "tri_test.h"
+
+void test_mem(void) {
+  tri_stats st = {0};
+  tri_arena a;
+  tri_arena_init(&a, &st);
+  void *p = tri_arena_alloc(&a, 24);
+  void *q = tri_arena_alloc(&a, 100);
+  CHECK(p && q);
+  CHECK_EQ_INT(((uintptr_t)p) % 16, 0);
+  CHECK_EQ_INT(st.allocations, 2);
+  tri_arena_free(&a, p);
+  void *r = tri_arena_alloc(&a, 30); /* same 32-byte class: recycled */
+  CHECK(r == p);
+  CHECK_EQ_INT(st.allocations, 2);
+  memset(q, 7, 100);
+  void *q2 = tri_arena_realloc(&a, q, 1000);
+  CHECK(((unsigned char *)q2)[99] == 7);
+  void *big = tri_arena_alloc(&a, 100000); /* beyond the classes */
+  CHECK(big != NULL);
+  tri_arena_free(&a, big);
+  unsigned char *z = tri_arena_calloc(&a, 10, 10);
+  int zero = 1;
+  for (int i = 0; i < 100; i++) zero &= z[i] == 0;
+  CHECK(zero);
+  tri_arena_free(&a, z);
+  tri_arena_free(&a, q2);
+  tri_arena_free(&a, r);
+  tri_arena_free_all(&a);
+  void *fresh = tri_arena_realloc(&a, NULL, 8); /* realloc(NULL) allocates */
+  CHECK(fresh != NULL);
+  tri_arena_free(&a, fresh);
+  tri_arena_free_all(&a);
+}
