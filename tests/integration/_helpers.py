@@ -1,0 +1,190 @@
+"""Shared helpers of the triple_py unary integration tests (test_unary_*.py).
+
+Peers come from the fixtures of tests/conftest.py (`grpcio_server`, `go_server`,
+`rogue_server`, parametrized `peer`); their behaviour is described in tests/peers/README.md
+and tests/peers/h2_rogue_server.py.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+import triple_py
+from peers import UNARY_METHOD
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+MiB = 1024 * 1024
+TIMEOUT = 10  # seconds: the deadline of every call that is expected to succeed
+
+
+# --- calls ---------------------------------------------------------------------------------
+
+def unary(channel: triple_py.Channel, **serializers):
+    """The BenchmarkService UnaryCall multi-callable of `channel`."""
+    return channel.unary_unary(UNARY_METHOD, **serializers)
+
+
+def rogue(channel: triple_py.Channel, mode: str):
+    """The multi-callable of one rogue-server mode ("/rogue.Rogue/<mode>")."""
+    return channel.unary_unary(f"/rogue.Rogue/{mode}")
+
+
+def rpc_error(call: Callable, *args, **kwargs) -> triple_py.RpcError:
+    """The RpcError that call(*args, **kwargs) raises (fails the test if none is raised)."""
+    with pytest.raises(triple_py.RpcError) as info:
+        call(*args, **kwargs)
+    return info.value
+
+
+def rogue_stats(channel: triple_py.Channel) -> dict:
+    """The rogue server's counters (its Stats mode), read through triple_py itself."""
+    return json.loads(rogue(channel, "Stats")(b"", timeout=TIMEOUT))
+
+
+def echoed(metadata) -> list:
+    """The x-echo-* pairs of received metadata, sorted."""
+    return sorted((k, v) for k, v in metadata if k.startswith("x-echo-"))
+
+
+# --- protobuf messages of proto/benchmark.proto, built without protoc ---------------------
+
+def _benchmark_file() -> descriptor_pb2.FileDescriptorProto:
+    """proto/benchmark.proto's messages as a FileDescriptorProto built by hand."""
+    f = descriptor_pb2.FileDescriptorProto(name="triple_py_tests/benchmark.proto",
+                                           package="benchmark", syntax="proto3")
+    for name in ("BenchmarkRequest", "BenchmarkResponse"):
+        message = f.message_type.add(name=name)
+        message.field.add(name="payload", number=1, json_name="payload",
+                          type=descriptor_pb2.FieldDescriptorProto.TYPE_BYTES,
+                          label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    return f
+
+
+def benchmark_messages() -> tuple[type, type]:
+    """(BenchmarkRequest, BenchmarkResponse) message classes, built at runtime."""
+    pool = descriptor_pool.DescriptorPool()
+    file = pool.Add(_benchmark_file())
+    classes = []
+    for name in ("BenchmarkRequest", "BenchmarkResponse"):
+        descriptor = file.message_types_by_name[name] if hasattr(file, "message_types_by_name") \
+            else pool.FindMessageTypeByName(f"benchmark.{name}")
+        if hasattr(message_factory, "GetMessageClass"):
+            classes.append(message_factory.GetMessageClass(descriptor))
+        else:  # protobuf < 4.22
+            classes.append(message_factory.MessageFactory(pool).GetPrototype(descriptor))
+    return classes[0], classes[1]
+
+
+# --- process state -------------------------------------------------------------------------
+
+def os_thread_count() -> int:
+    """The number of OS threads of this process (C threads included)."""
+    return len(os.listdir("/proc/self/task"))
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, interval: float = 0.01) -> bool:
+    """Polls predicate() until it is true or `timeout` seconds passed; its last value."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return predicate()
+        time.sleep(interval)
+    return True
+
+
+def _status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+def reset_peak_rss() -> bool:
+    """Resets VmHWM (peak RSS) to the current RSS; False if the kernel refuses."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def peak_rss_bytes() -> int:
+    """VmHWM: the peak resident set size of this process."""
+    return _status_kib("VmHWM") * 1024
+
+
+def rss_bytes() -> int:
+    return _status_kib("VmRSS") * 1024
+
+
+def closed_port() -> int:
+    """A loopback port nobody listens on (bound for a moment, then closed)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ThreadCounter(threading.Thread):
+    """Counts in a loop until stopped; records the longest pause between iterations."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True, name="progress-counter")
+        self.count = 0
+        self.max_gap = 0.0
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        last = time.monotonic()
+        while not self._stop_event.is_set():
+            self.count += 1
+            now = time.monotonic()
+            if now - last > self.max_gap:
+                self.max_gap = now - last
+            last = now
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(5)
+
+
+# --- child processes -----------------------------------------------------------------------
+
+class LineReader:
+    """Reads a child's stdout lines on a thread so the test can wait with a timeout."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self._lines: "queue.Queue[Optional[tuple[float, str]]]" = queue.Queue()
+        threading.Thread(target=self._pump, args=(process.stdout,), daemon=True).start()
+
+    def _pump(self, stream) -> None:
+        for line in stream:
+            self._lines.put((time.monotonic(), line.rstrip("\n")))
+        self._lines.put(None)
+
+    def next_line(self, timeout: float) -> tuple[float, str]:
+        """(arrival time, line) of the next line; AssertionError on timeout or EOF."""
+        try:
+            item = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no output line within {timeout} s") from None
+        assert item is not None, "the child closed its stdout"
+        return item
+
+
+def start_child(code: str, *args: str) -> subprocess.Popen:
+    """Runs `code` in the project venv's Python with triple_py importable."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    return subprocess.Popen([str(VENV_PYTHON), "-c", code, *args], cwd=ROOT, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
