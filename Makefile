@@ -10,7 +10,7 @@ CORE_SRC := $(wildcard csrc/tri_*.c) csrc/gen/benchmark.pb-c.c
 CTEST_SRC := $(wildcard tests/c/*.c)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all bootstrap build test ctest ctest-asan pytest bench clean
+.PHONY: all bootstrap build test ctest ctest-asan ctest-reverse pytest bench clean
 
 all: build
 
@@ -31,10 +31,20 @@ build/ctest-asan: $(CORE_SRC) $(CTEST_SRC) $(wildcard csrc/*.h tests/c/*.h) | bo
 	mkdir -p build
 	$(CC) $(CFLAGS_CORE) $(SAN) -Itests/c -o $@ $(CORE_SRC) $(CTEST_SRC) $(LIBS)
 
+build/ctest-noseal: $(CORE_SRC) $(CTEST_SRC) $(wildcard csrc/*.h tests/c/*.h) | bootstrap
+	mkdir -p build
+	$(CC) $(CFLAGS_CORE) -DTRI_WRITER_BROKEN_SEAL -Itests/c -o $@ $(CORE_SRC) $(CTEST_SRC) $(LIBS)
+
 # C tests: no Python, no network.  Also run under ASan+UBSan.
-ctest: build/ctest build/ctest-asan
+ctest: build/ctest build/ctest-asan ctest-reverse
 	build/ctest
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build/ctest-asan
+
+# Reverse check: with close's sealing compiled out, the writer tests must fail.
+ctest-reverse: build/ctest-noseal
+	@if build/ctest-noseal writer >/dev/null 2>&1; then \
+	  echo "ctest-reverse: writer tests passed without sealing: they cannot catch the race"; exit 1; \
+	else echo "ctest-reverse: writer tests fail without sealing, as they must"; fi
 
 pytest: bootstrap
 	$(PY) -m pytest -q -p no:cacheprovider tests

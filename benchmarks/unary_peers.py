@@ -41,7 +41,7 @@ import grpc
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from peers import UNARY_METHOD, encode_payload, frame  # noqa: E402
-from peers.launch import start_peer  # noqa: E402
+from peers.launch import Peer, start_peer  # noqa: E402
 
 try:
     import triple_py
@@ -95,7 +95,7 @@ class Recorder:
         with self._lock:
             self.errors += 1
             if self.error_sample is None:
-                self.error_sample = repr(error) if error else "response != request"
+                self.error_sample = describe(error) if error else "response != request"
 
     def start_window(self) -> None:
         self._started = time.perf_counter()
@@ -116,6 +116,13 @@ class Recorder:
         if self.error_sample:
             m.failed = f"{self.errors} failed calls, e.g. {self.error_sample}"
         return m
+
+
+def describe(error: BaseException) -> str:
+    """One line for an error: the status code and details of an RpcError-like error."""
+    if callable(getattr(error, "code", None)) and callable(getattr(error, "details", None)):
+        return f"{error.code()}: {error.details()}"
+    return f"{type(error).__name__}: {error}"
 
 
 def percentile(sorted_values: List[float], q: float) -> float:
@@ -259,7 +266,7 @@ def run_arm(arm: str, address: str, request: bytes, concurrency: int, warmup: fl
     try:
         return ARM_FUNCTIONS[arm](address, request, concurrency, warmup, duration)
     except Exception as exc:
-        return Measurement(arm, failed=f"{type(exc).__name__}: {exc}")
+        return Measurement(arm, failed=describe(exc))
 
 
 def median(values: List[Optional[float]]) -> Optional[float]:
@@ -283,8 +290,8 @@ def summarize(rounds: List[Dict[str, Measurement]], arms: List[str]) -> Dict[str
     return summary
 
 
-def fmt(value: Optional[float], spec: str) -> str:
-    return "-" if value is None else format(value, spec)
+def fmt(value: Optional[float], spec: str, suffix: str = "") -> str:
+    return "-" if value is None else format(value, spec) + suffix
 
 
 def print_table(title: str, summary: Dict[str, dict]) -> None:
@@ -302,8 +309,36 @@ def print_table(title: str, summary: Dict[str, dict]) -> None:
             print(f"{arm:<12} {'-':>9} {'-':>7} {'-':>7} {'-':>15} {'-':>11}  " + "; ".join(notes))
             continue
         print(f"{arm:<12} {s['qps']:>9,.0f} {fmt(s['p50_ms'], '.2f'):>7} "
-              f"{fmt(s['p99_ms'], '.2f'):>7} {fmt(s['vs_' + BASELINE], '.2f'):>14}x "
+              f"{fmt(s['p99_ms'], '.2f'):>7} {fmt(s['vs_' + BASELINE], '.2f', 'x'):>15} "
               f"{fmt(s['write_syscalls_per_call'], '.2f'):>11}  " + "; ".join(notes))
+
+
+class PeerDied(RuntimeError):
+    """The grpc-go peer exited during the run: later figures would be meaningless."""
+
+
+def run_scenario(peer: Peer, payload: int, concurrency: int,
+                 args: argparse.Namespace) -> dict:
+    """All rounds of one payload size x concurrency: prints its table, returns its record."""
+    request = encode_payload(os.urandom(payload))
+    rounds: List[Dict[str, Measurement]] = []
+    for n in range(args.rounds):
+        results = {}
+        for arm in (args.arms if n % 2 == 0 else args.arms[::-1]):
+            results[arm] = run_arm(arm, peer.address, request, concurrency, args.warmup,
+                                   args.duration)
+            if peer.process.poll() is not None:
+                raise PeerDied(f"the grpc-go peer exited with {peer.process.returncode} "
+                               f"during the {arm} arm (payload {payload}, concurrency "
+                               f"{concurrency})")
+        rounds.append(results)
+    summary = summarize(rounds, args.arms)
+    print_table(f"== payload {payload} B, {concurrency} concurrent calls, one connection "
+                f"each; median of {args.rounds} rounds ==", summary)
+    return {"payload": payload, "request_bytes": len(request), "concurrency": concurrency,
+            "summary": summary,
+            "rounds": [{"order": list(r), "arms": {a: dataclasses.asdict(m)
+                                                   for a, m in r.items()}} for r in rounds]}
 
 
 def environment() -> dict:
@@ -338,24 +373,13 @@ def main() -> int:
     with start_peer("go") as peer:
         print(f"grpc-go peer at {peer.address}; {args.rounds} rounds x {args.duration:g} s "
               f"(+{args.warmup:g} s warm-up) per arm")
-        for payload in args.payloads:
-            request = encode_payload(os.urandom(payload))
-            for concurrency in args.concurrency:
-                rounds = []
-                for n in range(args.rounds):
-                    order = args.arms if n % 2 == 0 else args.arms[::-1]
-                    rounds.append({arm: run_arm(arm, peer.address, request, concurrency,
-                                                args.warmup, args.duration) for arm in order})
-                summary = summarize(rounds, args.arms)
-                title = (f"== payload {payload} B, {concurrency} concurrent calls, one "
-                         f"connection each; median of {args.rounds} rounds ==")
-                print_table(title, summary)
-                report["scenarios"].append({
-                    "payload": payload, "request_bytes": len(request),
-                    "concurrency": concurrency, "summary": summary,
-                    "rounds": [{"order": list(r), "arms": {a: dataclasses.asdict(m)
-                                                           for a, m in r.items()}}
-                               for r in rounds]})
+        try:
+            for payload in args.payloads:
+                for concurrency in args.concurrency:
+                    report["scenarios"].append(run_scenario(peer, payload, concurrency, args))
+        except PeerDied as exc:
+            report["aborted"] = str(exc)
+            print(f"\nABORTED: {exc}")
 
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2))
@@ -364,7 +388,7 @@ def main() -> int:
         print(f"NOTE: the triple_py arm was skipped: {TRIPLE_PY_SKIPPED}")
     failed = [f for s in report["scenarios"] for a, v in s["summary"].items()
               for f in v["failed"] if not f.startswith("SKIPPED")]
-    return 1 if failed else 0
+    return 1 if failed or "aborted" in report else 0
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ class UnaryFuture:
     def add_done_callback(self, fn: Callable[["UnaryFuture"], None]) -> None:
         """Calls ``fn(self)`` when the RPC finishes (at once if it already has)."""
         with self._lock:
-            if not self._callbacks_ran:
+            if not self._callbacks_ran and not self._core.done():
                 self._callbacks.append(fn)
                 return
         fn(self)

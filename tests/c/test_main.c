@@ -1,5 +1,6 @@
 /* test_main.c: runs every C test suite of the core. */
 #include <stdio.h>
+#include <string.h>
 
 #include "tri_test.h"
 
@@ -12,15 +13,21 @@ void test_frame(void);
 void test_wire(void);
 void test_pb(void);
 void test_mpsc(void);
+void test_writer(void);
 
 static const struct {
   const char *name;
   void (*fn)(void);
 } suites[] = {{"buf", test_buf},   {"mem", test_mem}, {"frame", test_frame},
-              {"wire", test_wire}, {"pb", test_pb},   {"mpsc", test_mpsc}};
+              {"wire", test_wire}, {"pb", test_pb},   {"mpsc", test_mpsc},
+              {"writer", test_writer}};
 
-int main(void) {
+/* Runs every suite, or only those named on the command line. */
+int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof(suites) / sizeof(suites[0]); i++) {
+    int wanted = argc < 2;
+    for (int a = 1; a < argc; a++) wanted |= strcmp(argv[a], suites[i].name) == 0;
+    if (!wanted) continue;
     int before = tri_test_failures;
     suites[i].fn();
     printf("%-6s %s\n", suites[i].name,

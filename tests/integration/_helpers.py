@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import pytest
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, message_factory
 
 import triple_py
 from peers import UNARY_METHOD
@@ -61,7 +61,7 @@ def echoed(metadata) -> list:
 
 def _benchmark_file() -> descriptor_pb2.FileDescriptorProto:
     """proto/benchmark.proto's messages as a FileDescriptorProto built by hand."""
-    f = descriptor_pb2.FileDescriptorProto(name="triple_py_tests/benchmark.proto",
+    f = descriptor_pb2.FileDescriptorProto(name="benchmark.proto",
                                            package="benchmark", syntax="proto3")
     for name in ("BenchmarkRequest", "BenchmarkResponse"):
         message = f.message_type.add(name=name)
@@ -73,17 +73,8 @@ def _benchmark_file() -> descriptor_pb2.FileDescriptorProto:
 
 def benchmark_messages() -> tuple[type, type]:
     """(BenchmarkRequest, BenchmarkResponse) message classes, built at runtime."""
-    pool = descriptor_pool.DescriptorPool()
-    file = pool.Add(_benchmark_file())
-    classes = []
-    for name in ("BenchmarkRequest", "BenchmarkResponse"):
-        descriptor = file.message_types_by_name[name] if hasattr(file, "message_types_by_name") \
-            else pool.FindMessageTypeByName(f"benchmark.{name}")
-        if hasattr(message_factory, "GetMessageClass"):
-            classes.append(message_factory.GetMessageClass(descriptor))
-        else:  # protobuf < 4.22
-            classes.append(message_factory.MessageFactory(pool).GetPrototype(descriptor))
-    return classes[0], classes[1]
+    classes = message_factory.GetMessages([_benchmark_file()])  # a fresh descriptor pool
+    return classes["benchmark.BenchmarkRequest"], classes["benchmark.BenchmarkResponse"]
 
 
 # --- process state -------------------------------------------------------------------------
@@ -101,6 +92,22 @@ def wait_for(predicate: Callable[[], bool], timeout: float, interval: float = 0.
             return predicate()
         time.sleep(interval)
     return True
+
+
+def quiet_stats(channel: triple_py.Channel, quiet: float = 0.1, timeout: float = 2.0) -> dict:
+    """channel.stats() once the connection has written nothing for `quiet` seconds.
+
+    Peers send frames of their own (grpc-go pings after receiving data, for example) that the
+    client answers on its own schedule; this waits for those answers to be written.
+    """
+    deadline = time.monotonic() + timeout
+    stats = channel.stats()
+    while True:
+        time.sleep(quiet)
+        now = channel.stats()
+        if now["bytes_written"] == stats["bytes_written"] or time.monotonic() >= deadline:
+            return now
+        stats = now
 
 
 def _status_kib(field: str) -> int:

@@ -369,11 +369,15 @@ def test_rogue_never_answer(rogue_channel):
     assert time.monotonic() - started >= 0.3
 
 
-def test_rogue_drop_connection_fails_calls_in_flight(rogue_server):
+def test_rogue_drop_connection_fails_calls_in_flight(rogue_server, rogue_channel):
+    before = rogue_stats(rogue_channel)["modes"].get("NeverAnswer", 0)
     with grpc.insecure_channel(rogue_server.address) as channel:
         waiting = [channel.unary_unary("/rogue.Rogue/NeverAnswer").future(b"x", timeout=30)
                    for _ in range(3)]
-        time.sleep(0.2)
+        deadline = time.monotonic() + 5
+        while rogue_stats(rogue_channel)["modes"].get("NeverAnswer", 0) < before + 3:
+            assert time.monotonic() < deadline, "the calls did not reach the server"
+            time.sleep(0.02)
         error = rpc_error(channel.unary_unary("/rogue.Rogue/DropConnection"), b"x", timeout=5)
         assert error.code() == grpc.StatusCode.UNAVAILABLE
         for future in waiting:

@@ -24,7 +24,8 @@ request is complete (END_STREAM), except where noted:
   MissingStatus     200, one valid message, trailers without grpc-status
   Echo              a correct gRPC echo of the request messages, grpc-status 0
   Stats             one message: JSON counters of this server (connections, streams,
-                    resets, drops, huge_sent = bytes of each ended HugeResponse)
+                    resets, drops, huge_sent = bytes of each ended HugeResponse, modes =
+                    complete requests per mode)
   anything else     trailers-only grpc-status 12 (UNIMPLEMENTED)
 
 The server advertises 16 MiB stream windows and a 1 GiB connection window, and returns
@@ -114,11 +115,16 @@ class Stats:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.counts: Dict[str, object] = {
-            "connections": 0, "streams": 0, "resets": 0, "drops": 0, "huge_sent": []}
+            "connections": 0, "streams": 0, "resets": 0, "drops": 0, "huge_sent": [],
+            "modes": {}}
 
     def add(self, key: str, n: int = 1) -> None:
         with self.lock:
             self.counts[key] += n
+
+    def add_mode(self, mode: str) -> None:
+        with self.lock:
+            self.counts["modes"][mode] = self.counts["modes"].get(mode, 0) + 1
 
     def record_huge(self, sent: int) -> None:
         with self.lock:
@@ -243,6 +249,7 @@ class Connection:
                 self.requests[event.stream_id][1].extend(event.data)
         elif isinstance(event, h2.events.StreamEnded):
             mode, body = self.requests.pop(event.stream_id, ("", bytearray()))
+            STATS.add_mode(mode)
             if mode == "HugeResponse":
                 self.huge_sent[event.stream_id] = 0
             self.outbox[event.stream_id] = MODES.get(mode, unimplemented(mode))(bytes(body))

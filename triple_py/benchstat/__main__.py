@@ -7,5 +7,6 @@ from .cli import main
 if __name__ == "__main__":
     for stream in (sys.stdout, sys.stderr):
         # Byte-exact output (│, ±, µ, ∞) regardless of the locale.
-        stream.reconfigure(encoding="utf-8", errors="surrogateescape", newline="\n")
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8", errors="surrogateescape", newline="\n")
     sys.exit(main())

@@ -177,7 +177,7 @@ def _regexp_parse_until(text: str, delim: str) -> Tuple[str, Optional[str]]:
 
 
 class _Tokenizer:
-    """Immutable cursor over a query (copies share one error tracker)."""
+    """Cursor over a query; methods return new cursors (all share one error tracker)."""
 
     def __init__(self, query: str, pos: int, errors: _ErrorTracker) -> None:
         self.query = query
@@ -208,15 +208,16 @@ class _Tokenizer:
         return self
 
     def _next(self, allow_regexp: bool) -> Tuple[_Tok, "_Tokenizer"]:
+        # Like the reference, peeking consumes leading white space from
+        # this cursor itself, which moves the offsets of later errors.
         q = self.query
+        while self.pos < len(q) and is_go_space(q[self.pos]) and not _is_start_op(q[self.pos]):
+            self.pos += 1
         pos = self.pos
         while pos < len(q):
             ch = q[pos]
             if _is_start_op(ch):
                 return self._at(pos)._tok(ch, pos, pos + 1)
-            if is_go_space(ch):
-                pos += 1
-                continue
             cur = self._at(pos)
             if allow_regexp and ch == "/":
                 return cur._regexp()
