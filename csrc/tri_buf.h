@@ -22,10 +22,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tri_mpsc.h"
 #include "tri_stats.h"
 
 typedef struct tri_buf {
   struct tri_buf *next; /* free-list or queue link, owned by the current owner */
+  tri_node qnode;       /* link for lock-free hand-off queues (tri_mpsc) */
   uint8_t *data;        /* storage, cap bytes, right after this header */
   size_t cap;
   size_t off; /* start of content; bytes before it are headroom */

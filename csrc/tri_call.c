@@ -19,9 +19,44 @@
 #include "tri_error.h"
 #include "tri_int.h"
 #include "tri_wire.h"
+#include "tri_writer.h"
 
 #define MD_STATUS_MESSAGE 2 /* record kind of the status message */
 #define REC_HDR 9
+#define RECV_QUEUE_LIMIT (4 << 20) /* unread bytes before the window stops */
+#define SEND_LIMIT_MIN (256 << 10) /* unsent bytes before writers block */
+
+static void futex_wake_all(_Atomic uint32_t *word) {
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}
+
+/* Waits while *word == seen, up to timeout_ns (< 0: forever). */
+static void futex_wait_seq(_Atomic uint32_t *word, uint32_t seen,
+                           int64_t timeout_ns) {
+  struct timespec ts, *tsp = NULL;
+  if (timeout_ns >= 0) {
+    ts.tv_sec = timeout_ns / 1000000000LL;
+    ts.tv_nsec = timeout_ns % 1000000000LL;
+    tsp = &ts;
+  }
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, tsp, NULL, 0);
+}
+
+static void bump(_Atomic uint32_t *seq, _Atomic int *waiters) {
+  atomic_fetch_add(seq, 1);
+  if (atomic_load(waiters)) futex_wake_all(seq);
+}
+
+/* Queues one of the call's ops with a reference of its own, unless `flag`
+ * says it is queued already. */
+static void push_op(tri_call *c, tri_op *op, _Atomic int *flag) {
+  if (flag && atomic_exchange(flag, 1)) return;
+  atomic_fetch_add(&c->refs, 1);
+  if (!c->conn || tri__conn_push(c->conn, &op->node)) {
+    if (flag) atomic_store(flag, 0);
+    atomic_fetch_sub(&c->refs, 1); /* a dead connection fails the call itself */
+  }
+}
 
 int64_t tri__now(void) {
   struct timespec ts;
@@ -64,8 +99,11 @@ static int read_record(const tri_buf *b, size_t *off, int *kind,
 
 /* ---- caller side ------------------------------------------------------ */
 
+static ssize_t stream_sink(void *ctx, tri_buf *chunk, int end, int may_block);
+static void stream_armed(void *ctx);
+
 int tri_call_new(tri_channel *ch, tri_call **out, const char *path,
-                 size_t path_len, int64_t timeout_ns) {
+                 size_t path_len, int64_t timeout_ns, int flags) {
   if (path_len == 0 || path[0] != '/') return TRI_ERR_INVALID;
   tri_call *c = tri__channel_call_get(ch);
   if (!c) return TRI_ERR_NOMEM;
@@ -78,6 +116,18 @@ int tri_call_new(tri_channel *ch, tri_call **out, const char *path,
   c->path_len = path_len;
   c->deadline = timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
   if (timeout_ns == 0) c->deadline = tri__now(); /* already expired */
+  c->flags = flags;
+  pthread_mutex_init(&c->rlock, NULL);
+  if (flags & TRI_CALL_CLIENT_STREAMING) {
+    tri_writer_sink sink = {stream_sink, stream_armed, c};
+    tri_writer_init(&c->writer, &ch->pool, ch->opts.write_buffer_size, &sink);
+    tri_mpsc_init(&c->chunkq);
+    c->data_op.kind = TRI_OP_DATA;
+    c->timer_op.kind = TRI_OP_TIMER;
+    int64_t wm = ch->opts.write_buffer_size;
+    c->send_limit = 4 * wm > SEND_LIMIT_MIN ? 4 * wm : SEND_LIMIT_MIN;
+  }
+  c->credit_op.kind = TRI_OP_CREDIT;
   *out = c;
   return 0;
 }
@@ -136,6 +186,7 @@ void tri_call_set_notify(tri_call *c, void *token) {
 void *tri_call_token(const tri_call *c) { return c->token; }
 
 static size_t payload_len(const tri_call *c) {
+  if (c->flags & TRI_CALL_CLIENT_STREAMING) return 0; /* checked per write */
   return c->seg0_len + c->seg1_len - TRI_FRAME_PREFIX;
 }
 
@@ -143,7 +194,8 @@ void tri_call_start(tri_call *c) {
   tri_channel *ch = c->ch;
   c->started = 1;
   TRI_STATS_ADD(&ch->stats, calls, 1);
-  if (!c->seg1 && !c->seg0) tri_call_set_request_borrowed(c, NULL, 0);
+  if (!(c->flags & TRI_CALL_CLIENT_STREAMING) && !c->seg1 && !c->seg0)
+    tri_call_set_request_borrowed(c, NULL, 0);
   if (atomic_load(&c->cancel_req)) {
     tri__call_complete(c, c->cancel_code, "%s", c->cancel_msg);
     return;
@@ -205,10 +257,7 @@ void tri_call_cancel(tri_call *c, int code, const char *message) {
   atomic_store(&c->cancel_req, 1);
   /* Not started yet: tri_call_start sees cancel_req.  A dead connection
    * fails the call by itself, so a refused push needs no handling. */
-  if (c->conn) {
-    atomic_fetch_add(&c->refs, 1);
-    if (tri__conn_push(c->conn, &c->cancel_op.node)) atomic_fetch_sub(&c->refs, 1);
-  }
+  push_op(c, &c->cancel_op, NULL);
 }
 
 int tri_call_code(const tri_call *c) { return c->code; }
@@ -227,9 +276,19 @@ void tri_call_response(const tri_call *c, const uint8_t **p, size_t *n) {
 int tri_call_md_next(const tri_call *c, size_t *iter, int *kind,
                      const char **key, size_t *kn, const char **value,
                      size_t *vn) {
+  size_t ilen = c->imd ? c->imd->len : 0;
   for (;;) {
     const uint8_t *k, *v;
-    if (read_record(c->md, iter, kind, &k, kn, &v, vn)) return -1;
+    if (*iter < ilen) {
+      if (read_record(c->imd, iter, kind, &k, kn, &v, vn)) return -1;
+      *key = (const char *)k;
+      *value = (const char *)v;
+      return 0;
+    }
+    size_t off = *iter - ilen;
+    int rv = read_record(c->md, &off, kind, &k, kn, &v, vn);
+    *iter = off + ilen;
+    if (rv) return -1;
     if (*kind == MD_STATUS_MESSAGE) continue;
     *key = (const char *)k;
     *value = (const char *)v;
@@ -252,6 +311,8 @@ void tri__call_unref(tri_call *c) {
   tri_pool_put(&ch->pool, c->req);
   tri_pool_put(&ch->pool, c->resp);
   tri_pool_put(&ch->pool, c->md);
+  tri_pool_put(&ch->pool, c->imd);
+  tri__call_free_streams(c);
   if (c->conn) tri__conn_unref(c->conn);
   tri__channel_call_put(ch, c);
 }
@@ -283,6 +344,9 @@ void tri__call_complete(tri_call *c, int code, const char *fmt, ...) {
   }
   if (c->conn) tri__conn_call_finished(c->conn, c);
   atomic_store(&c->done, 1);
+  /* Readers and writers blocked on this call see the end. */
+  bump(&c->recv_seq, &c->recv_waiters);
+  bump(&c->send_seq, &c->send_waiters);
   if (c->notify) tri__channel_notify(c->ch, c);
   if (atomic_load(&c->waiters))
     syscall(SYS_futex, &c->done, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
@@ -305,17 +369,18 @@ static int transport_key(const uint8_t *n, size_t nl) {
 static int add_received_md(tri_call *c, int kind, const uint8_t *n, size_t nl,
                            const uint8_t *v, size_t vl) {
   tri_pool *pool = &c->ch->pool;
-  if (!c->md && !(c->md = tri_pool_get(pool, 512, 0))) return TRI_ERR_NOMEM;
+  tri_buf **bp = kind == TRI_MD_INITIAL ? &c->imd : &c->md;
+  if (!*bp && !(*bp = tri_pool_get(pool, 512, 0))) return TRI_ERR_NOMEM;
   if (!tri_md_key_is_bin((const char *)n, nl))
-    return append_record(pool, &c->md, kind, n, nl, v, vl);
+    return append_record(pool, bp, kind, n, nl, v, vl);
   /* Binary: each comma-separated base64 part is one value. */
   size_t start = 0;
   for (size_t i = 0; i <= vl; i++) {
     if (i < vl && v[i] != ',') continue;
     size_t part = i - start;
-    int rv = tri_buf_reserve(pool, &c->md, REC_HDR + nl + part);
+    int rv = tri_buf_reserve(pool, &(*bp), REC_HDR + nl + part);
     if (rv) return rv;
-    uint8_t *dst = tri_buf_begin(c->md) + c->md->len + REC_HDR + nl;
+    uint8_t *dst = tri_buf_begin((*bp)) + (*bp)->len + REC_HDR + nl;
     long dn = tri_base64_decode((const char *)v + start, part, dst);
     if (dn < 0) dn = 0; /* undecodable: keep the key with an empty value */
     uint8_t h[REC_HDR];
@@ -323,9 +388,9 @@ static int add_received_md(tri_call *c, int kind, const uint8_t *n, size_t nl,
     h[0] = (uint8_t)kind;
     memcpy(h + 1, &k32, 4);
     memcpy(h + 5, &v32, 4);
-    memcpy(tri_buf_begin(c->md) + c->md->len, h, REC_HDR);
-    memcpy(tri_buf_begin(c->md) + c->md->len + REC_HDR, n, nl);
-    c->md->len += REC_HDR + nl + (size_t)dn;
+    memcpy(tri_buf_begin((*bp)) + (*bp)->len, h, REC_HDR);
+    memcpy(tri_buf_begin((*bp)) + (*bp)->len + REC_HDR, n, nl);
+    (*bp)->len += REC_HDR + nl + (size_t)dn;
     start = i + 1;
   }
   return 0;
@@ -377,6 +442,27 @@ int tri__call_on_header(tri_call *c, const nghttp2_frame *frame,
                          nl, value, vl);
 }
 
+/* A complete response message: keep it (unary response) or queue it for the
+ * reader (server streaming). */
+static int message_done(tri_call *c) {
+  if (!(c->flags & TRI_CALL_SERVER_STREAMING)) {
+    c->got_message = 1;
+    return 0;
+  }
+  tri_buf *m = c->resp;
+  c->resp = NULL;
+  c->got_message = 1;
+  m->next = NULL;
+  pthread_mutex_lock(&c->rlock);
+  if (c->recvq_tail) c->recvq_tail->next = m;
+  else c->recvq = m;
+  c->recvq_tail = m;
+  atomic_fetch_add(&c->recvq_bytes, (int64_t)m->len + TRI_FRAME_PREFIX);
+  pthread_mutex_unlock(&c->rlock);
+  bump(&c->recv_seq, &c->recv_waiters);
+  return 0;
+}
+
 int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
                       int64_t max_recv) {
   if (c->completed) return 0;
@@ -407,7 +493,7 @@ int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
                            ev.length, (long long)max_recv);
         return TRI_CODE_RESOURCE_EXHAUSTED;
       }
-      if (c->got_message) {
+      if (c->got_message && !(c->flags & TRI_CALL_SERVER_STREAMING)) {
         tri__call_complete(c, TRI_CODE_INTERNAL,
                            "unary call received more than one message");
         return TRI_CODE_INTERNAL;
@@ -423,7 +509,7 @@ int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
       c->resp->len += ev.len;
       break;
     case TRI_FRAME_END:
-      c->got_message = 1;
+      message_done(c);
       break;
     }
   }
@@ -459,12 +545,190 @@ void tri__call_on_close(tri_call *c, uint32_t error_code) {
     return;
   }
   int code = c->grpc_status > 16 ? TRI_CODE_UNKNOWN : c->grpc_status;
-  if (code == TRI_CODE_OK && !c->got_message) {
+  if (code == TRI_CODE_OK && !c->got_message &&
+      !(c->flags & TRI_CALL_SERVER_STREAMING)) {
     tri__call_complete(c, TRI_CODE_INTERNAL,
                        "unary call completed without a response message");
     return;
   }
   tri__call_complete(c, code, NULL);
+}
+
+void tri__call_headers_done(tri_call *c) {
+  if (atomic_exchange(&c->headers_done, 1)) return;
+  bump(&c->recv_seq, &c->recv_waiters);
+}
+
+/* ---- client streaming ------------------------------------------------- */
+
+/* Waits (caller thread) until `len` more unsent bytes fit, or the call ends. */
+static int wait_for_room(tri_call *c, size_t len) {
+  for (;;) {
+    uint32_t seen = atomic_load(&c->send_seq);
+    if (tri_call_done(c)) return TRI_ERR_CLOSED;
+    int64_t u = atomic_load(&c->unsent);
+    if (u == 0 || u + (int64_t)len <= c->send_limit) return 0;
+    atomic_fetch_add(&c->send_waiters, 1);
+    futex_wait_seq(&c->send_seq, seen, -1);
+    atomic_fetch_sub(&c->send_waiters, 1);
+  }
+}
+
+/* The writer's sink: hands sealed chunks to the I/O thread. */
+static ssize_t stream_sink(void *ctx, tri_buf *chunk, int end, int may_block) {
+  tri_call *c = ctx;
+  size_t len = chunk ? chunk->len : 0;
+  if (chunk && may_block) {
+    int rv = wait_for_room(c, len);
+    if (rv) {
+      tri_pool_put(&c->ch->pool, chunk);
+      return rv;
+    }
+  }
+  if (tri_call_done(c)) {
+    tri_pool_put(&c->ch->pool, chunk);
+    return TRI_ERR_CLOSED;
+  }
+  if (chunk) {
+    atomic_fetch_add(&c->unsent, (int64_t)len);
+    tri_mpsc_push(&c->chunkq, &chunk->qnode);
+  }
+  if (end) atomic_store(&c->end_requested, 1);
+  push_op(c, &c->data_op, &c->data_queued);
+  return (ssize_t)len;
+}
+
+static void stream_armed(void *ctx) {
+  tri_call *c = ctx;
+  if (c->ch->opts.write_buffer_delay_us == 0) return;
+  push_op(c, &c->timer_op, &c->timer_queued);
+}
+
+int tri_call_write(tri_call *c, const uint8_t *msg, size_t n) {
+  if (!(c->flags & TRI_CALL_CLIENT_STREAMING) || !c->started)
+    return TRI_ERR_INVALID;
+  if (tri_call_done(c)) return TRI_ERR_CLOSED;
+  int64_t max = c->ch->opts.max_send_bytes;
+  if (max >= 0 && n > (size_t)max) return TRI_ERR_TOO_LARGE;
+  return tri_writer_write(&c->writer, msg, n, 0);
+}
+
+int tri_call_write_would_not_block(tri_call *c, size_t n) {
+  int64_t worst = (int64_t)(n + TRI_FRAME_PREFIX + c->writer.watermark);
+  return atomic_load(&c->unsent) + worst <= c->send_limit;
+}
+
+int tri_call_flush(tri_call *c) {
+  if (!(c->flags & TRI_CALL_CLIENT_STREAMING)) return TRI_ERR_INVALID;
+  return tri_writer_flush(&c->writer);
+}
+
+int tri_call_done_writing(tri_call *c) {
+  if (!(c->flags & TRI_CALL_CLIENT_STREAMING)) return TRI_ERR_INVALID;
+  return tri_writer_close(&c->writer);
+}
+
+void tri__call_chunk_written(tri_call *c, tri_buf *chunk) {
+  atomic_fetch_sub(&c->unsent, (int64_t)chunk->len);
+  tri_pool_put(&c->ch->pool, chunk);
+  bump(&c->send_seq, &c->send_waiters);
+}
+
+/* ---- server streaming ------------------------------------------------- */
+
+static tri_buf *pop_message(tri_call *c) {
+  pthread_mutex_lock(&c->rlock);
+  tri_buf *m = c->recvq;
+  if (m) {
+    c->recvq = m->next;
+    if (!c->recvq) c->recvq_tail = NULL;
+  }
+  pthread_mutex_unlock(&c->rlock);
+  if (!m) return NULL;
+  int64_t left = atomic_fetch_sub(&c->recvq_bytes, (int64_t)m->len + TRI_FRAME_PREFIX) -
+                 ((int64_t)m->len + TRI_FRAME_PREFIX);
+  /* Space freed: let the I/O thread return the withheld window. */
+  if (atomic_load(&c->owed) > 0 && left < RECV_QUEUE_LIMIT / 2 && !tri_call_done(c))
+    push_op(c, &c->credit_op, &c->credit_queued);
+  return m;
+}
+
+int tri_call_read(tri_call *c, int64_t timeout_ns, tri_buf **msg) {
+  if (!(c->flags & TRI_CALL_SERVER_STREAMING)) return TRI_ERR_INVALID;
+  int64_t end = timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
+  int flushed = 0;
+  for (;;) {
+    uint32_t seen = atomic_load(&c->recv_seq);
+    if ((*msg = pop_message(c))) return 1;
+    if (tri_call_done(c)) return (*msg = pop_message(c)) ? 1 : 0;
+    if (!flushed && (c->flags & TRI_CALL_CLIENT_STREAMING) &&
+        tri_writer_has_pending(&c->writer)) {
+      tri_writer_flush(&c->writer); /* never make a ping-pong wait */
+      flushed = 1;
+    }
+    int64_t left = -1;
+    if (timeout_ns >= 0) {
+      left = end - tri__now();
+      if (left <= 0) return TRI_ERR_TIMEOUT;
+    }
+    atomic_fetch_add(&c->recv_waiters, 1);
+    futex_wait_seq(&c->recv_seq, seen, left);
+    atomic_fetch_sub(&c->recv_waiters, 1);
+  }
+}
+
+void tri_call_msg_release(tri_call *c, tri_buf *msg) {
+  tri_pool_put(&c->ch->pool, msg);
+}
+
+int tri_call_wait_headers(tri_call *c, int64_t timeout_ns) {
+  int64_t end = timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
+  for (;;) {
+    uint32_t seen = atomic_load(&c->recv_seq);
+    if (atomic_load(&c->headers_done) || tri_call_done(c)) return 0;
+    int64_t left = -1;
+    if (timeout_ns >= 0) {
+      left = end - tri__now();
+      if (left <= 0) return TRI_ERR_TIMEOUT;
+    }
+    atomic_fetch_add(&c->recv_waiters, 1);
+    futex_wait_seq(&c->recv_seq, seen, left);
+    atomic_fetch_sub(&c->recv_waiters, 1);
+  }
+}
+
+int tri_call_initial_md_next(const tri_call *c, size_t *iter, const char **key,
+                             size_t *kn, const char **value, size_t *vn) {
+  int kind;
+  const uint8_t *k, *v;
+  if (!atomic_load(&((tri_call *)c)->headers_done) && !tri_call_done(c)) return -1;
+  if (read_record(c->imd, iter, &kind, &k, kn, &v, vn)) return -1;
+  *key = (const char *)k;
+  *value = (const char *)v;
+  return 0;
+}
+
+void tri__call_free_streams(tri_call *c) {
+  tri_pool *pool = &c->ch->pool;
+  if (c->flags & TRI_CALL_CLIENT_STREAMING) {
+    for (tri_node *n = tri_mpsc_take_all(&c->chunkq); n;) {
+      tri_node *next = n->next;
+      tri_pool_put(pool, container_of(n, tri_buf, qnode));
+      n = next;
+    }
+    while (c->sendq) {
+      tri_buf *b = c->sendq;
+      c->sendq = b->next;
+      tri_pool_put(pool, b);
+    }
+    tri_writer_free(&c->writer);
+  }
+  while (c->recvq) {
+    tri_buf *b = c->recvq;
+    c->recvq = b->next;
+    tri_pool_put(pool, b);
+  }
+  pthread_mutex_destroy(&c->rlock);
 }
 
 size_t tri__call_header_count(const tri_call *c) {

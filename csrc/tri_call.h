@@ -34,11 +34,18 @@ typedef struct tri_channel tri_channel;
 /* Metadata record kinds returned by tri_call_md_next. */
 enum { TRI_MD_INITIAL = 0, TRI_MD_TRAILING = 1 };
 
+/* Call shapes (tri_call_new flags).  Without CLIENT_STREAMING the request is
+ * one message sent on the unary fast path; with it, messages go through the
+ * coalescing writer (tri_call_write).  Without SERVER_STREAMING exactly one
+ * response message is expected (tri_call_response); with it, messages are
+ * read one by one (tri_call_read). */
+enum { TRI_CALL_CLIENT_STREAMING = 1, TRI_CALL_SERVER_STREAMING = 2 };
+
 /* Creates a call for method `path` ("/pkg.Service/Method").  timeout_ns < 0
  * means no deadline.  Returns 0 or TRI_ERR_NOMEM / TRI_ERR_CLOSED /
  * TRI_ERR_INVALID (bad path).  *out is owned by the caller. */
 int tri_call_new(tri_channel *ch, tri_call **out, const char *path,
-                 size_t path_len, int64_t timeout_ns);
+                 size_t path_len, int64_t timeout_ns, int flags);
 
 /* Adds one request metadata entry.  Keys must be legal and not reserved;
  * values of non "-bin" keys must be printable ASCII; "-bin" values are raw
@@ -82,16 +89,48 @@ int tri_call_code(const tri_call *c);
 void tri_call_message(const tri_call *c, const char **p, size_t *n);
 /* The response message payload; *p is NULL when none was received. */
 void tri_call_response(const tri_call *c, const uint8_t **p, size_t *n);
-/* Iterates received metadata.  Start with *iter = 0; returns 0 and fills the
- * outputs for each entry, -1 at the end.  Binary values are decoded. */
+/* Iterates received metadata, initial then trailing.  Start with *iter = 0;
+ * returns 0 and fills the outputs for each entry, -1 at the end.  Binary
+ * values are decoded. */
 int tri_call_md_next(const tri_call *c, size_t *iter, int *kind,
                      const char **key, size_t *key_len, const char **value,
                      size_t *value_len);
 /* The notify token given to tri_call_set_notify. */
 void *tri_call_token(const tri_call *c);
 
-/* Drops the caller's reference.  If the call is not done yet it is
- * cancelled first.  `c` must not be used afterwards. */
+/* ---- client streaming (TRI_CALL_CLIENT_STREAMING, after start) ---------
+ * Writes go through the call's coalescing writer (see tri_writer.h).  A
+ * write may block (the thread, never the I/O thread) while more than a
+ * bounded number of bytes wait for the peer's flow-control window; it
+ * resumes when they are written, or fails when the call ends.  Errors:
+ * TRI_ERR_CLOSED after done_writing or once the call has ended; the
+ * writer's sticky error otherwise. */
+int tri_call_write(tri_call *c, const uint8_t *msg, size_t n);
+/* Nonzero when a write of n bytes cannot block (no lock wait for room). */
+int tri_call_write_would_not_block(tri_call *c, size_t n);
+int tri_call_flush(tri_call *c);
+/* Flushes and half-closes (END_STREAM); an empty stream still ends. */
+int tri_call_done_writing(tri_call *c);
+
+/* ---- server streaming (TRI_CALL_SERVER_STREAMING) ----------------------
+ * Takes the next response message.  Before blocking it flushes the writer
+ * so a ping-pong never waits for the flush timer.  Returns 1 with *msg (the
+ * caller owns it; give it back with tri_call_msg_release), 0 at the end of
+ * the stream (the call is done and every message was read), or
+ * TRI_ERR_TIMEOUT.  timeout_ns < 0 waits forever; 0 never waits. */
+int tri_call_read(tri_call *c, int64_t timeout_ns, tri_buf **msg);
+void tri_call_msg_release(tri_call *c, tri_buf *msg);
+
+/* Waits until the response headers (initial metadata) arrived or the call
+ * ended.  Returns 0, or TRI_ERR_TIMEOUT. */
+int tri_call_wait_headers(tri_call *c, int64_t timeout_ns);
+/* Iterates initial metadata; valid once tri_call_wait_headers returned 0. */
+int tri_call_initial_md_next(const tri_call *c, size_t *iter,
+                             const char **key, size_t *key_len,
+                             const char **value, size_t *value_len);
+
+/* Drops the caller's reference.  If the call was started and is not done
+ * it is cancelled and waited for first.  `c` must not be used afterwards. */
 void tri_call_release(tri_call *c);
 
 #endif

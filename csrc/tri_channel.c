@@ -15,6 +15,7 @@
 #include "tri_error.h"
 #include "tri_int.h"
 #include "tri_wire.h"
+#include "tri_writer.h"
 
 #define CALL_POOL_MAX 4096
 
@@ -26,6 +27,8 @@ void tri_channel_opts_init(tri_channel_opts *o) {
   o->conn_window = (1u << 30) - 1;
   o->max_frame_size = 64u << 10;
   o->user_agent = "triple-py";
+  o->write_buffer_size = TRI_WRITER_DEFAULT_WATERMARK;
+  o->write_buffer_delay_us = 200;
 }
 
 int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {

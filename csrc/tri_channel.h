@@ -32,6 +32,8 @@ typedef struct tri_channel_opts {
   uint32_t conn_window;      /* our connection window */
   uint32_t max_frame_size;   /* our SETTINGS_MAX_FRAME_SIZE */
   const char *user_agent;    /* copied */
+  uint32_t write_buffer_size;  /* coalescing watermark; 0 = off (default 32 KiB) */
+  uint32_t write_buffer_delay_us; /* longest wait of a partial chunk (200) */
 } tri_channel_opts;
 
 /* Fills `o` with the defaults: 4 MiB receive limit, no send limit, 16 MiB-1

@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -129,11 +130,18 @@ static int staging_append(tri_conn *conn, const void *p, size_t n) {
     return 0;
   }
   tri_out *e = &conn->out[conn->out_n++];
-  e->ptr = NULL;
+  memset(e, 0, sizeof(*e));
   e->off = at;
   e->len = n;
-  e->call = NULL;
   return 0;
+}
+
+/* A written (or discarded) entry that ends a request-stream chunk. */
+static void chunk_entry_done(tri_out *e) {
+  if (!e->chunk) return;
+  tri__call_chunk_written(e->owner, e->chunk);
+  tri__call_unref(e->owner);
+  e->chunk = NULL;
 }
 
 void tri__conn_call_finished(tri_conn *conn, tri_call *c) {
@@ -159,8 +167,10 @@ void tri__conn_call_finished(tri_conn *conn, tri_call *c) {
 }
 
 static void out_reset(tri_conn *conn) {
-  for (size_t i = conn->out_head; i < conn->out_n; i++)
+  for (size_t i = conn->out_head; i < conn->out_n; i++) {
     if (conn->out[i].call) conn->out[i].call->queued = 0;
+    chunk_entry_done(&conn->out[i]);
+  }
   conn->out_n = conn->out_head = 0;
   conn->staging->len = 0;
 }
@@ -190,6 +200,18 @@ static void inflight_remove(tri_conn *conn, tri_call *c) {
 
 static void process_ops(tri_conn *conn);
 
+/* Drops the flush timers (each holds a reference on its call). */
+static void drop_timers(tri_conn *conn) {
+  while (conn->timers) {
+    tri_call *c = conn->timers;
+    conn->timers = c->timer_next;
+    c->in_timer = 0;
+    atomic_store(&c->timer_queued, 0);
+    tri__call_unref(c);
+  }
+  conn->timers_tail = NULL;
+}
+
 /* Fails every call with `code` and marks the connection dead.  The session
  * is deleted by the thread's exit path. */
 static void die(tri_conn *conn, int code, const char *why) {
@@ -205,6 +227,7 @@ static void die(tri_conn *conn, int code, const char *why) {
   atomic_store(&conn->closed, 1);
   while (atomic_load(&conn->producers)) sched_yield();
   process_ops(conn);
+  drop_timers(conn);
   while (conn->inflight) {
     tri_call *c = conn->inflight;
     inflight_remove(conn, c);
@@ -233,6 +256,51 @@ static ssize_t unary_read(nghttp2_session *s, int32_t stream_id, uint8_t *buf,
   return (ssize_t)n;
 }
 
+/* Request body of a client-streaming call: the chunks the writer sealed, sent
+ * NO_COPY; DEFERRED while none is queued and the stream is not half-closed. */
+static ssize_t stream_read(nghttp2_session *s, int32_t stream_id, uint8_t *buf,
+                           size_t length, uint32_t *flags,
+                           nghttp2_data_source *src, void *user) {
+  (void)s, (void)stream_id, (void)buf, (void)user;
+  tri_call *c = src->ptr;
+  if (c->completed) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  tri_buf *h = c->sendq;
+  if (!h) {
+    if (c->half_close) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF; /* an empty DATA frame with END_STREAM */
+      return 0;
+    }
+    c->deferred = 1;
+    return NGHTTP2_ERR_DEFERRED;
+  }
+  size_t n = h->len - c->sendq_off;
+  if (n > length) n = length;
+  *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+  if (c->half_close && !h->next && c->sendq_off + n == h->len)
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+  return (ssize_t)n;
+}
+
+/* Queues the frame's bytes of the head chunk; the entry that ends a chunk
+ * owns it until written. */
+static int send_stream_data(tri_conn *conn, tri_call *c, size_t length) {
+  tri_buf *h = c->sendq;
+  tri_out *e = &conn->out[conn->out_n++];
+  memset(e, 0, sizeof(*e));
+  e->ptr = tri_buf_begin(h) + c->sendq_off;
+  e->len = length;
+  c->sendq_off += length;
+  if (c->sendq_off == h->len) {
+    c->sendq = h->next;
+    if (!c->sendq) c->sendq_tail = NULL;
+    c->sendq_off = 0;
+    e->chunk = h;
+    e->owner = c;
+    atomic_fetch_add(&c->refs, 1);
+  }
+  return 0;
+}
+
 static int send_data(nghttp2_session *s, nghttp2_frame *frame,
                      const uint8_t *framehd, size_t length,
                      nghttp2_data_source *src, void *user) {
@@ -244,6 +312,10 @@ static int send_data(nghttp2_session *s, nghttp2_frame *frame,
   if (frame->data.padlen > 0) {
     uint8_t pad = (uint8_t)(frame->data.padlen - 1);
     if (staging_append(conn, &pad, 1)) return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  if (c->flags & TRI_CALL_CLIENT_STREAMING) {
+    if (length) send_stream_data(conn, c, length);
+    return 0;
   }
   /* The frame covers bytes [sent, sent+length) of seg0 || seg1.  The small
    * seg0 (an envelope prefix) is copied; seg1 goes out by reference. */
@@ -257,8 +329,8 @@ static int send_data(nghttp2_session *s, nghttp2_frame *frame,
   }
   if (left) {
     tri_out *e = &conn->out[conn->out_n++];
+    memset(e, 0, sizeof(*e));
     e->ptr = c->seg1 + (pos - c->seg0_len);
-    e->off = 0;
     e->len = left;
     e->call = c;
     c->queued += left;
@@ -298,11 +370,25 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
   return 0;
 }
 
+/* Flow control is manual: bytes are credited back to the peer at once,
+ * except for a server stream whose reader is behind (more than the queue
+ * limit unread), where they are owed until the reader catches up.  That
+ * bounds memory per stream by the limit plus one window. */
+static void credit(tri_conn *conn, tri_call *c, int32_t sid, size_t len) {
+  if (c && !c->completed && (c->flags & TRI_CALL_SERVER_STREAMING) &&
+      atomic_load(&c->recvq_bytes) >= (4 << 20)) {
+    atomic_fetch_add(&c->owed, (int64_t)len);
+    return;
+  }
+  nghttp2_session_consume(conn->sess, sid, len);
+}
+
 static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t sid,
                          const uint8_t *data, size_t len, void *user) {
   (void)s, (void)flags;
   tri_conn *conn = user;
   tri_call *c = stream_call(conn, sid);
+  credit(conn, c, sid, len);
   if (!c) return 0;
   if (tri__call_on_data(c, data, len, conn->ch->opts.max_recv_bytes))
     nghttp2_submit_rst_stream(conn->sess, NGHTTP2_FLAG_NONE, sid,
@@ -318,11 +404,18 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
     conn->goaway = 1;
     atomic_store(&conn->unusable, 1);
   }
+  if (frame->hd.type == NGHTTP2_HEADERS &&
+      frame->headers.cat == NGHTTP2_HCAT_RESPONSE) {
+    tri_call *c = stream_call(conn, frame->hd.stream_id);
+    if (c) tri__call_headers_done(c);
+  }
   return 0;
 }
 
 static void stream_closed(tri_conn *conn, tri_call *c, uint32_t error_code) {
   tri__call_on_close(c, error_code);
+  int64_t owed = atomic_exchange(&c->owed, 0);
+  if (owed > 0) nghttp2_session_consume_connection(conn->sess, (size_t)owed);
   if (c->in_session) {
     c->in_session = 0;
     inflight_remove(conn, c);
@@ -389,7 +482,8 @@ static void submit_call(tri_conn *conn, tri_call *c) {
   size_t n = tri__call_headers(c, nva, MAX_HEADERS);
   nghttp2_data_provider prd;
   prd.source.ptr = c;
-  prd.read_callback = unary_read;
+  prd.read_callback =
+      (c->flags & TRI_CALL_CLIENT_STREAMING) ? stream_read : unary_read;
   int32_t sid = nghttp2_submit_request(conn->sess, NULL, nva, n, &prd, c);
   if (sid < 0) {
     tri__call_complete(c, TRI_CODE_INTERNAL, "submit failed: %s",
@@ -416,15 +510,116 @@ static void cancel_call(tri_conn *conn, tri_call *c) {
   tri__call_unref(c); /* the reference the cancel op carried */
 }
 
+/* The writer handed over chunks and/or the end of the request stream. */
+static void take_data(tri_conn *conn, tri_call *c) {
+  atomic_store(&c->data_queued, 0);
+  int end = atomic_load(&c->end_requested); /* before the chunks: see below */
+  /* Every chunk pushed before `end` was set is visible to take_all now. */
+  for (tri_node *n = tri_mpsc_take_all(&c->chunkq); n;) {
+    tri_node *next = n->next;
+    tri_buf *b = container_of(n, tri_buf, qnode);
+    if (c->completed) {
+      tri__call_chunk_written(c, b); /* discarded: the stream is over */
+    } else {
+      b->next = NULL;
+      if (c->sendq_tail) c->sendq_tail->next = b;
+      else c->sendq = b;
+      c->sendq_tail = b;
+    }
+    n = next;
+  }
+  if (end) c->half_close = 1;
+  if (c->in_session && c->deferred && !c->completed) {
+    c->deferred = 0;
+    nghttp2_session_resume_data(conn->sess, c->stream_id);
+  }
+  tri__call_unref(c);
+}
+
+static void arm_timerfd(tri_conn *conn) {
+  if (!conn->timers || conn->tfd_armed) return;
+  int64_t at = conn->timers->timer_at;
+  struct itimerspec its = {{0, 0}, {at / 1000000000LL, at % 1000000000LL}};
+  timerfd_settime(conn->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+  conn->tfd_armed = 1;
+}
+
+static void timer_append(tri_conn *conn, tri_call *c) {
+  c->timer_at = tri__now() + (int64_t)conn->ch->opts.write_buffer_delay_us * 1000;
+  c->timer_next = NULL;
+  c->in_timer = 1;
+  if (conn->timers_tail) conn->timers_tail->timer_next = c;
+  else conn->timers = c;
+  conn->timers_tail = c;
+  arm_timerfd(conn);
+}
+
+/* Flushes writers whose partial chunk has waited the full delay.  The
+ * reference the TIMER op carried is dropped here. */
+static void run_timers(tri_conn *conn) {
+  int64_t now = tri__now();
+  tri_call *retry = NULL, *retry_tail = NULL;
+  while (conn->timers && conn->timers->timer_at <= now) {
+    tri_call *c = conn->timers;
+    conn->timers = c->timer_next;
+    if (!conn->timers) conn->timers_tail = NULL;
+    c->in_timer = 0;
+    atomic_store(&c->timer_queued, 0);
+    if (!c->completed && tri_writer_flush_nowait(&c->writer) == TRI_ERR_AGAIN &&
+        !atomic_exchange(&c->timer_queued, 1)) {
+      c->timer_next = NULL; /* a writer holds it: look again next round */
+      if (retry_tail) retry_tail->timer_next = c;
+      else retry = c;
+      retry_tail = c;
+      continue;
+    }
+    tri__call_unref(c);
+  }
+  for (tri_call *c = retry; c;) {
+    tri_call *next = c->timer_next;
+    timer_append(conn, c);
+    c = next;
+  }
+}
+
 static void process_ops(tri_conn *conn) {
   tri_node *n = tri_mpsc_take_all(&conn->ops);
   while (n) {
     tri_node *next = n->next;
     tri_op *op = container_of(n, tri_op, node);
-    if (op->kind == TRI_OP_SUBMIT)
+    tri_call *c;
+    switch (op->kind) {
+    case TRI_OP_SUBMIT:
       submit_call(conn, container_of(op, tri_call, submit_op));
-    else
+      break;
+    case TRI_OP_CANCEL:
       cancel_call(conn, container_of(op, tri_call, cancel_op));
+      break;
+    case TRI_OP_DATA:
+      take_data(conn, container_of(op, tri_call, data_op));
+      break;
+    case TRI_OP_TIMER:
+      c = container_of(op, tri_call, timer_op);
+      if (conn->dead || c->completed) {
+        atomic_store(&c->timer_queued, 0);
+        tri__call_unref(c);
+      } else {
+        timer_append(conn, c);
+      }
+      break;
+    case TRI_OP_CREDIT:
+      c = container_of(op, tri_call, credit_op);
+      atomic_store(&c->credit_queued, 0);
+      int64_t owed = atomic_exchange(&c->owed, 0);
+      if (owed > 0 && !conn->dead) {
+        if (c->in_session)
+          nghttp2_session_consume(conn->sess, c->stream_id, (size_t)owed);
+        else
+          nghttp2_session_consume_connection(conn->sess, (size_t)owed);
+      }
+      tri__call_unref(c);
+      break;
+    }
     n = next;
   }
 }
@@ -477,6 +672,7 @@ static int write_out(tri_conn *conn) {
     }
     left -= e->len;
     if (e->call) e->call->queued -= e->len;
+    chunk_entry_done(e);
     conn->out_head++;
   }
   conn->out_n = conn->out_head = 0;
@@ -631,7 +827,7 @@ static int start_session(tri_conn *conn) {
     nghttp2_session_callbacks_del(cbs);
     return TRI_ERR_NOMEM;
   }
-  nghttp2_option_set_no_auto_window_update(opt, 0);
+  nghttp2_option_set_no_auto_window_update(opt, 1); /* see credit() */
   conn->mem.mem_user_data = &conn->arena;
   conn->mem.malloc = arena_malloc;
   conn->mem.free = arena_free;
@@ -692,6 +888,13 @@ static void *conn_main(void *arg) {
         atomic_store(&conn->wake_pending, 0);
         continue;
       }
+      if (evs[i].data.fd == conn->tfd) {
+        uint64_t v;
+        ssize_t r = read(conn->tfd, &v, sizeof(v));
+        (void)r;
+        conn->tfd_armed = 0;
+        continue;
+      }
       if (!conn->connected && (evs[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
         check_connected(conn);
       if (!conn->dead && conn->connected &&
@@ -704,6 +907,11 @@ static void *conn_main(void *arg) {
     }
     if (conn->dead) break;
     process_ops(conn);
+    if (conn->timers && conn->timers->timer_at <= tri__now()) {
+      run_timers(conn);
+      process_ops(conn); /* the chunks those flushes handed over */
+    }
+    arm_timerfd(conn);
     expire_deadlines(conn);
     flush(conn);
     if (conn->goaway && !conn->inflight)
@@ -732,6 +940,7 @@ int tri__conn_new(tri_conn **out, tri_channel *ch) {
   conn->stats = &ch->stats;
   conn->fd = -1;
   conn->evfd = -1;
+  conn->tfd = -1;
   atomic_init(&conn->refs, 1);
   tri_mpsc_init(&conn->ops);
   tri_arena_init(&conn->arena, &ch->stats);
@@ -742,11 +951,14 @@ int tri__conn_new(tri_conn **out, tri_channel *ch) {
   conn->rbuf = tri_mem_alloc(&ch->stats, conn->rbuf_cap);
   conn->epfd = epoll_create1(EPOLL_CLOEXEC);
   conn->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  conn->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (!conn->out || !conn->staging || !conn->rbuf || conn->epfd < 0 ||
-      conn->evfd < 0)
+      conn->evfd < 0 || conn->tfd < 0)
     goto fail;
   struct epoll_event ev = {.events = EPOLLIN, .data.fd = conn->evfd};
   if (epoll_ctl(conn->epfd, EPOLL_CTL_ADD, conn->evfd, &ev)) goto fail;
+  struct epoll_event tev = {.events = EPOLLIN, .data.fd = conn->tfd};
+  if (epoll_ctl(conn->epfd, EPOLL_CTL_ADD, conn->tfd, &tev)) goto fail;
   if (pthread_create(&conn->thread, NULL, conn_main, conn)) goto fail;
   TRI_STATS_ADD(&ch->stats, connects, 1);
   *out = conn;
@@ -754,6 +966,7 @@ int tri__conn_new(tri_conn **out, tri_channel *ch) {
 fail:
   if (conn->epfd >= 0) close(conn->epfd);
   if (conn->evfd >= 0) close(conn->evfd);
+  if (conn->tfd >= 0) close(conn->tfd);
   tri_mem_free(conn->rbuf);
   tri_pool_put(&ch->pool, conn->staging);
   tri_mem_free(conn->out);
@@ -771,6 +984,7 @@ void tri__conn_free(tri_conn *conn) {
   tri__conn_join(conn);
   close(conn->epfd);
   close(conn->evfd);
+  close(conn->tfd);
   tri_mem_free(conn->rbuf);
   tri_pool_put(&conn->ch->pool, conn->staging);
   tri_mem_free(conn->out);

@@ -31,7 +31,10 @@ typedef struct tri_out {
   const uint8_t *ptr; /* NO_COPY bytes, or NULL: bytes are staging[off..] */
   size_t off;
   size_t len;
-  tri_call *call; /* whose request bytes `ptr` points into, or NULL */
+  tri_call *call;  /* unary: whose borrowed request bytes `ptr` points into */
+  tri_buf *chunk;  /* streaming: the chunk this entry ends; released (and its
+                      call, `owner`, credited and unreferenced) once written */
+  tri_call *owner;
 } tri_out;
 
 struct tri_conn {
@@ -64,6 +67,9 @@ struct tri_conn {
   tri_call **heap;         /* deadline min-heap */
   size_t heap_n, heap_cap;
   tri_call *inflight;      /* calls the session knows, linked io_next */
+  int tfd;                 /* timerfd for writer flush timers */
+  int tfd_armed;
+  tri_call *timers, *timers_tail; /* flush-timer FIFO (same delay for all) */
   uint8_t *rbuf;
   size_t rbuf_cap;
   char errstr[200];

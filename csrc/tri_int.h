@@ -19,13 +19,21 @@
 #include "tri_mpsc.h"
 #include "tri_stats.h"
 #include "tri_wire.h"
+#include "tri_writer.h"
 
 #define container_of(p, T, m) ((T *)((char *)(p) - offsetof(T, m)))
 
 typedef struct tri_conn tri_conn;
 
-/* One queued request from a caller to an I/O thread, embedded in a call. */
-enum { TRI_OP_SUBMIT = 1, TRI_OP_CANCEL = 2 };
+/* One queued request from a caller to an I/O thread, embedded in a call.
+ * Every op except SUBMIT carries a reference of its own on the call. */
+enum {
+  TRI_OP_SUBMIT = 1, /* start the stream (carries the I/O reference) */
+  TRI_OP_CANCEL,     /* reset the stream with cancel_code */
+  TRI_OP_DATA,       /* the writer queued chunks and/or the end of stream */
+  TRI_OP_TIMER,      /* bytes wait in the writer: start its flush timer */
+  TRI_OP_CREDIT      /* the reader freed receive space: update the window */
+};
 typedef struct tri_op {
   tri_node node;
   int kind; /* TRI_OP_* */
@@ -35,36 +43,66 @@ struct tri_call {
   /* Set by the caller before start; read-only afterwards. */
   tri_channel *ch;
   tri_conn *conn;       /* counted reference, taken at start */
+  int flags;            /* TRI_CALL_CLIENT_STREAMING | TRI_CALL_SERVER_STREAMING */
   int64_t deadline;     /* CLOCK_MONOTONIC ns; 0 = none */
   tri_buf *hdr;         /* path, then metadata records (see tri_call.c) */
   size_t path_len;
-  const uint8_t *seg0;  /* envelope prefix when not in the request buffer */
+  const uint8_t *seg0;  /* unary: envelope prefix when not in the buffer */
   size_t seg0_len;
-  const uint8_t *seg1;  /* payload (prefix included when it is in headroom) */
+  const uint8_t *seg1;  /* unary: payload (prefix included when in headroom) */
   size_t seg1_len;
   uint8_t prefix[TRI_FRAME_PREFIX];
-  char timeout[TRI_TIMEOUT_MAX];     /* grpc-timeout value; NO_COPY, so it lives here */
+  char timeout[TRI_TIMEOUT_MAX]; /* grpc-timeout value; NO_COPY, so it lives here */
   tri_buf *req;         /* owned request buffer, or NULL when borrowed */
   void *token;
   int notify;
   int started;          /* tri_call_start was called */
 
   /* Cross-thread. */
-  _Atomic int refs;       /* caller + I/O thread */
+  _Atomic int refs;       /* caller + I/O thread + queued ops */
   _Atomic int done;       /* futex word: 1 once results are published */
   _Atomic int waiters;    /* threads sleeping on `done` */
   _Atomic int cancel_req; /* cancel already queued */
   int cancel_code;        /* written before cancel_req is set */
   const char *cancel_msg;
-  tri_op submit_op;     /* carries the I/O thread's reference */
-  tri_op cancel_op;     /* carries a reference of its own */
+  tri_op submit_op;
+  tri_op cancel_op;
   tri_node notify_node;
+
+  /* Client streaming: the coalescing writer and its hand-off to the I/O
+   * thread.  `unsent` counts bytes handed over and not yet written to the
+   * socket; writers wait on `send_seq` while it is over `send_limit`. */
+  tri_writer writer;
+  tri_mpsc chunkq;
+  _Atomic int end_requested;
+  _Atomic int data_queued;
+  _Atomic int timer_queued;
+  _Atomic int credit_queued;
+  tri_op data_op, timer_op, credit_op;
+  _Atomic int64_t unsent;
+  int64_t send_limit;
+  _Atomic uint32_t send_seq;
+  _Atomic int send_waiters;
+
+  /* Server streaming: complete messages waiting for the reader (rlock), and
+   * bytes not yet credited back to the peer's flow-control window. */
+  pthread_mutex_t rlock;
+  tri_buf *recvq, *recvq_tail;
+  _Atomic int64_t recvq_bytes;
+  _Atomic int64_t owed;
+  _Atomic uint32_t recv_seq; /* futex: bumped on message, headers, completion */
+  _Atomic int recv_waiters;
+  _Atomic int headers_done;  /* initial metadata (imd) is final */
 
   /* I/O thread only. */
   int32_t stream_id;
-  size_t sent;          /* request bytes given to nghttp2 */
-  size_t queued;        /* request bytes in the output queue, not yet written */
+  size_t sent;          /* unary: request bytes given to nghttp2 */
+  size_t queued;        /* unary: borrowed bytes in the output queue */
+  tri_buf *sendq, *sendq_tail; /* streaming: chunks not yet fully framed */
+  size_t sendq_off;     /* bytes of the head chunk already framed */
   int heap_idx;         /* index in the deadline heap, -1 when absent */
+  int64_t timer_at;     /* flush-timer expiry */
+  tri_call *timer_next; /* flush-timer FIFO */
   int http_status;
   int grpc_status;      /* -1 none, -2 unparsable */
   unsigned completed : 1;   /* final status decided */
@@ -72,13 +110,17 @@ struct tri_call {
   unsigned in_session : 1;  /* nghttp2 holds this call as stream data */
   unsigned got_message : 1;
   unsigned bad_content_type : 1;
+  unsigned half_close : 1;  /* end of the request stream was handed over */
+  unsigned deferred : 1;    /* data provider returned DEFERRED */
+  unsigned in_timer : 1;    /* on the flush-timer FIFO */
   tri_frame_decoder dec;
   tri_call *io_prev, *io_next; /* connection's in-flight list */
 
   /* Results (I/O thread writes before `done`; caller reads after). */
   int code;
-  tri_buf *resp;        /* response payload */
-  tri_buf *md;          /* received metadata records and the status message */
+  tri_buf *resp;        /* response payload (unary response), or message in progress */
+  tri_buf *imd;         /* initial metadata records, final once headers_done */
+  tri_buf *md;          /* trailing metadata records and the status message */
   size_t msg_off, msg_len; /* status message within md */
 };
 
@@ -115,7 +157,13 @@ int tri__call_on_header(tri_call *c, const nghttp2_frame *frame,
 /* Returns a status code (>0) when the data is bad and the call must fail. */
 int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
                       int64_t max_recv);
+/* The I/O thread finished writing a chunk of c's request stream. */
+void tri__call_chunk_written(tri_call *c, tri_buf *chunk);
+/* Frees every stream resource (queues, writer); at the last unref. */
+void tri__call_free_streams(tri_call *c);
 void tri__call_on_close(tri_call *c, uint32_t error_code);
+/* The initial response headers are complete (readers may look at them). */
+void tri__call_headers_done(tri_call *c);
 /* Builds the request header block into nva (capacity cap).  Returns count. */
 size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap);
 size_t tri__call_header_count(const tri_call *c);

@@ -9,6 +9,7 @@ from . import _triple
 from ._errors import CallResult, _InactiveRpcError
 from ._future import CompletionDispatcher, UnaryFuture
 from ._options import ChannelOptions
+from ._streams import StreamingCall, pump_requests, start_pump
 from ._target import parse_target
 
 Serializer = Optional[Callable[[Any], bytes]]
@@ -20,8 +21,8 @@ _live_cores: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _live_lock = threading.Lock()
 
 
-class UnaryUnaryMultiCallable:
-    """Calls one unary method; made by ``Channel.unary_unary``."""
+class _MultiCallable:
+    """What every multi-callable holds: the channel, the method and the codecs."""
 
     def __init__(self, channel: "Channel", method: str, serializer: Serializer,
                  deserializer: Deserializer) -> None:
@@ -31,16 +32,21 @@ class UnaryUnaryMultiCallable:
         self._serialize = serializer
         self._deserialize = deserializer
 
-    def _start(self, request: Any, timeout: Optional[float], metadata: MetadataType,
-               wait: bool, notify: bool) -> Any:
-        payload = self._serialize(request) if self._serialize else request
-        return self._core.unary(self._method, payload, timeout, metadata, wait, notify)
-
     def _response(self, core_call: Any) -> Any:
+        """The single response of a finished call, or its RpcError."""
         if core_call.code() != 0:
             raise _InactiveRpcError(core_call)
         raw = core_call.response()
         return self._deserialize(raw) if self._deserialize else raw
+
+
+class UnaryUnaryMultiCallable(_MultiCallable):
+    """Calls one unary method; made by ``Channel.unary_unary``."""
+
+    def _start(self, request: Any, timeout: Optional[float], metadata: MetadataType,
+               wait: bool, notify: bool) -> Any:
+        payload = self._serialize(request) if self._serialize else request
+        return self._core.call(self._method, payload, timeout, metadata, wait, notify)
 
     def __call__(self, request: Any, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
@@ -69,6 +75,71 @@ class UnaryUnaryMultiCallable:
         return fut
 
 
+class UnaryStreamMultiCallable(_MultiCallable):
+    """Calls a server-streaming method; made by ``Channel.unary_stream``."""
+
+    def __call__(self, request: Any, timeout: Optional[float] = None,
+                 metadata: MetadataType = None, credentials: Any = None,
+                 wait_for_ready: Optional[bool] = None,
+                 compression: Any = None) -> StreamingCall:
+        """Sends the request and returns an iterator over the responses."""
+        payload = self._serialize(request) if self._serialize else request
+        core_call = self._core.call(self._method, payload, timeout, metadata,
+                                    flags=_triple.SERVER_STREAMING)
+        return StreamingCall(core_call, None, self._deserialize)
+
+
+class StreamUnaryMultiCallable(_MultiCallable):
+    """Calls a client-streaming method; made by ``Channel.stream_unary``."""
+
+    def _start(self, timeout: Optional[float], metadata: MetadataType,
+               notify: bool = False) -> Any:
+        return self._core.call(self._method, None, timeout, metadata, notify=notify,
+                               flags=_triple.CLIENT_STREAMING)
+
+    def __call__(self, request_iterator: Any, timeout: Optional[float] = None,
+                 metadata: MetadataType = None, credentials: Any = None,
+                 wait_for_ready: Optional[bool] = None, compression: Any = None) -> Any:
+        """Sends every request of the iterator, then returns the single response."""
+        return self.with_call(request_iterator, timeout, metadata)[0]
+
+    def with_call(self, request_iterator: Any, timeout: Optional[float] = None,
+                  metadata: MetadataType = None, credentials: Any = None,
+                  wait_for_ready: Optional[bool] = None,
+                  compression: Any = None) -> tuple[Any, CallResult]:
+        """Like ``__call__`` but returns ``(response, call)``."""
+        core_call = self._start(timeout, metadata)
+        pump_requests(core_call, request_iterator, self._serialize)
+        core_call.wait()
+        return self._response(core_call), CallResult(core_call)
+
+    def future(self, request_iterator: Any, timeout: Optional[float] = None,
+               metadata: MetadataType = None, credentials: Any = None,
+               wait_for_ready: Optional[bool] = None, compression: Any = None) -> UnaryFuture:
+        """Starts the call (requests are sent from a helper thread) and returns a Future."""
+        core_call = self._start(timeout, metadata, notify=True)
+        fut = UnaryFuture(core_call, self._deserialize)
+        self._channel._dispatcher.track(core_call, fut)
+        start_pump(core_call, request_iterator, self._serialize)
+        return fut
+
+
+class StreamStreamMultiCallable(_MultiCallable):
+    """Calls a bidirectional-streaming method; made by ``Channel.stream_stream``."""
+
+    def __call__(self, request_iterator: Any = None, timeout: Optional[float] = None,
+                 metadata: MetadataType = None, credentials: Any = None,
+                 wait_for_ready: Optional[bool] = None,
+                 compression: Any = None) -> StreamingCall:
+        """Starts the stream.  With an iterator, its requests are sent from a helper
+        thread; without one, use the call's ``write`` and ``done_writing``."""
+        core_call = self._core.call(self._method, None, timeout, metadata,
+                                    flags=_triple.CLIENT_STREAMING | _triple.SERVER_STREAMING)
+        if request_iterator is not None:
+            start_pump(core_call, request_iterator, self._serialize)
+        return StreamingCall(core_call, self._serialize, self._deserialize)
+
+
 class Channel:
     """A client channel to one target, shaped like ``grpc.Channel``.
 
@@ -94,6 +165,24 @@ class Channel:
         Serializers may be omitted: requests and responses are then raw bytes.
         """
         return UnaryUnaryMultiCallable(self, method, request_serializer, response_deserializer)
+
+    def unary_stream(self, method: str, request_serializer: Serializer = None,
+                     response_deserializer: Deserializer = None,
+                     _registered_method: Any = None) -> UnaryStreamMultiCallable:
+        """A callable for the server-streaming method ``method``."""
+        return UnaryStreamMultiCallable(self, method, request_serializer, response_deserializer)
+
+    def stream_unary(self, method: str, request_serializer: Serializer = None,
+                     response_deserializer: Deserializer = None,
+                     _registered_method: Any = None) -> StreamUnaryMultiCallable:
+        """A callable for the client-streaming method ``method``."""
+        return StreamUnaryMultiCallable(self, method, request_serializer, response_deserializer)
+
+    def stream_stream(self, method: str, request_serializer: Serializer = None,
+                      response_deserializer: Deserializer = None,
+                      _registered_method: Any = None) -> StreamStreamMultiCallable:
+        """A callable for the bidirectional-streaming method ``method``."""
+        return StreamStreamMultiCallable(self, method, request_serializer, response_deserializer)
 
     def stats(self) -> dict[str, int]:
         """This channel's counters: calls, write_syscalls, bytes_written, allocations,

@@ -13,6 +13,8 @@ DEFAULT_AUTHORITY = "grpc.default_authority"
 STREAM_WINDOW = "triple.stream_window"
 CONN_WINDOW = "triple.connection_window"
 MAX_FRAME_SIZE = "triple.max_frame_size"
+WRITE_BUFFER_SIZE = "triple.write_buffer_size"
+WRITE_BUFFER_DELAY_US = "triple.write_buffer_delay_us"
 
 
 @dataclass
@@ -26,6 +28,8 @@ class ChannelOptions:
     stream_window: int = 16 * 1024 * 1024 - 1
     conn_window: int = 2**30 - 1
     max_frame_size: int = 64 * 1024
+    write_buffer_size: int = 32 * 1024
+    write_buffer_delay_us: int = 200
 
     @classmethod
     def from_pairs(cls, options: Optional[Iterable[tuple[str, Any]]]) -> "ChannelOptions":
@@ -46,6 +50,10 @@ class ChannelOptions:
                 o.conn_window = int(value)
             elif key == MAX_FRAME_SIZE:
                 o.max_frame_size = int(value)
+            elif key == WRITE_BUFFER_SIZE:
+                o.write_buffer_size = int(value)
+            elif key == WRITE_BUFFER_DELAY_US:
+                o.write_buffer_delay_us = int(value)
         return o
 
     def core_kwargs(self) -> dict[str, Any]:
@@ -53,4 +61,5 @@ class ChannelOptions:
         return dict(authority=self.authority, max_receive=self.max_receive,
                     max_send=self.max_send, stream_window=self.stream_window,
                     conn_window=self.conn_window, max_frame_size=self.max_frame_size,
-                    user_agent=self.user_agent)
+                    user_agent=self.user_agent, write_buffer_size=self.write_buffer_size,
+                    write_buffer_delay_us=self.write_buffer_delay_us)

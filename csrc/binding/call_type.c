@@ -133,7 +133,145 @@ out:
   return result;
 }
 
+/* write(data) -> bool: False when the call has already ended (its status
+ * tells why).  Raises ValueError after done_writing. */
+static PyObject *call_write(CallObject *self, PyObject *arg) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
+    PyErr_Format(PyExc_TypeError,
+                 "message must be bytes-like (did the serializer return "
+                 "bytes?), got %R", (PyObject *)Py_TYPE(arg));
+    return NULL;
+  }
+  int rv;
+  if (tri_call_write_would_not_block(self->call, (size_t)view.len)) {
+    rv = tri_call_write(self->call, view.buf, (size_t)view.len);
+  } else {
+    Py_BEGIN_ALLOW_THREADS
+    rv = tri_call_write(self->call, view.buf, (size_t)view.len);
+    Py_END_ALLOW_THREADS
+  }
+  PyBuffer_Release(&view);
+  if (rv == TRI_ERR_TOO_LARGE) {
+    tri_call_cancel(self->call, TRI_CODE_RESOURCE_EXHAUSTED,
+                    "Sent message larger than max");
+    Py_RETURN_FALSE;
+  }
+  if (rv == TRI_ERR_CLOSED && !tri_call_done(self->call)) {
+    PyErr_SetString(PyExc_ValueError, "write after done_writing()");
+    return NULL;
+  }
+  if (rv == TRI_ERR_INVALID) {
+    PyErr_SetString(PyExc_ValueError, "not a client-streaming call");
+    return NULL;
+  }
+  return PyBool_FromLong(rv == 0);
+}
+
+static PyObject *writer_op(CallObject *self, int (*op)(tri_call *)) {
+  int rv;
+  Py_BEGIN_ALLOW_THREADS
+  rv = op(self->call);
+  Py_END_ALLOW_THREADS
+  if (rv == TRI_ERR_INVALID) {
+    PyErr_SetString(PyExc_ValueError, "not a client-streaming call");
+    return NULL;
+  }
+  return PyBool_FromLong(rv == 0);
+}
+
+static PyObject *call_flush(CallObject *self, PyObject *unused) {
+  (void)unused;
+  return writer_op(self, tri_call_flush);
+}
+
+static PyObject *call_done_writing(CallObject *self, PyObject *unused) {
+  (void)unused;
+  return writer_op(self, tri_call_done_writing);
+}
+
+/* read(timeout=None) -> bytes, or None at the end of the stream. */
+static PyObject *call_read(CallObject *self, PyObject *args) {
+  double timeout = -1;
+  if (!PyArg_ParseTuple(args, "|d", &timeout)) return NULL;
+  tri_buf *m = NULL;
+  int rv = tri_call_read(self->call, 0, &m); /* a message may be waiting */
+  if (rv == TRI_ERR_TIMEOUT) {
+    const int64_t slice = 50 * 1000000LL;
+    int64_t left = timeout < 0 ? -1 : (int64_t)(timeout * 1e9);
+    for (;;) {
+      int64_t step = left < 0 || left > slice ? slice : left;
+      Py_BEGIN_ALLOW_THREADS
+      rv = tri_call_read(self->call, step, &m);
+      Py_END_ALLOW_THREADS
+      if (rv != TRI_ERR_TIMEOUT) break;
+      if (PyErr_CheckSignals() < 0) {
+        tri_call_cancel(self->call, TRI_CODE_CANCELLED, "Cancelled by a signal");
+        return NULL;
+      }
+      if (left >= 0 && (left -= step) <= 0) {
+        PyErr_SetString(PyExc_TimeoutError, "no message within the timeout");
+        return NULL;
+      }
+    }
+  }
+  if (rv == TRI_ERR_INVALID) {
+    PyErr_SetString(PyExc_ValueError, "not a server-streaming call");
+    return NULL;
+  }
+  if (rv == 0) {
+    tri_call_object_release_request(self);
+    Py_RETURN_NONE;
+  }
+  PyObject *b = PyBytes_FromStringAndSize((const char *)tri_buf_begin(m),
+                                          (Py_ssize_t)m->len);
+  tri_call_msg_release(self->call, m);
+  return b;
+}
+
+/* initial_metadata(timeout=None): waits for the response headers. */
+static PyObject *call_initial_metadata(CallObject *self, PyObject *args) {
+  double timeout = -1;
+  if (!PyArg_ParseTuple(args, "|d", &timeout)) return NULL;
+  int rv;
+  int64_t ns = timeout < 0 ? -1 : (int64_t)(timeout * 1e9);
+  Py_BEGIN_ALLOW_THREADS
+  rv = tri_call_wait_headers(self->call, ns);
+  Py_END_ALLOW_THREADS
+  if (rv) Py_RETURN_NONE;
+  PyObject *list = PyList_New(0);
+  if (!list) return NULL;
+  size_t it = 0;
+  const char *k, *v;
+  size_t kn, vn;
+  while (tri_call_initial_md_next(self->call, &it, &k, &kn, &v, &vn) == 0) {
+    PyObject *val = tri_md_key_is_bin(k, kn)
+                        ? PyBytes_FromStringAndSize(v, (Py_ssize_t)vn)
+                        : PyUnicode_DecodeUTF8(v, (Py_ssize_t)vn, "replace");
+    PyObject *pair = val ? Py_BuildValue("(s#N)", k, (Py_ssize_t)kn, val) : NULL;
+    if (!pair || PyList_Append(list, pair) < 0) {
+      Py_XDECREF(pair);
+      Py_DECREF(list);
+      return NULL;
+    }
+    Py_DECREF(pair);
+  }
+  PyObject *t = PyList_AsTuple(list);
+  Py_DECREF(list);
+  return t;
+}
+
 static PyMethodDef call_methods[] = {
+    {"write", (PyCFunction)call_write, METH_O,
+     "write(data) -> bool: queue one request message (coalescing writer)."},
+    {"flush", (PyCFunction)call_flush, METH_NOARGS,
+     "Send queued request bytes now."},
+    {"done_writing", (PyCFunction)call_done_writing, METH_NOARGS,
+     "Flush and half-close the request stream."},
+    {"read", (PyCFunction)call_read, METH_VARARGS,
+     "read(timeout=None) -> bytes | None: next response message."},
+    {"initial_metadata", (PyCFunction)call_initial_metadata, METH_VARARGS,
+     "initial_metadata(timeout=None): response headers once they arrived."},
     {"wait", (PyCFunction)call_wait, METH_VARARGS,
      "wait(timeout=None) -> bool: block (GIL released) until done."},
     {"done", (PyCFunction)call_done, METH_NOARGS, "True once completed."},

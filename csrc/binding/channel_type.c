@@ -5,15 +5,16 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"host",          "port",          "authority",
                            "max_receive",   "max_send",      "stream_window",
                            "conn_window",   "max_frame_size", "user_agent",
-                           NULL};
+                           "write_buffer_size", "write_buffer_delay_us", NULL};
   const char *host, *port, *authority = NULL, *ua = NULL;
   tri_channel_opts o;
   tri_channel_opts_init(&o);
   long long max_recv = o.max_recv_bytes, max_send = o.max_send_bytes;
   unsigned int sw = o.stream_window, cw = o.conn_window, mf = o.max_frame_size;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zLLIIIz", kwlist, &host, &port,
-                                   &authority, &max_recv, &max_send, &sw, &cw,
-                                   &mf, &ua))
+  unsigned int wbs = o.write_buffer_size, wbd = o.write_buffer_delay_us;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zLLIIIzII", kwlist, &host,
+                                   &port, &authority, &max_recv, &max_send, &sw,
+                                   &cw, &mf, &ua, &wbs, &wbd))
     return -1;
   if (self->ch) {
     PyErr_SetString(PyExc_RuntimeError, "Channel already initialised");
@@ -28,6 +29,8 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   o.conn_window = cw;
   o.max_frame_size = mf;
   if (ua) o.user_agent = ua;
+  o.write_buffer_size = wbs;
+  o.write_buffer_delay_us = wbd;
   int rv = tri_channel_new(&self->ch, &o);
   if (rv) {
     PyErr_Format(rv == TRI_ERR_NOMEM ? PyExc_MemoryError : PyExc_ValueError,
@@ -126,18 +129,23 @@ fail:
   return -1;
 }
 
-static PyObject *channel_unary(ChannelObject *self, PyObject *args,
-                               PyObject *kw) {
+static PyObject *channel_call(ChannelObject *self, PyObject *args,
+                              PyObject *kw) {
   static char *kwlist[] = {"path", "request", "timeout", "metadata",
-                           "wait", "notify",  NULL};
+                           "wait", "notify",  "flags",   NULL};
   const char *path;
   Py_ssize_t path_len;
-  PyObject *request, *timeout = Py_None, *md = Py_None;
-  int wait = 1, notify = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "s#O|OOpp", kwlist, &path,
+  PyObject *request = Py_None, *timeout = Py_None, *md = Py_None;
+  int wait = 0, notify = 0, flags = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "s#|OOOppi", kwlist, &path,
                                    &path_len, &request, &timeout, &md, &wait,
-                                   &notify))
+                                   &notify, &flags))
     return NULL;
+  if ((flags & TRI_CALL_CLIENT_STREAMING) && request != Py_None) {
+    PyErr_SetString(PyExc_ValueError,
+                    "a client-streaming call takes its messages from write()");
+    return NULL;
+  }
   if (check_open(self) < 0) return NULL;
   int64_t timeout_ns = -1;
   if (timeout != Py_None) {
@@ -146,7 +154,7 @@ static PyObject *channel_unary(ChannelObject *self, PyObject *args,
     timeout_ns = t <= 0 ? 0 : (t > 9e9 ? (int64_t)9e18 : (int64_t)(t * 1e9));
   }
   tri_call *call;
-  int rv = tri_call_new(self->ch, &call, path, (size_t)path_len, timeout_ns);
+  int rv = tri_call_new(self->ch, &call, path, (size_t)path_len, timeout_ns, flags);
   if (rv) {
     PyErr_Format(rv == TRI_ERR_NOMEM ? PyExc_MemoryError : PyExc_ValueError,
                  "cannot create call to %s: %s", path, tri_strerror(rv));
@@ -233,11 +241,13 @@ static PyObject *channel_is_closed(ChannelObject *self, void *closure) {
 }
 
 static PyMethodDef channel_methods[] = {
-    {"unary", (PyCFunction)(void (*)(void))channel_unary,
+    {"call", (PyCFunction)(void (*)(void))channel_call,
      METH_VARARGS | METH_KEYWORDS,
-     "unary(path, request, timeout=None, metadata=None, wait=True, "
-     "notify=False) -> Call\n\nStarts a unary call on the fast path; with "
-     "wait, blocks (GIL released) until it completes."},
+     "call(path, request=None, timeout=None, metadata=None, wait=False, "
+     "notify=False, flags=0) -> Call\n\nStarts a call.  Without "
+     "CLIENT_STREAMING in flags, `request` (bytes-like) is the one request "
+     "message, sent without a copy on the unary fast path.  With wait, "
+     "blocks (GIL released) until the call completes."},
     {"close", (PyCFunction)channel_close, METH_NOARGS,
      "Fails pending calls with CANCELLED and joins the I/O threads."},
     {"stats", (PyCFunction)channel_stats, METH_NOARGS,

@@ -75,7 +75,9 @@ static int mod_exec(PyObject *m) {
   tri_module_state *st = PyModule_GetState(m);
   if (tri_channel_type_init(m, st) < 0) return -1;
   if (tri_call_type_init(m, st) < 0) return -1;
-  if (PyModule_AddStringConstant(m, "CORE_VERSION", TRIPLE_VERSION) < 0)
+  if (PyModule_AddStringConstant(m, "CORE_VERSION", TRIPLE_VERSION) < 0 ||
+      PyModule_AddIntConstant(m, "CLIENT_STREAMING", TRI_CALL_CLIENT_STREAMING) < 0 ||
+      PyModule_AddIntConstant(m, "SERVER_STREAMING", TRI_CALL_SERVER_STREAMING) < 0)
     return -1;
   Py_ssize_t count = 0;
   while (tri_stats_names[count]) count++;

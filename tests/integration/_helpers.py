@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import pytest
-from google.protobuf import descriptor_pb2, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 import triple_py
 from peers import UNARY_METHOD
@@ -72,9 +72,18 @@ def _benchmark_file() -> descriptor_pb2.FileDescriptorProto:
 
 
 def benchmark_messages() -> tuple[type, type]:
-    """(BenchmarkRequest, BenchmarkResponse) message classes, built at runtime."""
-    classes = message_factory.GetMessages([_benchmark_file()])  # a fresh descriptor pool
-    return classes["benchmark.BenchmarkRequest"], classes["benchmark.BenchmarkResponse"]
+    """(BenchmarkRequest, BenchmarkResponse) message classes, built at runtime in a
+    descriptor pool of their own (other tests load benchmark.proto into the default one)."""
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(_benchmark_file())
+    classes = []
+    for name in ("benchmark.BenchmarkRequest", "benchmark.BenchmarkResponse"):
+        descriptor = pool.FindMessageTypeByName(name)
+        if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4.22
+            classes.append(message_factory.GetMessageClass(descriptor))
+        else:
+            classes.append(message_factory.MessageFactory(pool).GetPrototype(descriptor))
+    return classes[0], classes[1]
 
 
 # --- process state -------------------------------------------------------------------------

@@ -130,9 +130,13 @@ def test_status_ok(channel):
     assert list(stream(channel)(iter([b"a", b"b"]), metadata=[("x-status", "0")], timeout=5)) == []
 
 
-def test_bad_control_value(channel):
-    error = rpc_error(unary(channel), b"req", metadata=[("x-status", "forty")], timeout=5)
+@pytest.mark.parametrize("key, value", [
+    ("x-status", "forty"), ("x-status", "17"), ("x-delay-ms", "-1"),
+    ("x-delay-ms", "3600001"), ("x-response-size", str(64 * MiB + 1))])
+def test_bad_control_value(channel, key, value):
+    error = rpc_error(unary(channel), b"req", metadata=[(key, value)], timeout=5)
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert value in error.details()
 
 
 ECHO_METADATA = [("x-echo-text", "hello"), ("x-echo-multi", "1"), ("x-echo-multi", "2"),

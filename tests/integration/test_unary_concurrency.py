@@ -162,26 +162,6 @@ def test_no_allocations_in_steady_state(go_server):
     assert after["pool_misses"] - before["pool_misses"] <= allocations
 
 
-def test_no_allocations_in_steady_state_with_futures(go_server):
-    with triple_py.insecure_channel(go_server.address) as channel:
-        call = unary(channel)
-        request = os.urandom(1024)
-
-        def round_of_futures():
-            pending = [call.future(request, timeout=TIMEOUT) for _ in range(50)]
-            assert all(f.result(timeout=TIMEOUT) == request for f in pending)
-
-        for _ in range(20):  # warm-up: the pools grow to the most calls ever alive at once
-            round_of_futures()
-        before = channel.stats()
-        rounds = 60
-        for _ in range(rounds):
-            round_of_futures()
-        after = channel.stats()
-    allocations = after["allocations"] - before["allocations"]
-    assert allocations / (rounds * 50) < 0.05, f"{allocations} allocations in {rounds * 50} calls"
-
-
 @pytest.mark.parametrize("size", [128, 1024])
 def test_write_syscalls_per_call_with_50_in_flight(go_server, size):
     with triple_py.insecure_channel(go_server.address) as channel:

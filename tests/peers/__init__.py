@@ -15,16 +15,16 @@ import os
 import signal
 import struct
 import threading
-from typing import Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Iterable, List, Optional, Tuple, Union
 
 MetadataValue = Union[str, bytes]
-Metadata = Sequence[Tuple[str, MetadataValue]]
 
 BENCHMARK_SERVICE = "benchmark.BenchmarkService"
 UNARY_METHOD = f"/{BENCHMARK_SERVICE}/UnaryCall"
 STREAM_METHOD = f"/{BENCHMARK_SERVICE}/StreamCall"
 MAX_MESSAGE = 64 * 1024 * 1024
 STATUS_CODES = range(0, 17)
+MAX_DELAY_MS = 3_600_000
 
 
 class ControlError(ValueError):
@@ -42,7 +42,8 @@ class Control:
     response_size: Optional[int] = None  # x-response-size
 
     def response(self, request: bytes) -> bytes:
-        """The answer to one request message: the echo, or N x b"a" for x-response-size."""
+        """The answer to one request message: the echo, or for x-response-size: N the
+        serialized BenchmarkResponse{payload: N x b"a"}."""
         if self.response_size is None:
             return request
         return encode_payload(b"a" * self.response_size)
@@ -77,7 +78,7 @@ def parse_control(metadata: Iterable[Tuple[str, MetadataValue]]) -> Control:
         elif key == "x-message-bin":
             message_bin = value
         elif key == "x-delay-ms":
-            control.delay_ms = _int_value(key, value, range(0, 3_600_000))
+            control.delay_ms = _int_value(key, value, range(0, MAX_DELAY_MS + 1))
         elif key == "x-response-size":
             control.response_size = _int_value(key, value, range(0, MAX_MESSAGE + 1))
     if message_bin is not None:

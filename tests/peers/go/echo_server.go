@@ -34,7 +34,10 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-const maxMessage = 64 << 20
+const (
+	maxMessage = 64 << 20
+	maxDelayMs = 3600000
+)
 
 // rawCodec passes message bytes through unchanged: requests decode into *[]byte and
 // responses are []byte.
@@ -101,7 +104,7 @@ func parseControl(ctx context.Context) (*control, error) {
 	}
 	if s, ok := lastValue(md, "x-delay-ms"); ok {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 0 {
+		if err != nil || n < 0 || n > maxDelayMs {
 			return nil, status.Errorf(codes.InvalidArgument, "bad x-delay-ms %q", s)
 		}
 		c.delay = time.Duration(n) * time.Millisecond

@@ -1,0 +1,132 @@
+"""Streaming calls (unary-stream, stream-unary, stream-stream) with grpcio's API.
+
+Requests of client-streaming calls go through the C core's coalescing writer; the
+``write`` / ``done_writing`` methods feed it directly, and a request iterator is
+pumped into it by a helper thread, as grpcio does, so a bidi stream whose requests
+depend on its responses never deadlocks.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Iterator, Optional
+
+from ._errors import CallResult, _InactiveRpcError
+from ._status import StatusCode
+
+Serializer = Optional[Callable[[Any], bytes]]
+Deserializer = Optional[Callable[[bytes], Any]]
+
+
+class StreamingCall:
+    """A call with a response stream: an iterator of responses that is also a Call.
+
+    For client-streaming shapes it also has ``write(request)``, ``flush()`` and
+    ``done_writing()``.  Iterating a failed call raises its ``RpcError``.
+    """
+
+    def __init__(self, core_call: Any, serializer: Serializer,
+                 deserializer: Deserializer) -> None:
+        self._core = core_call
+        self._serialize = serializer
+        self._deserialize = deserializer
+        self._pump_error: Optional[BaseException] = None
+
+    # -- request side -----------------------------------------------------------
+    def write(self, request: Any) -> None:
+        """Queues one request message (coalesced with its neighbours).
+
+        Raises the call's RpcError if the call has already ended.
+        """
+        payload = self._serialize(request) if self._serialize else request
+        if not self._core.write(payload):
+            self._raise_ended()
+
+    def flush(self) -> None:
+        """Sends queued request messages now instead of at the watermark or timer."""
+        self._core.flush()
+
+    def done_writing(self) -> None:
+        """Sends what is queued and half-closes the request stream."""
+        self._core.done_writing()
+
+    def _raise_ended(self) -> None:
+        self._core.wait()
+        raise _InactiveRpcError(self._core)
+
+    # -- response side ----------------------------------------------------------
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        raw = self._core.read()
+        if raw is None:
+            self._core.wait()
+            if self._core.code() != 0:
+                raise _InactiveRpcError(self._core)
+            raise StopIteration
+        return self._deserialize(raw) if self._deserialize else raw
+
+    def next(self) -> Any:
+        """The next response (grpcio's alias of ``__next__``)."""
+        return self.__next__()
+
+    # -- grpc.Call ----------------------------------------------------------------
+    def cancel(self) -> bool:
+        """Resets the stream (RST_STREAM CANCEL); True if the call was running."""
+        return self._core.cancel()
+
+    def is_active(self) -> bool:
+        """True while the call has not ended."""
+        return not self._core.done()
+
+    def done(self) -> bool:
+        """True once the call has ended."""
+        return self._core.done()
+
+    def time_remaining(self) -> Optional[float]:
+        """Not tracked in Python: the deadline is enforced by the C core."""
+        return None
+
+    def initial_metadata(self) -> Any:
+        """Response headers; blocks until they arrive (or the call ends)."""
+        return self._core.initial_metadata()
+
+    def _result(self) -> CallResult:
+        self._core.wait()
+        return CallResult(self._core)
+
+    def trailing_metadata(self) -> Any:
+        """Response trailers; blocks until the call ends."""
+        return self._result().trailing_metadata()
+
+    def code(self) -> StatusCode:
+        """Final status code; blocks until the call ends."""
+        return self._result().code()
+
+    def details(self) -> Optional[str]:
+        """Final status message; blocks until the call ends."""
+        return self._result().details()
+
+
+def pump_requests(core_call: Any, requests: Any, serializer: Serializer) -> None:
+    """Writes every request of an iterator into the call, then half-closes.
+
+    A failing iterator cancels the call (grpcio does the same); a call that ended
+    stops the pump.
+    """
+    try:
+        for request in requests:
+            payload = serializer(request) if serializer else request
+            if not core_call.write(payload):
+                return
+        core_call.done_writing()
+    except Exception:  # the application's iterator failed: end the RPC
+        core_call.cancel(StatusCode.UNKNOWN.value[0])
+
+
+def start_pump(core_call: Any, requests: Any, serializer: Serializer) -> threading.Thread:
+    """Runs ``pump_requests`` on a daemon thread and returns it."""
+    t = threading.Thread(target=pump_requests, args=(core_call, requests, serializer),
+                         daemon=True, name="triple_py-requests")
+    t.start()
+    return t
