@@ -760,7 +760,7 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
       NV_STATIC("te", "trailers")};
   const tri_channel_opts *o = &c->ch->opts;
   size_t n = 0;
-  if (cap < 8) return 0;
+  if (cap < 9) return 0;
   nva[n++] = fixed_head[0];
   nva[n++] = fixed_head[1];
   nva[n++] = nv_make(":path", 5, tri_buf_begin(c->hdr), c->path_len);
@@ -768,6 +768,11 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
   nva[n++] = fixed_tail[0];
   nva[n++] = fixed_tail[1];
   nva[n++] = nv_make("user-agent", 10, o->user_agent, strlen(o->user_agent));
+  if (!(c->flags & TRI_CALL_CLIENT_STREAMING)) {
+    /* The fast path knows its body size: say so (one DATA frame, no guess). */
+    int cl = snprintf(c->clen, sizeof(c->clen), "%zu", c->seg0_len + c->seg1_len);
+    nva[n++] = nv_make("content-length", 14, c->clen, (size_t)cl);
+  }
   if (c->deadline) {
     int tl = tri_grpc_timeout_encode(c->deadline - tri__now(), c->timeout);
     nva[n++] = nv_make("grpc-timeout", 12, c->timeout, (size_t)tl);

@@ -53,6 +53,7 @@ struct tri_call {
   size_t seg1_len;
   uint8_t prefix[TRI_FRAME_PREFIX];
   char timeout[TRI_TIMEOUT_MAX]; /* grpc-timeout value; NO_COPY, so it lives here */
+  char clen[24];        /* content-length value of a unary request (NO_COPY) */
   tri_buf *req;         /* owned request buffer, or NULL when borrowed */
   void *token;
   int notify;
