@@ -20,6 +20,7 @@
 #include "tri_int.h"
 #include "tri_wire.h"
 #include "tri_writer.h"
+#include "tri_tjson.h"
 
 #define MD_STATUS_MESSAGE 2 /* record kind of the status message */
 #define REC_HDR 9
@@ -117,6 +118,8 @@ int tri_call_new(tri_channel *ch, tri_call **out, const char *path,
   c->deadline = timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
   if (timeout_ns == 0) c->deadline = tri__now(); /* already expired */
   c->flags = flags;
+  c->triple = ch->opts.wire == TRI_WIRE_TRIPLE && flags == 0;
+  c->compress = ch->opts.compress;
   pthread_mutex_init(&c->rlock, NULL);
   if (flags & TRI_CALL_CLIENT_STREAMING) {
     tri_writer_sink sink = {stream_sink, stream_armed, c};
@@ -158,24 +161,51 @@ int tri_call_add_metadata(tri_call *c, const char *key, size_t kn,
   return 0;
 }
 
+/* Bytes of envelope in front of the payload: none on the Triple unary wire,
+ * whose body is the bare message. */
+static size_t prefix_len(const tri_call *c) {
+  return c->triple ? 0 : TRI_FRAME_PREFIX;
+}
+
 void tri_call_set_request_borrowed(tri_call *c, const uint8_t *p, size_t n) {
   tri_frame_put_prefix(c->prefix, 0, (uint32_t)n);
   c->seg0 = c->prefix;
-  c->seg0_len = TRI_FRAME_PREFIX;
+  c->seg0_len = prefix_len(c);
   c->seg1 = p;
   c->seg1_len = n;
 }
 
-void tri_call_set_request_buf(tri_call *c, tri_buf *b) {
+static void set_request_buf(tri_call *c, tri_buf *b, uint8_t flags) {
   /* The prefix goes into the headroom so prefix and payload are one run. */
-  b->off -= TRI_FRAME_PREFIX;
-  tri_frame_put_prefix(b->data + b->off, 0, (uint32_t)b->len);
-  b->len += TRI_FRAME_PREFIX;
+  size_t pl = prefix_len(c);
+  if (pl) {
+    b->off -= pl;
+    tri_frame_put_prefix(b->data + b->off, flags, (uint32_t)b->len);
+    b->len += pl;
+  }
   c->req = b;
   c->seg0 = NULL;
   c->seg0_len = 0;
   c->seg1 = tri_buf_begin(b);
   c->seg1_len = b->len;
+}
+
+void tri_call_set_request_buf(tri_call *c, tri_buf *b) { set_request_buf(c, b, 0); }
+
+void tri_call_set_compression(tri_call *c, int compress) { c->compress = compress; }
+
+/* Replaces the request with its gzip (caller thread, before start). */
+static int compress_request(tri_call *c) {
+  size_t pl = c->req ? prefix_len(c) : 0;
+  const uint8_t *p = c->req ? tri_buf_begin(c->req) + pl : c->seg1;
+  size_t n = c->req ? c->req->len - pl : c->seg1_len;
+  tri_buf *z;
+  int rv = tri_gzip_compress(&c->ch->zpool, &c->ch->pool, p, n,
+                             TRI_FRAME_PREFIX, &z);
+  if (rv) return rv;
+  tri_pool_put(&c->ch->pool, c->req);
+  set_request_buf(c, z, TRI_FRAME_FLAG_COMPRESSED);
+  return 0;
 }
 
 void tri_call_set_notify(tri_call *c, void *token) {
@@ -187,7 +217,7 @@ void *tri_call_token(const tri_call *c) { return c->token; }
 
 static size_t payload_len(const tri_call *c) {
   if (c->flags & TRI_CALL_CLIENT_STREAMING) return 0; /* checked per write */
-  return c->seg0_len + c->seg1_len - TRI_FRAME_PREFIX;
+  return c->seg0_len + c->seg1_len - prefix_len(c);
 }
 
 void tri_call_start(tri_call *c) {
@@ -205,6 +235,11 @@ void tri_call_start(tri_call *c) {
     tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED,
                        "Sent message larger than max (%zu vs. %lld)",
                        payload_len(c), (long long)ch->opts.max_send_bytes);
+    return;
+  }
+  if (c->compress == TRI_COMPRESS_GZIP &&
+      !(c->flags & TRI_CALL_CLIENT_STREAMING) && compress_request(c)) {
+    tri__call_complete(c, TRI_CODE_INTERNAL, "request compression failed");
     return;
   }
   tri_conn *avoid = NULL;
@@ -408,6 +443,20 @@ int tri__call_on_header(tri_call *c, const nghttp2_frame *frame,
     c->http_status = s;
     return 0;
   }
+  if (name_is(name, nl, c->triple ? "content-encoding" : "grpc-encoding")) {
+    c->resp_gzip = vl == 4 && memcmp(value, "gzip", 4) == 0;
+    c->resp_enc_unknown = !c->resp_gzip && !(vl == 8 && memcmp(value, "identity", 8) == 0);
+    return 0;
+  }
+  if (c->triple) {
+    /* Triple: trailing metadata travels as "trailer-" headers (§1.3). */
+    if (nl > 8 && memcmp(name, "trailer-", 8) == 0)
+      return add_received_md(c, TRI_MD_TRAILING, name + 8, nl - 8, value, vl);
+    if (transport_key(name, nl) || name_is(name, nl, "accept-encoding") ||
+        (nl > 7 && memcmp(name, "triple-", 7) == 0))
+      return 0;
+    return add_received_md(c, TRI_MD_INITIAL, name, nl, value, vl);
+  }
   if (name_is(name, nl, "content-type")) {
     static const char g[] = "application/grpc";
     if (vl < sizeof(g) - 1 || memcmp(value, g, sizeof(g) - 1) != 0 ||
@@ -463,9 +512,56 @@ static int message_done(tri_call *c) {
   return 0;
 }
 
+/* Triple unary: the body is the bare message (or a JSON error); collect it
+ * whole, bounded by the receive limit (error bodies by 1 MiB). */
+static int triple_body(tri_call *c, const uint8_t *data, size_t len,
+                       int64_t max_recv) {
+  tri_pool *pool = &c->ch->pool;
+  int64_t cap = c->http_status == 200 ? max_recv : (1 << 20);
+  size_t have = c->resp ? c->resp->len : 0;
+  if (cap >= 0 && have + len > (uint64_t)cap) {
+    tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED,
+                       "Received message larger than max (%zu vs. %lld)",
+                       have + len, (long long)cap);
+    return TRI_CODE_RESOURCE_EXHAUSTED;
+  }
+  if ((!c->resp && !(c->resp = tri_pool_get(pool, len, 0))) ||
+      tri_buf_append(pool, &c->resp, data, len)) {
+    tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+    return TRI_CODE_RESOURCE_EXHAUSTED;
+  }
+  return 0;
+}
+
+/* Inflates the message just received (flag 0x01) in place of c->resp. */
+static int inflate_message(tri_call *c, int64_t max_recv) {
+  tri_buf *out;
+  int rv = tri_gzip_decompress(&c->ch->zpool, &c->ch->pool,
+                               tri_buf_begin(c->resp), c->resp->len, max_recv,
+                               &out);
+  if (rv == TRI_ERR_TOO_LARGE) {
+    tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED,
+                       "Received message larger than max after decompression "
+                       "(limit %lld)", (long long)max_recv);
+    return TRI_CODE_RESOURCE_EXHAUSTED;
+  }
+  if (rv) {
+    tri__call_complete(c, TRI_CODE_INTERNAL, "corrupt gzip message: %s",
+                       tri_strerror(rv));
+    return TRI_CODE_INTERNAL;
+  }
+  tri_pool_put(&c->ch->pool, c->resp);
+  c->resp = out;
+  return 0;
+}
+
 int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
                       int64_t max_recv) {
   if (c->completed) return 0;
+  if (c->triple) return triple_body(c, data, len, max_recv);
+  /* A body that is not gRPC (HTTP error page, wrong content-type) is
+   * ignored: the status comes from the HTTP status at the end. */
+  if (c->http_status != 200 || c->bad_content_type) return 0;
   tri_pool *pool = &c->ch->pool;
   while (1) {
     size_t used;
@@ -482,11 +578,14 @@ int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
                            "invalid message envelope flags 0x%02x", ev.flags);
         return TRI_CODE_INTERNAL;
       }
-      if (ev.flags & TRI_FRAME_FLAG_COMPRESSED) {
+      if ((ev.flags & TRI_FRAME_FLAG_COMPRESSED) && !c->resp_gzip) {
         tri__call_complete(c, TRI_CODE_INTERNAL,
-                           "compressed message without grpc-encoding");
+                           c->resp_enc_unknown
+                               ? "compressed message with an unsupported grpc-encoding"
+                               : "compressed message without grpc-encoding");
         return TRI_CODE_INTERNAL;
       }
+      c->msg_compressed = (ev.flags & TRI_FRAME_FLAG_COMPRESSED) != 0;
       if (max_recv >= 0 && ev.length > (uint64_t)max_recv) {
         tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED,
                            "Received message larger than max (%u vs. %lld)",
@@ -509,14 +608,61 @@ int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
       c->resp->len += ev.len;
       break;
     case TRI_FRAME_END:
+      if (c->msg_compressed) {
+        int code = inflate_message(c, max_recv);
+        if (code) return code;
+      }
       message_done(c);
       break;
     }
   }
 }
 
+/* Final status of a Triple unary call: 200 carries the message; anything
+ * else a JSON error, or nothing usable, then table B (§5). */
+static void triple_close(tri_call *c) {
+  tri_pool *pool = &c->ch->pool;
+  if (c->resp_gzip && c->resp && c->resp->len) {
+    int64_t limit = c->http_status == 200 ? c->ch->opts.max_recv_bytes : (1 << 20);
+    if (inflate_message(c, limit)) return;
+  } else if (c->resp_enc_unknown && c->resp && c->resp->len) {
+    tri__call_complete(c, TRI_CODE_INTERNAL, "unknown content-encoding");
+    return;
+  }
+  if (c->http_status == 200) {
+    if (!c->resp && !(c->resp = tri_pool_get(pool, 0, 0))) {
+      tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+      return;
+    }
+    c->got_message = 1;
+    tri__call_complete(c, TRI_CODE_OK, NULL);
+    return;
+  }
+  size_t n = c->resp ? c->resp->len : 0;
+  tri_buf *scratch = tri_pool_get(pool, TRI_TJSON_MSG_CAP(n) + TRI_TJSON_PB_CAP(n), 0);
+  int code;
+  size_t ml, pl;
+  if (scratch && n &&
+      tri_tjson_error_parse((const char *)tri_buf_begin(c->resp), n, &code,
+                            (char *)tri_buf_begin(scratch), &ml,
+                            tri_buf_begin(scratch) + TRI_TJSON_MSG_CAP(n),
+                            &pl) == 0) {
+    add_received_md(c, TRI_MD_TRAILING, (const uint8_t *)"grpc-status-details-bin",
+                    23, tri_buf_begin(scratch) + TRI_TJSON_MSG_CAP(n), pl);
+    tri__call_complete(c, code, "%.*s", (int)ml, (const char *)tri_buf_begin(scratch));
+  } else {
+    tri__call_complete(c, tri_code_from_http_triple(c->http_status),
+                       "HTTP status %d", c->http_status);
+  }
+  tri_pool_put(pool, scratch);
+}
+
 void tri__call_on_close(tri_call *c, uint32_t error_code) {
   if (c->completed) return;
+  if (c->triple && error_code == NGHTTP2_NO_ERROR) {
+    triple_close(c);
+    return;
+  }
   if (c->grpc_status == -1 && error_code != NGHTTP2_NO_ERROR) {
     tri__call_complete(c, tri_code_from_rst(error_code),
                        "stream reset by peer: %s (0x%x)",
@@ -610,7 +756,15 @@ int tri_call_write(tri_call *c, const uint8_t *msg, size_t n) {
   if (tri_call_done(c)) return TRI_ERR_CLOSED;
   int64_t max = c->ch->opts.max_send_bytes;
   if (max >= 0 && n > (size_t)max) return TRI_ERR_TOO_LARGE;
-  return tri_writer_write(&c->writer, msg, n, 0);
+  if (c->compress != TRI_COMPRESS_GZIP)
+    return tri_writer_write(&c->writer, msg, n, 0);
+  tri_buf *z;
+  int rv = tri_gzip_compress(&c->ch->zpool, &c->ch->pool, msg, n, 0, &z);
+  if (rv) return rv;
+  rv = tri_writer_write(&c->writer, tri_buf_begin(z), z->len,
+                        TRI_FRAME_FLAG_COMPRESSED);
+  tri_pool_put(&c->ch->pool, z);
+  return rv;
 }
 
 int tri_call_write_would_not_block(tri_call *c, size_t n) {
@@ -753,30 +907,55 @@ static nghttp2_nv nv_make(const void *n, size_t nl, const void *v, size_t vl) {
 }
 
 size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
-  static const nghttp2_nv fixed_head[] = {NV_STATIC(":method", "POST"),
-                                          NV_STATIC(":scheme", "http")};
-  static const nghttp2_nv fixed_tail[] = {
-      NV_STATIC("content-type", "application/grpc"),
-      NV_STATIC("te", "trailers")};
+  static const nghttp2_nv method = NV_STATIC(":method", "POST");
+  static const nghttp2_nv scheme = NV_STATIC(":scheme", "http");
+  static const nghttp2_nv grpc_ct = NV_STATIC("content-type", "application/grpc");
+  static const nghttp2_nv te = NV_STATIC("te", "trailers");
+  static const nghttp2_nv grpc_accept = NV_STATIC("grpc-accept-encoding", "gzip");
+  static const nghttp2_nv grpc_enc = NV_STATIC("grpc-encoding", "gzip");
+  static const nghttp2_nv tri_version = NV_STATIC("triple-protocol-version", "0.1.0");
+  static const nghttp2_nv accept = NV_STATIC("accept-encoding", "gzip");
+  static const nghttp2_nv content_enc = NV_STATIC("content-encoding", "gzip");
   const tri_channel_opts *o = &c->ch->opts;
+  int gz = c->compress == TRI_COMPRESS_GZIP;
   size_t n = 0;
-  if (cap < 9) return 0;
-  nva[n++] = fixed_head[0];
-  nva[n++] = fixed_head[1];
+  if (cap < 14) return 0;
+  nva[n++] = method;
+  nva[n++] = scheme;
   nva[n++] = nv_make(":path", 5, tri_buf_begin(c->hdr), c->path_len);
   nva[n++] = nv_make(":authority", 10, o->authority, strlen(o->authority));
-  nva[n++] = fixed_tail[0];
-  nva[n++] = fixed_tail[1];
   nva[n++] = nv_make("user-agent", 10, o->user_agent, strlen(o->user_agent));
   if (!(c->flags & TRI_CALL_CLIENT_STREAMING)) {
-    /* The fast path knows its body size: say so (one DATA frame, no guess). */
+    /* The fast path knows its body size: say so. */
     int cl = snprintf(c->clen, sizeof(c->clen), "%zu", c->seg0_len + c->seg1_len);
     nva[n++] = nv_make("content-length", 14, c->clen, (size_t)cl);
   }
-  if (c->deadline) {
-    int tl = tri_grpc_timeout_encode(c->deadline - tri__now(), c->timeout);
-    nva[n++] = nv_make("grpc-timeout", 12, c->timeout, (size_t)tl);
+  if (c->triple) { /* docs/triple-wire.md §1.1 */
+    nva[n++] = nv_make("content-type", 12, o->content_type_triple,
+                       strlen(o->content_type_triple));
+    nva[n++] = tri_version;
+    nva[n++] = accept;
+    if (gz) nva[n++] = content_enc;
+    int tl = c->deadline ? tri_triple_timeout_encode(c->deadline - tri__now(),
+                                                     c->timeout)
+                         : 0;
+    if (tl) nva[n++] = nv_make("triple-timeout-ms", 17, c->timeout, (size_t)tl);
+  } else { /* §3.1 */
+    nva[n++] = grpc_ct;
+    nva[n++] = te;
+    nva[n++] = grpc_accept;
+    if (gz) nva[n++] = grpc_enc;
+    if (c->deadline) {
+      int tl = tri_grpc_timeout_encode(c->deadline - tri__now(), c->timeout);
+      nva[n++] = nv_make("grpc-timeout", 12, c->timeout, (size_t)tl);
+    }
   }
+  if (o->service_group[0])
+    nva[n++] = nv_make("tri-service-group", 17, o->service_group,
+                       strlen(o->service_group));
+  if (o->service_version[0])
+    nva[n++] = nv_make("tri-service-version", 19, o->service_version,
+                       strlen(o->service_version));
   size_t off = c->path_len;
   int kind;
   const uint8_t *k, *v;

@@ -40,7 +40,7 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
   tri_channel *ch = tri_mem_calloc(NULL, 1, sizeof(*ch));
   if (!ch) return TRI_ERR_NOMEM;
   ch->opts = *opts;
-  /* Copy the strings into one block: host, port, authority, user agent. */
+  /* Copy the strings into one block. */
   char authority[300];
   if (opts->authority)
     snprintf(authority, sizeof(authority), "%s", opts->authority);
@@ -48,10 +48,20 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
     snprintf(authority, sizeof(authority), "[%s]:%s", opts->host, opts->port);
   else
     snprintf(authority, sizeof(authority), "%s:%s", opts->host, opts->port);
-  const char *ua = opts->user_agent ? opts->user_agent : "triple-py";
-  size_t lh = strlen(opts->host) + 1, lp = strlen(opts->port) + 1,
-         la = strlen(authority) + 1, lu = strlen(ua) + 1;
-  ch->strings = tri_mem_alloc(&ch->stats, lh + lp + la + lu);
+  const char **fields[] = {&ch->opts.host,          &ch->opts.port,
+                           &ch->opts.authority,     &ch->opts.user_agent,
+                           &ch->opts.service_group, &ch->opts.service_version,
+                           &ch->opts.triple_codec};
+  const char *values[] = {opts->host,
+                          opts->port,
+                          authority,
+                          opts->user_agent ? opts->user_agent : "triple-py",
+                          opts->service_group ? opts->service_group : "",
+                          opts->service_version ? opts->service_version : "",
+                          opts->triple_codec ? opts->triple_codec : "proto"};
+  size_t nfields = sizeof(values) / sizeof(values[0]), total = 0;
+  for (size_t i = 0; i < nfields; i++) total += strlen(values[i]) + 1;
+  ch->strings = tri_mem_alloc(&ch->stats, total);
   ch->notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (!ch->strings || ch->notify_fd < 0) {
     int rv = ch->strings ? TRI_ERR_SYSTEM : TRI_ERR_NOMEM;
@@ -61,11 +71,16 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
     return rv;
   }
   char *s = ch->strings;
-  ch->opts.host = memcpy(s, opts->host, lh);
-  ch->opts.port = memcpy(s + lh, opts->port, lp);
-  ch->opts.authority = memcpy(s + lh + lp, authority, la);
-  ch->opts.user_agent = memcpy(s + lh + lp + la, ua, lu);
+  for (size_t i = 0; i < nfields; i++) {
+    size_t l = strlen(values[i]) + 1;
+    *fields[i] = memcpy(s, values[i], l);
+    s += l;
+  }
+  ch->opts.content_type_triple[0] = 0;
+  snprintf(ch->opts.content_type_triple, sizeof(ch->opts.content_type_triple),
+           "application/%s", ch->opts.triple_codec);
   tri_pool_init(&ch->pool, &ch->stats);
+  tri_gzip_pool_init(&ch->zpool, &ch->stats);
   pthread_mutex_init(&ch->lock, NULL);
   pthread_mutex_init(&ch->call_lock, NULL);
   pthread_mutex_init(&ch->poll_lock, NULL);
@@ -156,6 +171,7 @@ void tri_channel_del(tri_channel *ch) {
     ch->call_free = c->io_next;
     tri_mem_free(c);
   }
+  tri_gzip_pool_free(&ch->zpool);
   tri_pool_free(&ch->pool);
   pthread_mutex_destroy(&ch->lock);
   pthread_mutex_destroy(&ch->call_lock);

@@ -34,7 +34,19 @@ typedef struct tri_channel_opts {
   const char *user_agent;    /* copied */
   uint32_t write_buffer_size;  /* coalescing watermark; 0 = off (default 32 KiB) */
   uint32_t write_buffer_delay_us; /* longest wait of a partial chunk (200) */
+  int wire;                    /* TRI_WIRE_GRPC (default) or TRI_WIRE_TRIPLE */
+  int compress;                /* default request compression: TRI_COMPRESS_* */
+  const char *service_group;   /* copied; tri-service-group, NULL/"" = none */
+  const char *service_version; /* copied; tri-service-version */
+  const char *triple_codec;    /* copied; Triple content-type suffix ("proto") */
+  char content_type_triple[48]; /* derived: "application/<codec>" */
 } tri_channel_opts;
+
+/* Wires: unary calls follow the channel's wire; streams are always gRPC-framed
+ * (dubbo-go streams only over gRPC, docs/triple-wire.md §2). */
+enum { TRI_WIRE_GRPC = 0, TRI_WIRE_TRIPLE = 1 };
+/* Request compression (grpcio's Compression values). */
+enum { TRI_COMPRESS_NONE = 0, TRI_COMPRESS_GZIP = 2 };
 
 /* Fills `o` with the defaults: 4 MiB receive limit, no send limit, 16 MiB-1
  * stream window, 1 GiB-1 connection window, 64 KiB frames. */

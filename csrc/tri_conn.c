@@ -474,7 +474,7 @@ static void submit_call(tri_conn *conn, tri_call *c) {
     return;
   }
   nghttp2_nv nva[MAX_HEADERS]; /* copied by nghttp2; the strings are not */
-  if (tri__call_header_count(c) + 9 > MAX_HEADERS) {
+  if (tri__call_header_count(c) + 14 > MAX_HEADERS) {
     tri__call_complete(c, TRI_CODE_INTERNAL, "too many metadata entries");
     io_release(conn, c);
     return;

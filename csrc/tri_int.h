@@ -15,6 +15,7 @@
 #include "tri_call.h"
 #include "tri_channel.h"
 #include "tri_frame.h"
+#include "tri_gzip.h"
 #include "tri_mem.h"
 #include "tri_mpsc.h"
 #include "tri_stats.h"
@@ -58,6 +59,8 @@ struct tri_call {
   void *token;
   int notify;
   int started;          /* tri_call_start was called */
+  int triple;           /* unary call on the Triple wire */
+  int compress;         /* TRI_COMPRESS_* for the request */
 
   /* Cross-thread. */
   _Atomic int refs;       /* caller + I/O thread + queued ops */
@@ -114,6 +117,9 @@ struct tri_call {
   unsigned half_close : 1;  /* end of the request stream was handed over */
   unsigned deferred : 1;    /* data provider returned DEFERRED */
   unsigned in_timer : 1;    /* on the flush-timer FIFO */
+  unsigned resp_gzip : 1;   /* the peer compresses responses with gzip */
+  unsigned resp_enc_unknown : 1; /* ...with an encoding we do not have */
+  unsigned msg_compressed : 1;   /* the message being received has flag 0x01 */
   tri_frame_decoder dec;
   tri_call *io_prev, *io_next; /* connection's in-flight list */
 
@@ -136,6 +142,7 @@ struct tri_channel {
   tri_conn *retired;     /* dead connections waiting to be joined/freed */
   int closed;
   tri_call *call_free;   /* call pool (linked through io_next) */
+  tri_gzip_pool zpool;   /* zlib streams for compression both ways */
   size_t call_free_n;
   /* Completion queue for notified calls. */
   tri_mpsc completions;

@@ -133,6 +133,24 @@ tri_code tri_code_from_http(int http_status) {
   }
 }
 
+tri_code tri_code_from_http_triple(int http_status) {
+  switch (http_status) {
+  case 400: return TRI_CODE_INVALID_ARGUMENT;
+  case 401: return TRI_CODE_UNAUTHENTICATED;
+  case 403: return TRI_CODE_PERMISSION_DENIED;
+  case 404: return TRI_CODE_UNIMPLEMENTED;
+  case 408: return TRI_CODE_DEADLINE_EXCEEDED;
+  case 412: return TRI_CODE_FAILED_PRECONDITION;
+  case 413:
+  case 431: return TRI_CODE_RESOURCE_EXHAUSTED;
+  case 429:
+  case 502:
+  case 503:
+  case 504: return TRI_CODE_UNAVAILABLE;
+  default: return TRI_CODE_UNKNOWN;
+  }
+}
+
 tri_code tri_code_from_rst(uint32_t h2_error) {
   switch (h2_error) {
   case 0x7: return TRI_CODE_UNAVAILABLE;        /* REFUSED_STREAM */

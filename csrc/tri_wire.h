@@ -64,6 +64,10 @@ int tri_parse_status(const char *s, size_t n);
  * (grpc/doc/http-grpc-status-mapping.md). */
 tri_code tri_code_from_http(int http_status);
 
+/* Maps an HTTP status to a code for a Triple unary error whose JSON body was
+ * missing or unreadable (docs/triple-wire.md §5 table B). */
+tri_code tri_code_from_http_triple(int http_status);
+
 /* Maps an RST_STREAM error code (RFC 9113 §7) to a gRPC code. */
 tri_code tri_code_from_rst(uint32_t h2_error);
 

@@ -21,6 +21,11 @@ _live_cores: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _live_lock = threading.Lock()
 
 
+def _compression(compression: Any) -> int:
+    """The core's compression argument: -1 keeps the channel's default."""
+    return -1 if compression is None else int(compression)
+
+
 class _MultiCallable:
     """What every multi-callable holds: the channel, the method and the codecs."""
 
@@ -44,9 +49,10 @@ class UnaryUnaryMultiCallable(_MultiCallable):
     """Calls one unary method; made by ``Channel.unary_unary``."""
 
     def _start(self, request: Any, timeout: Optional[float], metadata: MetadataType,
-               wait: bool, notify: bool) -> Any:
+               wait: bool, notify: bool, compression: Any) -> Any:
         payload = self._serialize(request) if self._serialize else request
-        return self._core.call(self._method, payload, timeout, metadata, wait, notify)
+        return self._core.call(self._method, payload, timeout, metadata, wait, notify, 0,
+                               _compression(compression))
 
     def __call__(self, request: Any, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
@@ -55,21 +61,21 @@ class UnaryUnaryMultiCallable(_MultiCallable):
 
         The GIL is released while the call is in flight; Ctrl-C cancels it.
         """
-        return self._response(self._start(request, timeout, metadata, True, False))
+        return self._response(self._start(request, timeout, metadata, True, False, compression))
 
     def with_call(self, request: Any, timeout: Optional[float] = None,
                   metadata: MetadataType = None, credentials: Any = None,
                   wait_for_ready: Optional[bool] = None,
                   compression: Any = None) -> tuple[Any, CallResult]:
         """Like ``__call__`` but returns ``(response, call)`` with the call's metadata."""
-        core_call = self._start(request, timeout, metadata, True, False)
+        core_call = self._start(request, timeout, metadata, True, False, compression)
         return self._response(core_call), CallResult(core_call)
 
     def future(self, request: Any, timeout: Optional[float] = None,
                metadata: MetadataType = None, credentials: Any = None,
                wait_for_ready: Optional[bool] = None, compression: Any = None) -> UnaryFuture:
         """Starts the call and returns at once with a Future (also a Call)."""
-        core_call = self._start(request, timeout, metadata, False, True)
+        core_call = self._start(request, timeout, metadata, False, True, compression)
         fut = UnaryFuture(core_call, self._deserialize)
         self._channel._dispatcher.track(core_call, fut)
         return fut
@@ -85,7 +91,8 @@ class UnaryStreamMultiCallable(_MultiCallable):
         """Sends the request and returns an iterator over the responses."""
         payload = self._serialize(request) if self._serialize else request
         core_call = self._core.call(self._method, payload, timeout, metadata,
-                                    flags=_triple.SERVER_STREAMING)
+                                    flags=_triple.SERVER_STREAMING,
+                                    compression=_compression(compression))
         return StreamingCall(core_call, None, self._deserialize)
 
 
@@ -93,22 +100,24 @@ class StreamUnaryMultiCallable(_MultiCallable):
     """Calls a client-streaming method; made by ``Channel.stream_unary``."""
 
     def _start(self, timeout: Optional[float], metadata: MetadataType,
-               notify: bool = False) -> Any:
+               compression: Any, notify: bool = False) -> Any:
         return self._core.call(self._method, None, timeout, metadata, notify=notify,
-                               flags=_triple.CLIENT_STREAMING)
+                               flags=_triple.CLIENT_STREAMING,
+                               compression=_compression(compression))
 
     def __call__(self, request_iterator: Any, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
                  wait_for_ready: Optional[bool] = None, compression: Any = None) -> Any:
         """Sends every request of the iterator, then returns the single response."""
-        return self.with_call(request_iterator, timeout, metadata)[0]
+        return self.with_call(request_iterator, timeout, metadata,
+                              compression=compression)[0]
 
     def with_call(self, request_iterator: Any, timeout: Optional[float] = None,
                   metadata: MetadataType = None, credentials: Any = None,
                   wait_for_ready: Optional[bool] = None,
                   compression: Any = None) -> tuple[Any, CallResult]:
         """Like ``__call__`` but returns ``(response, call)``."""
-        core_call = self._start(timeout, metadata)
+        core_call = self._start(timeout, metadata, compression)
         pump_requests(core_call, request_iterator, self._serialize)
         core_call.wait()
         return self._response(core_call), CallResult(core_call)
@@ -117,7 +126,7 @@ class StreamUnaryMultiCallable(_MultiCallable):
                metadata: MetadataType = None, credentials: Any = None,
                wait_for_ready: Optional[bool] = None, compression: Any = None) -> UnaryFuture:
         """Starts the call (requests are sent from a helper thread) and returns a Future."""
-        core_call = self._start(timeout, metadata, notify=True)
+        core_call = self._start(timeout, metadata, compression, notify=True)
         fut = UnaryFuture(core_call, self._deserialize)
         self._channel._dispatcher.track(core_call, fut)
         start_pump(core_call, request_iterator, self._serialize)
@@ -134,7 +143,8 @@ class StreamStreamMultiCallable(_MultiCallable):
         """Starts the stream.  With an iterator, its requests are sent from a helper
         thread; without one, use the call's ``write`` and ``done_writing``."""
         core_call = self._core.call(self._method, None, timeout, metadata,
-                                    flags=_triple.CLIENT_STREAMING | _triple.SERVER_STREAMING)
+                                    flags=_triple.CLIENT_STREAMING | _triple.SERVER_STREAMING,
+                                    compression=_compression(compression))
         if request_iterator is not None:
             start_pump(core_call, request_iterator, self._serialize)
         return StreamingCall(core_call, self._serialize, self._deserialize)
@@ -148,10 +158,14 @@ class Channel:
     """
 
     def __init__(self, target: str, options: Optional[Iterable[tuple[str, Any]]] = None,
-                 compression: Any = None) -> None:
+                 compression: Any = None, wire: Optional[str] = None) -> None:
         host, port = parse_target(target)
         self._target = target
         self._options = ChannelOptions.from_pairs(options)
+        if wire is not None:
+            self._options = ChannelOptions.from_pairs([*(options or ()), ("triple.wire", wire)])
+        if compression is not None:
+            self._options.compression = int(compression)
         self._core = _triple.Channel(host, port, **self._options.core_kwargs())
         self._dispatcher = CompletionDispatcher(self._core)
         with _live_lock:
@@ -201,9 +215,13 @@ class Channel:
 
 
 def insecure_channel(target: str, options: Optional[Iterable[tuple[str, Any]]] = None,
-                     compression: Any = None) -> Channel:
-    """A plaintext (h2c, prior knowledge) channel to ``target`` ("host:port")."""
-    return Channel(target, options, compression)
+                     compression: Any = None, wire: Optional[str] = None) -> Channel:
+    """A plaintext (h2c, prior knowledge) channel to ``target`` ("host:port").
+
+    ``wire="triple"`` (or the option ``("triple.wire", "triple")``) sends unary calls
+    on the Dubbo Triple wire; streams always use gRPC framing.
+    """
+    return Channel(target, options, compression, wire)
 
 
 def process_stats() -> dict[str, int]:

@@ -15,6 +15,11 @@ CONN_WINDOW = "triple.connection_window"
 MAX_FRAME_SIZE = "triple.max_frame_size"
 WRITE_BUFFER_SIZE = "triple.write_buffer_size"
 WRITE_BUFFER_DELAY_US = "triple.write_buffer_delay_us"
+WIRE = "triple.wire"
+SERVICE_GROUP = "triple.service_group"
+SERVICE_VERSION = "triple.service_version"
+CODEC = "triple.codec"
+WIRES = {"grpc": 0, "triple": 1}
 
 
 @dataclass
@@ -30,6 +35,11 @@ class ChannelOptions:
     max_frame_size: int = 64 * 1024
     write_buffer_size: int = 32 * 1024
     write_buffer_delay_us: int = 200
+    wire: str = "grpc"
+    service_group: Optional[str] = None
+    service_version: Optional[str] = None
+    codec: str = "proto"
+    compression: int = 0
 
     @classmethod
     def from_pairs(cls, options: Optional[Iterable[tuple[str, Any]]]) -> "ChannelOptions":
@@ -54,6 +64,16 @@ class ChannelOptions:
                 o.write_buffer_size = int(value)
             elif key == WRITE_BUFFER_DELAY_US:
                 o.write_buffer_delay_us = int(value)
+            elif key == WIRE:
+                if value not in WIRES:
+                    raise ValueError(f"{WIRE} must be one of {sorted(WIRES)}, not {value!r}")
+                o.wire = value
+            elif key == SERVICE_GROUP:
+                o.service_group = str(value)
+            elif key == SERVICE_VERSION:
+                o.service_version = str(value)
+            elif key == CODEC:
+                o.codec = str(value)
         return o
 
     def core_kwargs(self) -> dict[str, Any]:
@@ -62,4 +82,7 @@ class ChannelOptions:
                     max_send=self.max_send, stream_window=self.stream_window,
                     conn_window=self.conn_window, max_frame_size=self.max_frame_size,
                     user_agent=self.user_agent, write_buffer_size=self.write_buffer_size,
-                    write_buffer_delay_us=self.write_buffer_delay_us)
+                    write_buffer_delay_us=self.write_buffer_delay_us,
+                    wire=WIRES[self.wire], compression=self.compression,
+                    service_group=self.service_group, service_version=self.service_version,
+                    triple_codec=self.codec)

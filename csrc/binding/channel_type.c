@@ -5,16 +5,21 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"host",          "port",          "authority",
                            "max_receive",   "max_send",      "stream_window",
                            "conn_window",   "max_frame_size", "user_agent",
-                           "write_buffer_size", "write_buffer_delay_us", NULL};
+                           "write_buffer_size", "write_buffer_delay_us",
+                           "wire",          "compression",   "service_group",
+                           "service_version", "triple_codec", NULL};
   const char *host, *port, *authority = NULL, *ua = NULL;
   tri_channel_opts o;
   tri_channel_opts_init(&o);
   long long max_recv = o.max_recv_bytes, max_send = o.max_send_bytes;
   unsigned int sw = o.stream_window, cw = o.conn_window, mf = o.max_frame_size;
   unsigned int wbs = o.write_buffer_size, wbd = o.write_buffer_delay_us;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zLLIIIzII", kwlist, &host,
+  int wire = TRI_WIRE_GRPC, compress = TRI_COMPRESS_NONE;
+  const char *group = NULL, *version = NULL, *codec = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zLLIIIzIIiizzz", kwlist, &host,
                                    &port, &authority, &max_recv, &max_send, &sw,
-                                   &cw, &mf, &ua, &wbs, &wbd))
+                                   &cw, &mf, &ua, &wbs, &wbd, &wire, &compress,
+                                   &group, &version, &codec))
     return -1;
   if (self->ch) {
     PyErr_SetString(PyExc_RuntimeError, "Channel already initialised");
@@ -31,6 +36,11 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   if (ua) o.user_agent = ua;
   o.write_buffer_size = wbs;
   o.write_buffer_delay_us = wbd;
+  o.wire = wire;
+  o.compress = compress;
+  o.service_group = group;
+  o.service_version = version;
+  o.triple_codec = codec;
   int rv = tri_channel_new(&self->ch, &o);
   if (rv) {
     PyErr_Format(rv == TRI_ERR_NOMEM ? PyExc_MemoryError : PyExc_ValueError,
@@ -132,14 +142,14 @@ fail:
 static PyObject *channel_call(ChannelObject *self, PyObject *args,
                               PyObject *kw) {
   static char *kwlist[] = {"path", "request", "timeout", "metadata",
-                           "wait", "notify",  "flags",   NULL};
+                           "wait", "notify",  "flags",   "compression", NULL};
   const char *path;
   Py_ssize_t path_len;
   PyObject *request = Py_None, *timeout = Py_None, *md = Py_None;
-  int wait = 0, notify = 0, flags = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "s#|OOOppi", kwlist, &path,
+  int wait = 0, notify = 0, flags = 0, compress = -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "s#|OOOppii", kwlist, &path,
                                    &path_len, &request, &timeout, &md, &wait,
-                                   &notify, &flags))
+                                   &notify, &flags, &compress))
     return NULL;
   if ((flags & TRI_CALL_CLIENT_STREAMING) && request != Py_None) {
     PyErr_SetString(PyExc_ValueError,
@@ -147,6 +157,10 @@ static PyObject *channel_call(ChannelObject *self, PyObject *args,
     return NULL;
   }
   if (check_open(self) < 0) return NULL;
+  if (tri_channel_closed(self->ch)) {
+    PyErr_SetString(PyExc_ValueError, "Cannot invoke RPC on closed channel!");
+    return NULL;
+  }
   int64_t timeout_ns = -1;
   if (timeout != Py_None) {
     double t = PyFloat_AsDouble(timeout);
@@ -160,6 +174,7 @@ static PyObject *channel_call(ChannelObject *self, PyObject *args,
                  "cannot create call to %s: %s", path, tri_strerror(rv));
     return NULL;
   }
+  if (compress >= 0) tri_call_set_compression(call, compress);
   tri_module_state *st = tri_get_state_from_type(Py_TYPE(self));
   CallObject *co = tri_call_object_new(st, (PyObject *)self, call);
   if (!co) return NULL;

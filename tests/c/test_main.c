@@ -14,13 +14,17 @@ void test_wire(void);
 void test_pb(void);
 void test_mpsc(void);
 void test_writer(void);
+void test_gzip(void);
+void test_tjson(void);
 
 static const struct {
   const char *name;
   void (*fn)(void);
 } suites[] = {{"buf", test_buf},   {"mem", test_mem}, {"frame", test_frame},
               {"wire", test_wire}, {"pb", test_pb},   {"mpsc", test_mpsc},
-              {"writer", test_writer}};
+              {"writer", test_writer},
+              {"gzip", test_gzip},
+              {"tjson", test_tjson}};
 
 /* Runs every suite, or only those named on the command line. */
 int main(int argc, char **argv) {

@@ -140,10 +140,6 @@ def peak_rss_bytes() -> int:
     return _status_kib("VmHWM") * 1024
 
 
-def rss_bytes() -> int:
-    return _status_kib("VmRSS") * 1024
-
-
 def closed_port() -> int:
     """A loopback port nobody listens on (bound for a moment, then closed)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -11,7 +11,7 @@ from concurrent import futures
 import pytest
 
 import triple_py
-from _helpers import (TIMEOUT, ThreadCounter, os_thread_count, rogue, unary, wait_for)
+from _helpers import TIMEOUT, ThreadCounter, os_thread_count, unary, wait_for
 
 THREADS = 16
 CALLS_PER_THREAD = 1000

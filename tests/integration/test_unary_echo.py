@@ -144,12 +144,6 @@ def test_status_ok_sent_explicitly(channel):
     assert call.code() is triple_py.StatusCode.OK
 
 
-def test_unknown_method(channel):
-    call = channel.unary_unary("/benchmark.BenchmarkService/NoSuchMethod")
-    assert rpc_error(call, b"x", timeout=TIMEOUT).code() is triple_py.StatusCode.UNIMPLEMENTED
-    assert unary(channel)(b"after", timeout=TIMEOUT) == b"after"
-
-
 # --- futures -------------------------------------------------------------------------------
 
 def test_future_result(channel):

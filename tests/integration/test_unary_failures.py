@@ -14,6 +14,9 @@ from _helpers import (MiB, TIMEOUT, LineReader, closed_port, os_thread_count, pe
 from peers import h2_rogue_server as rogue_peer
 
 Code = triple_py.StatusCode
+# A real peer enforces the deadline too (from grpc-timeout, on its own clock) and may end the
+# call a few microseconds before the client's deadline.
+SERVER_CLOCK_SLACK = 0.01
 
 
 @pytest.fixture
@@ -35,7 +38,7 @@ def test_deadline_exceeded(channel):
     error = rpc_error(unary(channel), b"slow", metadata=[("x-delay-ms", "10000")], timeout=0.3)
     elapsed = time.monotonic() - started
     assert error.code() is Code.DEADLINE_EXCEEDED
-    assert 0.3 <= elapsed < 0.8, elapsed
+    assert 0.3 - SERVER_CLOCK_SLACK <= elapsed < 0.8, elapsed
     assert unary(channel)(b"next", timeout=TIMEOUT) == b"next"
     assert channel.stats()["connects"] == 1
 
@@ -44,7 +47,7 @@ def test_deadline_exceeded_future(channel):
     started = time.monotonic()
     future = unary(channel).future(b"slow", metadata=[("x-delay-ms", "10000")], timeout=0.3)
     assert future.exception(timeout=5).code() is Code.DEADLINE_EXCEEDED
-    assert 0.3 <= time.monotonic() - started < 0.8
+    assert 0.3 - SERVER_CLOCK_SLACK <= time.monotonic() - started < 0.8
     assert future.code() is Code.DEADLINE_EXCEEDED
     with pytest.raises(triple_py.RpcError):
         future.result(timeout=0)
@@ -160,15 +163,14 @@ def test_huge_response_is_not_buffered(rogue_channel):
     """A response declaring 100 MiB fails at once with RESOURCE_EXHAUSTED; the client
     neither buffers it nor reads it to the end (it resets the stream)."""
     huge_before = len(rogue_stats(rogue_channel)["huge_sent"])
-    can_measure = reset_peak_rss()
+    assert reset_peak_rss(), "cannot reset VmHWM through /proc/self/clear_refs"
     peak_before = peak_rss_bytes()
     started = time.monotonic()
     error = rpc_error(rogue(rogue_channel, "HugeResponse"), b"x", timeout=TIMEOUT)
     elapsed = time.monotonic() - started
     assert error.code() is Code.RESOURCE_EXHAUSTED
     assert elapsed < 1, elapsed
-    if can_measure:
-        assert peak_rss_bytes() - peak_before < 32 * MiB
+    assert peak_rss_bytes() - peak_before < 32 * MiB, "the response was buffered"
     assert wait_for(lambda: len(rogue_stats(rogue_channel)["huge_sent"]) > huge_before, 5), \
         "the server never saw the stream end"
     sent = rogue_stats(rogue_channel)["huge_sent"][-1]
@@ -254,6 +256,7 @@ def test_unknown_method(channel):
     assert error.code() is Code.UNIMPLEMENTED
     call = channel.unary_unary("/no.Such/Service")
     assert rpc_error(call, b"x", timeout=TIMEOUT).code() is Code.UNIMPLEMENTED
+    assert unary(channel)(b"after", timeout=TIMEOUT) == b"after"
 
 
 # --- close() and Ctrl-C --------------------------------------------------------------------

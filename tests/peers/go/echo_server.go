@@ -30,6 +30,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	_ "google.golang.org/grpc/encoding/gzip" // accept (and answer) gzip-compressed messages
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )

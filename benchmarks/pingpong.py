@@ -1,0 +1,190 @@
+"""Ping-pong over one bidi stream: the coalescing writer must not add latency (issue 3).
+
+Against the grpc-go peer (tests/peers/go/echo_server.go), each arm opens ONE connection and
+ONE /benchmark.BenchmarkService/StreamCall stream, makes --warmup-trips unmeasured round trips,
+then times --trips round trips (default 1,000) of a 128 B BenchmarkRequest: write one
+message, read its echo. Then it half-closes and checks the final status.
+
+  writer-on   triple_py.insecure_channel(addr): the default coalescing writer (32 KiB,
+              200 us delay); pending bytes must be flushed before a read blocks
+  writer-off  the same with options=[("triple.write_buffer_size", 0)]
+
+Rounds interleave the two arms and reverse their order every other round. Per arm: the
+median over rounds of each round's median round trip, of its p99, and of its mean (total
+time / trips); write syscalls per round trip from ch.stats(). The issue's target: the median
+round trip with the writer on is within 5% of writer off (ratio on/off <= 1.05).
+Raw per-round data: results/pingpong-<timestamp>.json (or --out).
+
+Usage: .venv/bin/python benchmarks/pingpong.py [--rounds 7] [--trips 1000] [--size 128]
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from unary_peers import (  # noqa: E402  (shared conventions of the unary benchmark)
+    ROOT, TRIPLE_PY_SKIPPED, PeerDied, describe, environment, fmt, median, percentile,
+    triple_py)
+from peers import STREAM_METHOD, encode_payload  # noqa: E402  (unary_peers put tests/ on the path)
+from peers.launch import start_peer  # noqa: E402
+
+ARMS = {"writer-on": None, "writer-off": [("triple.write_buffer_size", 0)]}
+STREAM_TIMEOUT = 60.0
+TARGET = 1.05
+
+
+@dataclasses.dataclass
+class PingPong:
+    """One arm's round. Times in microseconds."""
+
+    arm: str
+    trips: int = 0
+    median_us: Optional[float] = None
+    p99_us: Optional[float] = None
+    mean_us: Optional[float] = None
+    min_us: Optional[float] = None
+    write_syscalls_per_trip: Optional[float] = None
+    stats_delta: Optional[Dict[str, int]] = None
+    failed: Optional[str] = None
+
+
+def pingpong_arm(arm: str, address: str, request: bytes, trips: int,
+                 warmup_trips: int) -> PingPong:
+    """One connection, one stream, `warmup_trips` then `trips` timed write/read pairs."""
+    with triple_py.insecure_channel(address, options=ARMS[arm]) as channel:
+        call = channel.stream_stream(STREAM_METHOD)(timeout=STREAM_TIMEOUT)
+        try:
+            for _ in range(warmup_trips):
+                call.write(request)
+                if next(call) != request:
+                    raise ValueError("warm-up response != request")
+            before = channel.stats()
+            times = []
+            clock = time.perf_counter
+            began = clock()
+            for _ in range(trips):
+                started = clock()
+                call.write(request)
+                response = next(call)
+                times.append(clock() - started)
+                if response != request:
+                    raise ValueError("response != request")
+            total = clock() - began
+            after = channel.stats()
+            call.done_writing()
+            for extra in call:
+                raise ValueError(f"unexpected response after done_writing: {extra[:16]!r}")
+        except BaseException:
+            call.cancel()
+            raise
+    times.sort()
+    delta = {k: after[k] - before[k] for k in after if isinstance(after[k], int)}
+    return PingPong(arm, trips=trips, median_us=statistics.median(times) * 1e6,
+                    p99_us=percentile(times, 0.99) * 1e6, mean_us=total / trips * 1e6,
+                    min_us=times[0] * 1e6,
+                    write_syscalls_per_trip=delta["write_syscalls"] / trips, stats_delta=delta)
+
+
+def run_arm(arm: str, address: str, request: bytes, args: argparse.Namespace) -> PingPong:
+    try:
+        return pingpong_arm(arm, address, request, args.trips, args.warmup_trips)
+    except Exception as exc:
+        return PingPong(arm, failed=describe(exc))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--trips", type=int, default=1000, help="timed round trips per round")
+    parser.add_argument("--warmup-trips", type=int, default=200)
+    parser.add_argument("--size", type=int, default=128, help="payload bytes per message")
+    parser.add_argument("--out", type=Path,
+                        help="JSON file (default results/pingpong-<timestamp>.json)")
+    args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)
+    if TRIPLE_PY_SKIPPED:
+        print(f"cannot run: {TRIPLE_PY_SKIPPED}")
+        return 1
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = args.out or ROOT / "results" / f"pingpong-{stamp}.json"
+    report = {"benchmark": "pingpong", "started": stamp, "peer": "grpc-go",
+              "args": {k: str(v) for k, v in vars(args).items()},
+              "environment": environment(), "rounds": []}
+    request = encode_payload(os.urandom(args.size))
+    arms = list(ARMS)
+
+    with start_peer("go") as peer:
+        print(f"grpc-go peer at {peer.address}; {args.rounds} rounds x {args.trips} round trips "
+              f"of {args.size} B (+{args.warmup_trips} warm-up) on one bidi stream per arm; "
+              f"{os.cpu_count()} CPUs")
+        print(f"\n{'round':>5} {'arm':<11} {'median us':>9} {'p99 us':>8} {'mean us':>8} "
+              f"{'writes/trip':>11}  notes")
+        try:
+            for r in range(args.rounds):
+                results = {}
+                for arm in (arms if r % 2 == 0 else arms[::-1]):
+                    m = results[arm] = run_arm(arm, peer.address, request, args)
+                    print(f"{r + 1:>5} {arm:<11} {fmt(m.median_us, '.1f'):>9} "
+                          f"{fmt(m.p99_us, '.1f'):>8} {fmt(m.mean_us, '.1f'):>8} "
+                          f"{fmt(m.write_syscalls_per_trip, '.3f'):>11}  {m.failed or ''}")
+                    if peer.process.poll() is not None:
+                        raise PeerDied(f"the grpc-go peer exited with "
+                                       f"{peer.process.returncode} during the {arm} arm")
+                report["rounds"].append({"order": list(results), "arms": {
+                    a: dataclasses.asdict(m) for a, m in results.items()}})
+        except PeerDied as exc:
+            report["aborted"] = str(exc)
+            print(f"\nABORTED: {exc}")
+
+    summary = {}
+    for arm in arms:
+        ms = [PingPong(**r["arms"][arm]) for r in report["rounds"]]
+        summary[arm] = {f: median([getattr(m, f) for m in ms])
+                        for f in ("median_us", "p99_us", "mean_us", "write_syscalls_per_trip")}
+        summary[arm]["failed"] = sorted({m.failed for m in ms if m.failed})
+    on, off = summary["writer-on"], summary["writer-off"]
+    ratios = {f: on[f] / off[f] if on[f] and off[f] else None
+              for f in ("median_us", "p99_us", "mean_us")}
+    per_round = [r["arms"]["writer-on"]["median_us"] / r["arms"]["writer-off"]["median_us"]
+                 for r in report["rounds"]
+                 if r["arms"]["writer-on"]["median_us"] and r["arms"]["writer-off"]["median_us"]]
+    report["summary"], report["ratio_on_off"] = summary, ratios
+    report["ratio_on_off_per_round"] = per_round
+
+    print(f"\n== ping-pong, {args.size} B, {args.trips} round trips per round; median of "
+          f"{len(report['rounds'])} rounds ==")
+    header = (f"{'arm':<11} {'median us':>9} {'p99 us':>8} {'mean us':>8} {'writes/trip':>11}"
+              f"  notes")
+    print(header)
+    print("-" * len(header))
+    for arm, s in summary.items():
+        print(f"{arm:<11} {fmt(s['median_us'], '.1f'):>9} {fmt(s['p99_us'], '.1f'):>8} "
+              f"{fmt(s['mean_us'], '.1f'):>8} {fmt(s['write_syscalls_per_trip'], '.3f'):>11}  "
+              + "; ".join(s["failed"]))
+    print(f"{'on/off':<11} {fmt(ratios['median_us'], '.3f', 'x'):>9} "
+          f"{fmt(ratios['p99_us'], '.3f', 'x'):>8} {fmt(ratios['mean_us'], '.3f', 'x'):>8}")
+    if per_round:
+        print("per-round on/off (median round trip): "
+              + " ".join(f"{x:.3f}" for x in per_round))
+    if ratios["median_us"] is not None:
+        verdict = "MET" if ratios["median_us"] <= TARGET else "MISSED"
+        print(f"{verdict}: writer on within {TARGET - 1:.0%} of writer off "
+              f"(median round trip on/off = {ratios['median_us']:.3f})")
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2))
+    print(f"\nraw data: {out}")
+    failed = [f for s in summary.values() for f in s["failed"]]
+    return 1 if failed or "aborted" in report else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

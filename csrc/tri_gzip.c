@@ -1,0 +1,149 @@
+#include "tri_gzip.h"
+
+#include <string.h>
+#include <zlib.h>
+
+#include "tri_error.h"
+#include "tri_mem.h"
+
+struct tri_zstream {
+  z_stream zs;
+  tri_zstream *next;
+};
+
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size) {
+  return tri_mem_calloc(opaque, items, size);
+}
+static void z_free(voidpf opaque, voidpf p) {
+  (void)opaque;
+  tri_mem_free(p);
+}
+
+void tri_gzip_pool_init(tri_gzip_pool *zp, tri_stats *stats) {
+  memset(zp, 0, sizeof(*zp));
+  pthread_mutex_init(&zp->lock, NULL);
+  zp->stats = stats;
+}
+
+static void free_list(tri_zstream *z, int deflater) {
+  while (z) {
+    tri_zstream *next = z->next;
+    if (deflater) deflateEnd(&z->zs);
+    else inflateEnd(&z->zs);
+    tri_mem_free(z);
+    z = next;
+  }
+}
+
+void tri_gzip_pool_free(tri_gzip_pool *zp) {
+  free_list(zp->deflaters, 1);
+  free_list(zp->inflaters, 0);
+  zp->deflaters = zp->inflaters = NULL;
+  pthread_mutex_destroy(&zp->lock);
+}
+
+/* Takes a ready stream (reset) or makes one.  NULL when out of memory. */
+static tri_zstream *take(tri_gzip_pool *zp, int deflater) {
+  pthread_mutex_lock(&zp->lock);
+  tri_zstream **head = deflater ? &zp->deflaters : &zp->inflaters;
+  tri_zstream *z = *head;
+  if (z) *head = z->next;
+  pthread_mutex_unlock(&zp->lock);
+  if (z) return z;
+  z = tri_mem_calloc(zp->stats, 1, sizeof(*z));
+  if (!z) return NULL;
+  z->zs.zalloc = z_alloc;
+  z->zs.zfree = z_free;
+  z->zs.opaque = zp->stats;
+  /* windowBits 15 + 16: gzip wrapper, as grpc-encoding: gzip requires. */
+  int rv = deflater ? deflateInit2(&z->zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED,
+                                   15 + 16, 8, Z_DEFAULT_STRATEGY)
+                    : inflateInit2(&z->zs, 15 + 16);
+  if (rv != Z_OK) {
+    tri_mem_free(z);
+    return NULL;
+  }
+  return z;
+}
+
+static void give_back(tri_gzip_pool *zp, tri_zstream *z, int deflater) {
+  if (deflater) deflateReset(&z->zs);
+  else inflateReset(&z->zs);
+  pthread_mutex_lock(&zp->lock);
+  tri_zstream **head = deflater ? &zp->deflaters : &zp->inflaters;
+  z->next = *head;
+  *head = z;
+  pthread_mutex_unlock(&zp->lock);
+}
+
+int tri_gzip_compress(tri_gzip_pool *zp, tri_pool *pool, const uint8_t *in,
+                      size_t n, size_t headroom, tri_buf **out) {
+  tri_zstream *z = take(zp, 1);
+  if (!z) return TRI_ERR_NOMEM;
+  size_t bound = deflateBound(&z->zs, (uLong)n);
+  tri_buf *b = tri_pool_get(pool, bound, headroom);
+  if (!b) {
+    give_back(zp, z, 1);
+    return TRI_ERR_NOMEM;
+  }
+  z->zs.next_in = (Bytef *)in;
+  z->zs.avail_in = (uInt)n;
+  z->zs.next_out = tri_buf_begin(b);
+  z->zs.avail_out = (uInt)(b->cap - b->off);
+  int rv = deflate(&z->zs, Z_FINISH); /* the bound guarantees one pass */
+  b->len = (b->cap - b->off) - z->zs.avail_out;
+  give_back(zp, z, 1);
+  if (rv != Z_STREAM_END) {
+    tri_pool_put(pool, b);
+    return TRI_ERR_NOMEM;
+  }
+  *out = b;
+  return 0;
+}
+
+int tri_gzip_decompress(tri_gzip_pool *zp, tri_pool *pool, const uint8_t *in,
+                        size_t n, int64_t limit, tri_buf **out) {
+  tri_zstream *z = take(zp, 0);
+  if (!z) return TRI_ERR_NOMEM;
+  /* Start at 4x the input (typical ratios), capped by the limit. */
+  size_t want = n * 4 + 64;
+  if (limit >= 0 && want > (size_t)limit + 1) want = (size_t)limit + 1;
+  tri_buf *b = tri_pool_get(pool, want, 0);
+  int rv = b ? 0 : TRI_ERR_NOMEM;
+  z->zs.next_in = (Bytef *)in;
+  z->zs.avail_in = (uInt)n;
+  while (!rv) {
+    size_t room = b->cap - b->off - b->len;
+    if (room == 0) {
+      if (limit >= 0 && b->len > (size_t)limit) {
+        rv = TRI_ERR_TOO_LARGE;
+        break;
+      }
+      if ((rv = tri_buf_reserve(pool, &b, b->len))) break; /* doubles */
+      room = b->cap - b->off - b->len;
+    }
+    if (limit >= 0 && b->len + room > (size_t)limit + 1)
+      room = (size_t)limit + 1 - b->len; /* never inflate past limit + 1 */
+    z->zs.next_out = tri_buf_begin(b) + b->len;
+    z->zs.avail_out = (uInt)room;
+    int zr = inflate(&z->zs, Z_NO_FLUSH);
+    b->len += room - z->zs.avail_out;
+    if (limit >= 0 && b->len > (size_t)limit) {
+      rv = TRI_ERR_TOO_LARGE;
+    } else if (zr == Z_STREAM_END) {
+      if (z->zs.avail_in != 0) rv = TRI_ERR_FRAME; /* trailing bytes */
+      break;
+    } else if (zr == Z_BUF_ERROR && z->zs.avail_in == 0) {
+      rv = TRI_ERR_FRAME; /* truncated */
+    } else if (zr != Z_OK && zr != Z_BUF_ERROR) {
+      rv = zr == Z_MEM_ERROR ? TRI_ERR_NOMEM : TRI_ERR_FRAME;
+    }
+  }
+  give_back(zp, z, 0);
+  if (rv) {
+    tri_pool_put(pool, b);
+    return rv;
+  }
+  *out = b;
+  return 0;
+}

@@ -1,0 +1,326 @@
+#include "tri_tjson.h"
+
+#include <string.h>
+
+#include "tri_wire.h"
+
+static const char *const names[] = {
+    "ok",        "canceled",          "unknown",         "invalid_argument",
+    "deadline_exceeded", "not_found", "already_exists",  "permission_denied",
+    "resource_exhausted", "failed_precondition", "aborted", "out_of_range",
+    "unimplemented", "internal",      "unavailable",     "data_loss",
+    "unauthenticated"};
+
+const char *tri_tjson_code_name(int code) {
+  return code >= 0 && code <= 16 ? names[code] : "unknown";
+}
+
+typedef struct {
+  const char *p, *end;
+} cursor;
+
+static void ws(cursor *c) {
+  while (c->p < c->end &&
+         (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+    c->p++;
+}
+
+static int hex4(const char *s, unsigned *v) {
+  *v = 0;
+  for (int i = 0; i < 4; i++) {
+    char ch = s[i];
+    int d = ch >= '0' && ch <= '9'   ? ch - '0'
+            : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+            : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                     : -1;
+    if (d < 0) return -1;
+    *v = *v * 16 + (unsigned)d;
+  }
+  return 0;
+}
+
+static size_t put_utf8(char *out, unsigned cp) {
+  if (cp < 0x80) {
+    out[0] = (char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = (char)(0xC0 | (cp >> 6));
+    out[1] = (char)(0x80 | (cp & 63));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = (char)(0xE0 | (cp >> 12));
+    out[1] = (char)(0x80 | ((cp >> 6) & 63));
+    out[2] = (char)(0x80 | (cp & 63));
+    return 3;
+  }
+  out[0] = (char)(0xF0 | (cp >> 18));
+  out[1] = (char)(0x80 | ((cp >> 12) & 63));
+  out[2] = (char)(0x80 | ((cp >> 6) & 63));
+  out[3] = (char)(0x80 | (cp & 63));
+  return 4;
+}
+
+/* Reads a JSON string; decoded bytes go to out (NULL: skip).  A decoded
+ * string is never longer than its source, so out needs the source length. */
+static int string(cursor *c, char *out, size_t *len) {
+  size_t o = 0;
+  if (c->p >= c->end || *c->p != '"') return -1;
+  c->p++;
+  while (c->p < c->end && *c->p != '"') {
+    unsigned char ch = (unsigned char)*c->p++;
+    if (ch < 0x20) return -1;
+    if (ch != '\\') {
+      if (out) out[o] = (char)ch;
+      o++;
+      continue;
+    }
+    if (c->p >= c->end) return -1;
+    char e = *c->p++;
+    char lit = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r'
+             : e == 'b' ? '\b' : e == 'f' ? '\f'
+             : (e == '"' || e == '\\' || e == '/') ? e : 0;
+    if (lit) {
+      if (out) out[o] = lit;
+      o++;
+      continue;
+    }
+    if (e != 'u' || c->end - c->p < 4) return -1;
+    unsigned cp, lo;
+    if (hex4(c->p, &cp)) return -1;
+    c->p += 4;
+    if (cp >= 0xD800 && cp < 0xDC00 && c->end - c->p >= 6 && c->p[0] == '\\' &&
+        c->p[1] == 'u' && hex4(c->p + 2, &lo) == 0 && lo >= 0xDC00 &&
+        lo < 0xE000) {
+      cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+      c->p += 6;
+    } else if (cp >= 0xD800 && cp < 0xE000) {
+      cp = 0xFFFD; /* lone surrogate */
+    }
+    /* \uXXXX is 6 source bytes and at most 4 output bytes (12 for a pair). */
+    char tmp[4];
+    size_t k = put_utf8(tmp, cp);
+    if (out) memcpy(out + o, tmp, k);
+    o += k;
+  }
+  if (c->p >= c->end) return -1;
+  c->p++;
+  if (len) *len = o;
+  return 0;
+}
+
+static int value(cursor *c, int depth);
+
+static int skip_container(cursor *c, char open, char close, int depth) {
+  if (depth > 64) return -1;
+  c->p++;
+  ws(c);
+  if (c->p < c->end && *c->p == close) {
+    c->p++;
+    return 0;
+  }
+  for (;;) {
+    ws(c);
+    if (open == '{') {
+      if (string(c, NULL, NULL)) return -1;
+      ws(c);
+      if (c->p >= c->end || *c->p++ != ':') return -1;
+    }
+    if (value(c, depth + 1)) return -1;
+    ws(c);
+    if (c->p >= c->end) return -1;
+    if (*c->p == ',') {
+      c->p++;
+      continue;
+    }
+    if (*c->p == close) {
+      c->p++;
+      return 0;
+    }
+    return -1;
+  }
+}
+
+static int value(cursor *c, int depth) {
+  ws(c);
+  if (c->p >= c->end) return -1;
+  char ch = *c->p;
+  if (ch == '"') return string(c, NULL, NULL);
+  if (ch == '{') return skip_container(c, '{', '}', depth);
+  if (ch == '[') return skip_container(c, '[', ']', depth);
+  static const char *const lits[] = {"true", "false", "null"};
+  for (int i = 0; i < 3; i++) {
+    size_t l = strlen(lits[i]);
+    if ((size_t)(c->end - c->p) >= l && memcmp(c->p, lits[i], l) == 0) {
+      c->p += l;
+      return 0;
+    }
+  }
+  if (ch == '-' || (ch >= '0' && ch <= '9')) {
+    while (c->p < c->end && strchr("+-0123456789.eE", *c->p)) c->p++;
+    return 0;
+  }
+  return -1;
+}
+
+static size_t put_varint(uint8_t *out, uint64_t v) {
+  size_t n = 0;
+  while (v >= 0x80) {
+    out[n++] = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  out[n++] = (uint8_t)v;
+  return n;
+}
+
+static int code_from_name(const char *s, size_t n) {
+  for (int i = 1; i <= 16; i++)
+    if (strlen(names[i]) == n && memcmp(names[i], s, n) == 0) return i;
+  if (n > 5 && memcmp(s, "code_", 5) == 0) {
+    int v = tri_parse_status(s + 5, n - 5);
+    if ((v >= 1 && v <= 16) || v == 17) return v;
+  }
+  return 2;
+}
+
+/* One {"type":..., "value":...} detail, appended to pb as an Any (field 3).
+ * The Any is written after a 5-byte gap so its length can be filled in. */
+static int detail(cursor *c, uint8_t *pb, size_t *pb_len, int depth) {
+  ws(c);
+  if (c->p >= c->end || *c->p != '{') return value(c, depth);
+  size_t start = *pb_len, at = start + 6; /* tag + up to 5 length bytes */
+  char key[16];
+  c->p++;
+  for (;;) {
+    ws(c);
+    if (c->p < c->end && *c->p == '}') {
+      c->p++;
+      break;
+    }
+    const char *ks = c->p;
+    size_t kl;
+    cursor probe = *c;
+    if (string(&probe, NULL, &kl)) return -1;
+    if (kl < sizeof(key) && (size_t)(probe.p - ks) == kl + 2) {
+      memcpy(key, ks + 1, kl);
+      key[kl] = 0;
+    } else {
+      key[0] = 0;
+    }
+    c->p = probe.p;
+    ws(c);
+    if (c->p >= c->end || *c->p++ != ':') return -1;
+    ws(c);
+    if (strcmp(key, "type") == 0 || strcmp(key, "value") == 0) {
+      /* Decode the string 6 + 20 bytes ahead (room for the field header and
+       * the type URL prefix), then put the field in place. */
+      static const char prefix[] = "type.googleapis.com/";
+      const size_t plen = sizeof(prefix) - 1;
+      uint8_t *tmp = pb + at + 6 + plen;
+      size_t slen;
+      if (string(c, (char *)tmp, &slen)) return -1;
+      size_t clen;
+      if (key[0] == 't') {
+        int has = slen >= plen && memcmp(tmp, prefix, plen) == 0;
+        if (!has) {
+          tmp -= plen;
+          memcpy(tmp, prefix, plen);
+          slen += plen;
+        }
+        clen = slen;
+      } else {
+        long bl = tri_base64_decode((const char *)tmp, slen, tmp); /* in place */
+        if (bl < 0) return -1;
+        clen = (size_t)bl;
+      }
+      uint8_t hdr[6];
+      size_t h = 0;
+      hdr[h++] = key[0] == 't' ? 0x0a : 0x12;
+      h += put_varint(hdr + h, clen);
+      memmove(pb + at + h, tmp, clen);
+      memcpy(pb + at, hdr, h);
+      at += h + clen;
+    } else if (value(c, depth + 1)) {
+      return -1;
+    }
+    ws(c);
+    if (c->p < c->end && *c->p == ',') c->p++;
+  }
+  /* Close the gap: tag 3 (length-delimited) and the Any's length. */
+  size_t body = at - (start + 6);
+  uint8_t hdr[6];
+  size_t h = 0;
+  hdr[h++] = 0x1a;
+  h += put_varint(hdr + h, body);
+  memmove(pb + start + h, pb + start + 6, body);
+  memcpy(pb + start, hdr, h);
+  *pb_len = start + h + body;
+  return 0;
+}
+
+int tri_tjson_error_parse(const char *json, size_t n, int *code, char *msg,
+                          size_t *msg_len, uint8_t *pb, size_t *pb_len) {
+  cursor c = {json, json + n};
+  int have_code = 0;
+  size_t detail_len = 0;
+  uint8_t *details = pb + n + 64; /* built after the room the header needs */
+  *msg_len = 0;
+  ws(&c);
+  if (c.p >= c.end || *c.p != '{') return -1;
+  c.p++;
+  for (;;) {
+    ws(&c);
+    if (c.p < c.end && *c.p == '}') {
+      c.p++;
+      break;
+    }
+    const char *ks = c.p;
+    size_t kl;
+    if (string(&c, NULL, &kl)) return -1;
+    const char *kname = ks + 1;
+    ws(&c);
+    if (c.p >= c.end || *c.p++ != ':') return -1;
+    ws(&c);
+    if (kl == 4 && memcmp(kname, "code", 4) == 0) {
+      const char *vs = c.p + 1;
+      size_t vl;
+      if (string(&c, NULL, &vl)) return -1;
+      *code = code_from_name(vs, (size_t)(c.p - 1 - vs) == vl ? vl : 0);
+      have_code = 1;
+    } else if (kl == 7 && memcmp(kname, "message", 7) == 0) {
+      if (string(&c, msg, msg_len)) return -1;
+    } else if (kl == 7 && memcmp(kname, "details", 7) == 0) {
+      if (c.p >= c.end || *c.p != '[') return -1;
+      c.p++;
+      for (;;) {
+        ws(&c);
+        if (c.p < c.end && *c.p == ']') {
+          c.p++;
+          break;
+        }
+        if (detail(&c, details, &detail_len, 1)) return -1;
+        ws(&c);
+        if (c.p < c.end && *c.p == ',') c.p++;
+      }
+    } else if (value(&c, 1)) {
+      return -1;
+    }
+    ws(&c);
+    if (c.p < c.end && *c.p == ',') c.p++;
+  }
+  if (!have_code) return -1;
+  /* google.rpc.Status{1: code, 2: message, 3: details...} */
+  size_t o = 0;
+  pb[o++] = 0x08;
+  o += put_varint(pb + o, (uint64_t)*code);
+  if (*msg_len) {
+    pb[o++] = 0x12;
+    o += put_varint(pb + o, *msg_len);
+    memcpy(pb + o, msg, *msg_len);
+    o += *msg_len;
+  }
+  memmove(pb + o, details, detail_len);
+  *pb_len = o + detail_len;
+  return 0;
+}

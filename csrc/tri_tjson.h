@@ -1,0 +1,35 @@
+/*
+ * tri_tjson: the Triple (Connect-style) JSON error body reader.
+ *
+ * A Triple unary error is an HTTP status with a JSON body
+ * {"code":"<name>","message":"...","details":[{"type":"pkg.Msg","value":"<b64>"}]}
+ * (docs/triple-wire.md §1.4).  This reader turns it into a gRPC status: the
+ * code (names as in Connect, "code_N" as N; anything outside 1..16 other than
+ * 17 becomes UNKNOWN), the message as UTF-8, and the details re-encoded as a
+ * google.rpc.Status protobuf (type URLs get "type.googleapis.com/"), which is
+ * what gRPC callers find in grpc-status-details-bin.  Unknown keys (such as
+ * "debug") are skipped.  It never allocates; every output goes into caller
+ * memory sized from the input.
+ */
+#ifndef TRI_TJSON_H
+#define TRI_TJSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Output capacities for an input of n bytes. */
+#define TRI_TJSON_MSG_CAP(n) ((n) + 1)
+#define TRI_TJSON_PB_CAP(n) (6 * (n) + 256)
+
+/* Parses json[0..n).  On success returns 0 with *code set, the message in
+ * msg[0..*msg_len) (msg holds TRI_TJSON_MSG_CAP(n) bytes) and the
+ * google.rpc.Status encoding in pb[0..*pb_len) (pb holds TRI_TJSON_PB_CAP(n)
+ * bytes).  Returns -1 when the input is not such an object (then the caller
+ * falls back to the HTTP status table). */
+int tri_tjson_error_parse(const char *json, size_t n, int *code, char *msg,
+                          size_t *msg_len, uint8_t *pb, size_t *pb_len);
+
+/* The Connect name of a code ("canceled", "invalid_argument", ...). */
+const char *tri_tjson_code_name(int code);
+
+#endif
