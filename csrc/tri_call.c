@@ -909,6 +909,7 @@ static nghttp2_nv nv_make(const void *n, size_t nl, const void *v, size_t vl) {
 size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
   static const nghttp2_nv method = NV_STATIC(":method", "POST");
   static const nghttp2_nv scheme = NV_STATIC(":scheme", "http");
+  static const nghttp2_nv scheme_tls = NV_STATIC(":scheme", "https");
   static const nghttp2_nv grpc_ct = NV_STATIC("content-type", "application/grpc");
   static const nghttp2_nv te = NV_STATIC("te", "trailers");
   static const nghttp2_nv grpc_accept = NV_STATIC("grpc-accept-encoding", "gzip");
@@ -921,7 +922,7 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
   size_t n = 0;
   if (cap < 14) return 0;
   nva[n++] = method;
-  nva[n++] = scheme;
+  nva[n++] = o->tls ? scheme_tls : scheme;
   nva[n++] = nv_make(":path", 5, tri_buf_begin(c->hdr), c->path_len);
   nva[n++] = nv_make(":authority", 10, o->authority, strlen(o->authority));
   nva[n++] = nv_make("user-agent", 10, o->user_agent, strlen(o->user_agent));

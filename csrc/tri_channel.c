@@ -16,6 +16,7 @@
 #include "tri_int.h"
 #include "tri_wire.h"
 #include "tri_writer.h"
+#include "tri_tls.h"
 
 #define CALL_POOL_MAX 4096
 
@@ -51,14 +52,17 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
   const char **fields[] = {&ch->opts.host,          &ch->opts.port,
                            &ch->opts.authority,     &ch->opts.user_agent,
                            &ch->opts.service_group, &ch->opts.service_version,
-                           &ch->opts.triple_codec};
+                           &ch->opts.triple_codec,  &ch->opts.tls_server_name};
   const char *values[] = {opts->host,
                           opts->port,
                           authority,
                           opts->user_agent ? opts->user_agent : "triple-py",
                           opts->service_group ? opts->service_group : "",
                           opts->service_version ? opts->service_version : "",
-                          opts->triple_codec ? opts->triple_codec : "proto"};
+                          opts->triple_codec ? opts->triple_codec : "proto",
+                          opts->tls_server_name && *opts->tls_server_name
+                              ? opts->tls_server_name
+                              : opts->host};
   size_t nfields = sizeof(values) / sizeof(values[0]), total = 0;
   for (size_t i = 0; i < nfields; i++) total += strlen(values[i]) + 1;
   ch->strings = tri_mem_alloc(&ch->stats, total);
@@ -76,7 +80,21 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
     *fields[i] = memcpy(s, values[i], l);
     s += l;
   }
-  ch->opts.content_type_triple[0] = 0;
+  ch->opts.tls_roots = ch->opts.tls_key = ch->opts.tls_chain = NULL; /* borrowed */
+  ch->opts.error_out = NULL;
+  if (opts->tls) {
+    char err[256] = "";
+    int rv = tri_tls_ctx_new(&ch->ssl_ctx, opts->tls_roots, opts->tls_roots_len,
+                             opts->tls_key, opts->tls_key_len, opts->tls_chain,
+                             opts->tls_chain_len, err, sizeof(err));
+    if (rv) {
+      if (opts->error_out) snprintf(opts->error_out, opts->error_out_len, "%s", err);
+      close(ch->notify_fd);
+      tri_mem_free(ch->strings);
+      tri_mem_free(ch);
+      return rv;
+    }
+  }
   snprintf(ch->opts.content_type_triple, sizeof(ch->opts.content_type_triple),
            "application/%s", ch->opts.triple_codec);
   tri_pool_init(&ch->pool, &ch->stats);
@@ -172,6 +190,7 @@ void tri_channel_del(tri_channel *ch) {
     tri_mem_free(c);
   }
   tri_gzip_pool_free(&ch->zpool);
+  if (ch->ssl_ctx) tri_tls_ctx_free(ch->ssl_ctx);
   tri_pool_free(&ch->pool);
   pthread_mutex_destroy(&ch->lock);
   pthread_mutex_destroy(&ch->call_lock);

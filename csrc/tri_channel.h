@@ -40,6 +40,16 @@ typedef struct tri_channel_opts {
   const char *service_version; /* copied; tri-service-version */
   const char *triple_codec;    /* copied; Triple content-type suffix ("proto") */
   char content_type_triple[48]; /* derived: "application/<codec>" */
+  int tls;                     /* 1: TLS (ALPN h2, verification on) */
+  const char *tls_roots;       /* PEM, borrowed during tri_channel_new; NULL: system store */
+  size_t tls_roots_len;
+  const char *tls_key;         /* PEM client key (mTLS), with tls_chain */
+  size_t tls_key_len;
+  const char *tls_chain;       /* PEM client certificate chain */
+  size_t tls_chain_len;
+  const char *tls_server_name; /* copied; name to verify (default: host) */
+  char *error_out;             /* optional: why tri_channel_new failed */
+  size_t error_out_len;
 } tri_channel_opts;
 
 /* Wires: unary calls follow the channel's wire; streams are always gRPC-framed

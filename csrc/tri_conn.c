@@ -634,9 +634,43 @@ static void set_epollout(tri_conn *conn, int on) {
   conn->epollout = on;
 }
 
+/* TLS: the pending entries are copied into tls_out (encryption copies
+ * anyway) and written with SSL_write.  Same return values as write_out. */
+static int write_out_tls(tri_conn *conn) {
+  for (size_t i = conn->out_head; i < conn->out_n; i++) {
+    tri_out *e = &conn->out[i];
+    const uint8_t *p = e->ptr ? e->ptr : tri_buf_begin(conn->staging) + e->off;
+    if (tri_buf_append(&conn->ch->pool, &conn->tls_out, p, e->len)) {
+      die(conn, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+      return -1;
+    }
+    if (e->call) e->call->queued -= e->len;
+    chunk_entry_done(e);
+  }
+  conn->out_n = conn->out_head = 0;
+  conn->staging->len = 0;
+  while (conn->tls_out_off < conn->tls_out->len) {
+    ssize_t w = tri_tls_write(conn->ssl, tri_buf_begin(conn->tls_out) + conn->tls_out_off,
+                              conn->tls_out->len - conn->tls_out_off,
+                              conn->errstr, sizeof(conn->errstr));
+    if (w == TRI_ERR_AGAIN) return 0;
+    if (w < 0) {
+      die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+      return -1;
+    }
+    TRI_STATS_ADD(conn->stats, write_syscalls, 1);
+    TRI_STATS_ADD(conn->stats, bytes_written, w);
+    conn->tls_out_off += (size_t)w;
+  }
+  conn->tls_out->len = 0;
+  conn->tls_out_off = 0;
+  return 1;
+}
+
 /* Writes pending output with one writev.  Returns 1 if all of it went,
  * 0 if the socket is full, -1 on error (the connection is then dead). */
 static int write_out(tri_conn *conn) {
+  if (conn->ssl) return write_out_tls(conn);
   struct iovec iov[OUT_MAX + 8];
   size_t n = 0;
   for (size_t i = conn->out_head; i < conn->out_n && n < OUT_MAX + 8; i++) {
@@ -684,7 +718,8 @@ static int write_out(tri_conn *conn) {
  * writev per call. */
 static void flush(tri_conn *conn) {
   if (!conn->connected || conn->dead) return;
-  if (conn->out_head < conn->out_n) {
+  if (conn->out_head < conn->out_n ||
+      (conn->ssl && conn->tls_out_off < conn->tls_out->len)) {
     int rv = write_out(conn);
     if (rv <= 0) {
       if (rv == 0) set_epollout(conn, 1);
@@ -722,14 +757,27 @@ static void flush(tri_conn *conn) {
 
 static void read_in(tri_conn *conn) {
   for (;;) {
-    ssize_t r = read(conn->fd, conn->rbuf, conn->rbuf_cap);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    if (r < 0) {
-      snprintf(conn->errstr, sizeof(conn->errstr), "read failed: %s",
-               strerror(errno));
-      die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
-      return;
+    ssize_t r;
+    if (conn->ssl) {
+      /* Drain OpenSSL completely: decrypted bytes can wait inside it while
+       * the socket shows nothing readable. */
+      r = tri_tls_read(conn->ssl, conn->rbuf, conn->rbuf_cap, conn->errstr,
+                       sizeof(conn->errstr));
+      if (r == TRI_ERR_AGAIN) return;
+      if (r < 0) {
+        die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+        return;
+      }
+    } else {
+      r = read(conn->fd, conn->rbuf, conn->rbuf_cap);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (r < 0) {
+        snprintf(conn->errstr, sizeof(conn->errstr), "read failed: %s",
+                 strerror(errno));
+        die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+        return;
+      }
     }
     TRI_STATS_ADD(conn->stats, read_syscalls, 1);
     if (r == 0) {
@@ -745,7 +793,7 @@ static void read_in(tri_conn *conn) {
       die(conn, TRI_CODE_INTERNAL, conn->errstr);
       return;
     }
-    if ((size_t)r < conn->rbuf_cap) return; /* drained (level-triggered) */
+    if (!conn->ssl && (size_t)r < conn->rbuf_cap) return; /* drained */
   }
 }
 
@@ -803,7 +851,7 @@ static int open_socket(tri_conn *conn) {
     return TRI_ERR_CONNECT;
   }
   conn->fd = fd;
-  conn->connected = rv == 0;
+  conn->connected = 0; /* check_connected runs at the first EPOLLOUT */
   struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.fd = fd};
   conn->epollout = 1;
   epoll_ctl(conn->epfd, EPOLL_CTL_ADD, fd, &ev);
@@ -849,6 +897,24 @@ static int start_session(tri_conn *conn) {
   return 0;
 }
 
+/* Advances the TLS handshake; on success the connection is ready. */
+static void tls_step(tri_conn *conn) {
+  int want_write = 0;
+  int rv = tri_tls_handshake(conn->ssl, &want_write, conn->errstr,
+                             sizeof(conn->errstr));
+  if (rv == TRI_ERR_AGAIN) {
+    set_epollout(conn, want_write);
+    return;
+  }
+  if (rv) {
+    die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+    return;
+  }
+  conn->handshaking = 0;
+  conn->connected = 1;
+  set_epollout(conn, 0);
+}
+
 static void check_connected(tri_conn *conn) {
   int err = 0;
   socklen_t len = sizeof(err);
@@ -861,7 +927,18 @@ static void check_connected(tri_conn *conn) {
     die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
     return;
   }
-  conn->connected = 1;
+  if (!conn->ch->ssl_ctx) {
+    conn->connected = 1;
+    return;
+  }
+  conn->ssl = tri_tls_new(conn->ch->ssl_ctx, conn->fd, conn->ch->opts.tls_server_name,
+                          conn->errstr, sizeof(conn->errstr));
+  if (!conn->ssl) {
+    die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+    return;
+  }
+  conn->handshaking = 1;
+  tls_step(conn);
 }
 
 static void *conn_main(void *arg) {
@@ -895,8 +972,12 @@ static void *conn_main(void *arg) {
         conn->tfd_armed = 0;
         continue;
       }
-      if (!conn->connected && (evs[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+      if (conn->handshaking) {
+        tls_step(conn);
+      } else if (!conn->connected &&
+                 (evs[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
         check_connected(conn);
+      }
       if (!conn->dead && conn->connected &&
           (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
         read_in(conn);
@@ -925,6 +1006,10 @@ static void *conn_main(void *arg) {
     nghttp2_session_del(conn->sess);
     conn->sess = NULL;
   }
+  if (conn->ssl) {
+    tri_tls_free(conn->ssl);
+    conn->ssl = NULL;
+  }
   if (conn->fd >= 0) {
     close(conn->fd);
     conn->fd = -1;
@@ -947,12 +1032,14 @@ int tri__conn_new(tri_conn **out, tri_channel *ch) {
   conn->out_cap = OUT_MAX;
   conn->out = tri_mem_alloc(&ch->stats, conn->out_cap * sizeof(tri_out));
   conn->staging = tri_pool_get(&ch->pool, 64 << 10, 0);
+  if (ch->ssl_ctx) conn->tls_out = tri_pool_get(&ch->pool, 64 << 10, 0);
   conn->rbuf_cap = RBUF_SIZE;
   conn->rbuf = tri_mem_alloc(&ch->stats, conn->rbuf_cap);
   conn->epfd = epoll_create1(EPOLL_CLOEXEC);
   conn->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   conn->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (!conn->out || !conn->staging || !conn->rbuf || conn->epfd < 0 ||
+      (ch->ssl_ctx && !conn->tls_out) ||
       conn->evfd < 0 || conn->tfd < 0)
     goto fail;
   struct epoll_event ev = {.events = EPOLLIN, .data.fd = conn->evfd};
@@ -969,6 +1056,7 @@ fail:
   if (conn->tfd >= 0) close(conn->tfd);
   tri_mem_free(conn->rbuf);
   tri_pool_put(&ch->pool, conn->staging);
+  tri_pool_put(&ch->pool, conn->tls_out);
   tri_mem_free(conn->out);
   tri_mem_free(conn);
   return TRI_ERR_SYSTEM;
@@ -987,6 +1075,7 @@ void tri__conn_free(tri_conn *conn) {
   close(conn->tfd);
   tri_mem_free(conn->rbuf);
   tri_pool_put(&conn->ch->pool, conn->staging);
+  tri_pool_put(&conn->ch->pool, conn->tls_out);
   tri_mem_free(conn->out);
   tri_mem_free(conn->heap);
   tri_arena_free_all(&conn->arena);

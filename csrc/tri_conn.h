@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 
 #include "tri_int.h"
+#include "tri_tls.h"
 
 typedef struct tri_out {
   const uint8_t *ptr; /* NO_COPY bytes, or NULL: bytes are staging[off..] */
@@ -57,8 +58,12 @@ struct tri_conn {
   nghttp2_session *sess;
   tri_arena arena;
   nghttp2_mem mem;
-  int connected;
+  int connected;           /* ready for HTTP/2 (TCP up, TLS done) */
   int epollout;            /* EPOLLOUT currently armed */
+  SSL *ssl;                /* TLS channels: the session, NULL otherwise */
+  int handshaking;         /* TCP is up, TLS handshake in progress */
+  tri_buf *tls_out;        /* bytes copied for SSL_write, from tls_out_off */
+  size_t tls_out_off;
   int dead;
   int goaway;
   tri_out *out;            /* output queue: out[out_head..out_n) pending */

@@ -7,6 +7,7 @@
 #define TRI_INT_H
 
 #include <nghttp2/nghttp2.h>
+#include <openssl/ssl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -143,6 +144,7 @@ struct tri_channel {
   int closed;
   tri_call *call_free;   /* call pool (linked through io_next) */
   tri_gzip_pool zpool;   /* zlib streams for compression both ways */
+  SSL_CTX *ssl_ctx;      /* TLS channels only */
   size_t call_free_n;
   /* Completion queue for notified calls. */
   tri_mpsc completions;

@@ -12,7 +12,8 @@ __version__ = "0.1.0"
 from ._status import Compression, StatusCode  # noqa: E402
 from ._errors import (CallResult, FutureCancelledError, FutureTimeoutError,  # noqa: E402
                       RpcError)
-from ._channel import Channel, insecure_channel, process_stats  # noqa: E402
+from ._channel import Channel, insecure_channel, process_stats, secure_channel  # noqa: E402
+from ._credentials import ChannelCredentials, ssl_channel_credentials  # noqa: E402
 from ._future import UnaryFuture  # noqa: E402
 
 
@@ -21,6 +22,7 @@ def stats() -> dict[str, int]:
     return process_stats()
 
 
-__all__ = ["Channel", "CallResult", "Compression", "FutureCancelledError",
-           "FutureTimeoutError", "RpcError", "StatusCode", "UnaryFuture",
-           "insecure_channel", "stats", "__version__"]
+__all__ = ["Channel", "CallResult", "ChannelCredentials", "Compression",
+           "FutureCancelledError", "FutureTimeoutError", "RpcError", "StatusCode",
+           "UnaryFuture", "insecure_channel", "secure_channel", "ssl_channel_credentials",
+           "stats", "__version__"]

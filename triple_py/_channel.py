@@ -6,6 +6,7 @@ import weakref
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from . import _triple
+from ._credentials import ChannelCredentials
 from ._errors import CallResult, _InactiveRpcError
 from ._future import CompletionDispatcher, UnaryFuture
 from ._options import ChannelOptions
@@ -158,7 +159,8 @@ class Channel:
     """
 
     def __init__(self, target: str, options: Optional[Iterable[tuple[str, Any]]] = None,
-                 compression: Any = None, wire: Optional[str] = None) -> None:
+                 compression: Any = None, wire: Optional[str] = None,
+                 credentials: Optional[ChannelCredentials] = None) -> None:
         host, port = parse_target(target)
         self._target = target
         self._options = ChannelOptions.from_pairs(options)
@@ -166,7 +168,13 @@ class Channel:
             self._options = ChannelOptions.from_pairs([*(options or ()), ("triple.wire", wire)])
         if compression is not None:
             self._options.compression = int(compression)
-        self._core = _triple.Channel(host, port, **self._options.core_kwargs())
+        tls = {}
+        if credentials is not None:
+            tls = dict(tls=True, root_certificates=credentials.root_certificates,
+                       private_key=credentials.private_key,
+                       certificate_chain=credentials.certificate_chain,
+                       server_name=self._options.ssl_target_name_override)
+        self._core = _triple.Channel(host, port, **self._options.core_kwargs(), **tls)
         self._dispatcher = CompletionDispatcher(self._core)
         with _live_lock:
             _live_cores.add(self._core)
@@ -222,6 +230,17 @@ def insecure_channel(target: str, options: Optional[Iterable[tuple[str, Any]]] =
     on the Dubbo Triple wire; streams always use gRPC framing.
     """
     return Channel(target, options, compression, wire)
+
+
+def secure_channel(target: str, credentials: ChannelCredentials,
+                   options: Optional[Iterable[tuple[str, Any]]] = None,
+                   compression: Any = None, wire: Optional[str] = None) -> Channel:
+    """A TLS channel (ALPN h2) to ``target``; the server's certificate and name are
+    verified against ``credentials.root_certificates`` or the system store.  The name
+    checked is the target host, or ``grpc.ssl_target_name_override`` when set."""
+    if not isinstance(credentials, ChannelCredentials):
+        raise TypeError("credentials must come from ssl_channel_credentials()")
+    return Channel(target, options, compression, wire, credentials)
 
 
 def process_stats() -> dict[str, int]:

@@ -10,6 +10,7 @@ MAX_RECEIVE = "grpc.max_receive_message_length"
 MAX_SEND = "grpc.max_send_message_length"
 PRIMARY_USER_AGENT = "grpc.primary_user_agent"
 DEFAULT_AUTHORITY = "grpc.default_authority"
+SSL_TARGET_NAME_OVERRIDE = "grpc.ssl_target_name_override"
 STREAM_WINDOW = "triple.stream_window"
 CONN_WINDOW = "triple.connection_window"
 MAX_FRAME_SIZE = "triple.max_frame_size"
@@ -40,6 +41,7 @@ class ChannelOptions:
     service_version: Optional[str] = None
     codec: str = "proto"
     compression: int = 0
+    ssl_target_name_override: Optional[str] = None
 
     @classmethod
     def from_pairs(cls, options: Optional[Iterable[tuple[str, Any]]]) -> "ChannelOptions":
@@ -54,6 +56,8 @@ class ChannelOptions:
                 o.user_agent = f"{value} {o.user_agent}"
             elif key == DEFAULT_AUTHORITY:
                 o.authority = str(value)
+            elif key == SSL_TARGET_NAME_OVERRIDE:
+                o.ssl_target_name_override = str(value)
             elif key == STREAM_WINDOW:
                 o.stream_window = int(value)
             elif key == CONN_WINDOW:

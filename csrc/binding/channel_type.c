@@ -7,7 +7,9 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
                            "conn_window",   "max_frame_size", "user_agent",
                            "write_buffer_size", "write_buffer_delay_us",
                            "wire",          "compression",   "service_group",
-                           "service_version", "triple_codec", NULL};
+                           "service_version", "triple_codec", "tls",
+                           "root_certificates", "private_key", "certificate_chain",
+                           "server_name", NULL};
   const char *host, *port, *authority = NULL, *ua = NULL;
   tri_channel_opts o;
   tri_channel_opts_init(&o);
@@ -15,15 +17,30 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   unsigned int sw = o.stream_window, cw = o.conn_window, mf = o.max_frame_size;
   unsigned int wbs = o.write_buffer_size, wbd = o.write_buffer_delay_us;
   int wire = TRI_WIRE_GRPC, compress = TRI_COMPRESS_NONE;
-  const char *group = NULL, *version = NULL, *codec = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zLLIIIzIIiizzz", kwlist, &host,
-                                   &port, &authority, &max_recv, &max_send, &sw,
-                                   &cw, &mf, &ua, &wbs, &wbd, &wire, &compress,
-                                   &group, &version, &codec))
+  const char *group = NULL, *version = NULL, *codec = NULL, *sni = NULL;
+  int tls = 0;
+  Py_buffer roots = {0}, key = {0}, chain = {0};
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zLLIIIzIIiizzzpz*z*z*z", kwlist,
+                                   &host, &port, &authority, &max_recv, &max_send,
+                                   &sw, &cw, &mf, &ua, &wbs, &wbd, &wire,
+                                   &compress, &group, &version, &codec, &tls,
+                                   &roots, &key, &chain, &sni))
     return -1;
+  o.tls = tls;
+  o.tls_roots = roots.buf;
+  o.tls_roots_len = (size_t)roots.len;
+  o.tls_key = key.buf;
+  o.tls_key_len = (size_t)key.len;
+  o.tls_chain = chain.buf;
+  o.tls_chain_len = (size_t)chain.len;
+  o.tls_server_name = sni;
+  char err[256] = "";
+  o.error_out = err;
+  o.error_out_len = sizeof(err);
+  int rv = -1;
   if (self->ch) {
     PyErr_SetString(PyExc_RuntimeError, "Channel already initialised");
-    return -1;
+    goto out;
   }
   o.host = host;
   o.port = port;
@@ -41,13 +58,19 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   o.service_group = group;
   o.service_version = version;
   o.triple_codec = codec;
-  int rv = tri_channel_new(&self->ch, &o);
-  if (rv) {
-    PyErr_Format(rv == TRI_ERR_NOMEM ? PyExc_MemoryError : PyExc_ValueError,
-                 "cannot create channel: %s", tri_strerror(rv));
-    return -1;
+  int err_code = tri_channel_new(&self->ch, &o);
+  if (err_code) {
+    PyErr_Format(err_code == TRI_ERR_NOMEM ? PyExc_MemoryError : PyExc_ValueError,
+                 "cannot create channel: %s", err[0] ? err : tri_strerror(err_code));
+    goto out;
   }
-  return 0;
+  rv = 0;
+out:
+  /* The PEM bytes were copied into OpenSSL objects (or not needed). */
+  if (roots.obj) PyBuffer_Release(&roots);
+  if (key.obj) PyBuffer_Release(&key);
+  if (chain.obj) PyBuffer_Release(&chain);
+  return rv;
 }
 
 static void channel_dealloc(ChannelObject *self) {

@@ -1,0 +1,189 @@
+/*
+ * tri_load: a load generator that runs entirely in C threads, on the public
+ * channel and call API (no Python, no GIL).
+ *
+ * Shape of a run: M connections (one tri_channel each, hence one HTTP/2
+ * connection each) and one driver thread per connection keeping N calls in
+ * flight on it.  Closed loop: a finished call is replaced at once.  Open
+ * loop (rate > 0): each thread sends on a fixed schedule of rate/M calls/s
+ * (threads staggered by 1/rate), never more than N in flight; a call that
+ * could not go out on time goes out as soon as a slot frees, and its
+ * latency is measured both from the intended send time (the coordinated-
+ * omission corrected figure) and from the actual send (uncorrected).  In a
+ * closed loop both figures are the same.
+ *
+ * Timeline: every thread first makes one priming call (it opens the
+ * connection; UNAVAILABLE there fails the run with TRI_ERR_CONNECT); the
+ * clock starts when all threads are primed.  Calls whose intended send time
+ * falls in the first warmup_s seconds are warm-up calls: they have
+ * histograms of their own and are excluded from every other figure.  Then
+ * calls start until duration_s has passed and/or `count` measured calls
+ * were started (whichever comes first), and the calls in flight are
+ * drained (waited for: at most timeout_s + 1 s, or 10 s without a timeout,
+ * after which they are cancelled).  elapsed_ns runs from the end of the
+ * warm-up to the last measured completion, and qps = calls / elapsed.
+ *
+ * Modes:
+ *  - UNARY: the fast path.  tri_call_new(flags 0); the request is either a
+ *    BenchmarkRequest packed per call into a pooled buffer
+ *    (tri_call_set_request_buf), or with shared_request one request packed
+ *    per thread up front and lent to every call (set_request_borrowed).
+ *  - UNARY_STREAM_PATH: the same unary call through the streaming machinery
+ *    (the baseline arm): TRI_CALL_CLIENT_STREAMING, one tri_call_write,
+ *    tri_call_done_writing, the answer from tri_call_response.
+ *  - BIDI: CLIENT|SERVER streaming (default path
+ *    /benchmark.BenchmarkService/StreamCall): K = stream_messages writes,
+ *    done_writing, and K responses read.  One stream is one "call" in every
+ *    figure (latency is start to final status); messages are counted too.
+ *
+ * How one thread keeps N streams in flight (BIDI): nothing on the driver
+ * thread blocks on one stream.  Right after tri_call_start a stream gets as
+ * many of its K writes as tri_call_write_would_not_block allows, then
+ * tri_call_done_writing; a stream that ran out of room goes on a pending
+ * list that the loop retries between short polls (20 us), so other streams
+ * keep moving.  Responses are left queued in the call and drained with
+ * tri_call_read(c, 0, ...) when its completion is harvested.  Because a
+ * call's receive queue stops the peer's window at 4 MiB of unread data, a
+ * stream whose responses may exceed 1 MiB (K * (size + 5)) is instead
+ * drained eagerly on every loop iteration.  One exception: a message too
+ * big to ever pass tri_call_write_would_not_block (over the writer's send
+ * limit on its own) is written with a blocking tri_call_write, after
+ * draining; that wait only depends on the socket, not on other streams.
+ * Unary modes never block the driver thread except in the priming call.
+ *
+ * Completions: every call is started with tri_call_set_notify (token = its
+ * slot) and harvested with tri_channel_poll_completions; a thread sleeps in
+ * ppoll on tri_channel_notify_fd, so open-loop sends are timed in
+ * nanoseconds, not poll()'s milliseconds (timer slack is set to 1 ns).
+ *
+ * Figures (tri_load_result): histograms of measured and warm-up latency
+ * (uncorrected and corrected), per-thread and merged at the end; a
+ * one-second series of completions, errors and p99 (corrected latency, 2
+ * significant digits) by completion time after the warm-up; status code
+ * counts; CPU time; the channels' tri_stats counters over the measured part
+ * (each thread snapshots its channel when it starts its first measured call
+ * and when it is done, so warm-up calls still in flight at that moment leak
+ * a little into the delta).
+ *
+ * CPU: cpu_user_s/cpu_sys_s are getrusage(RUSAGE_SELF) over the measured
+ * part: the whole process, including the connections' I/O threads (where
+ * most of the work is) but also anything else the process runs (an
+ * in-process server, other Python threads).  driver_cpu_s is the driver
+ * threads alone (CLOCK_THREAD_CPUTIME_ID), without the I/O threads.
+ *
+ * Threads: tri_load_start spawns the threads; tri_load_wait / stop /
+ * status / results may be called from any one thread at a time;
+ * tri_load_del must be the last use.
+ */
+#ifndef TRI_LOAD_H
+#define TRI_LOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tri_hist.h"
+
+typedef enum {
+  TRI_LOAD_UNARY = 0,
+  TRI_LOAD_UNARY_STREAM_PATH = 1,
+  TRI_LOAD_BIDI = 2
+} tri_load_mode;
+
+#define TRI_LOAD_CODES 17        /* status codes 0..16; others count as UNKNOWN */
+#define TRI_LOAD_MAX_COUNTERS 16 /* >= the number of tri_stats fields */
+#define TRI_LOAD_SERIES_DIGITS 2
+
+typedef struct tri_load_config {
+  const char *host;          /* copied by tri_load_new */
+  const char *port;          /* copied; decimal */
+  const char *path;          /* copied; NULL: UnaryCall, or StreamCall in BIDI */
+  int mode;                  /* tri_load_mode */
+  int connections;           /* M >= 1: channels, connections and threads */
+  int concurrency;           /* N >= 1: calls in flight per connection */
+  double duration_s;         /* measured seconds after the warm-up; 0: none */
+  uint64_t count;            /* measured calls in total; 0: none */
+  double warmup_s;           /* >= 0 */
+  size_t payload_size;       /* BenchmarkRequest payload bytes (<= 64 MiB) */
+  int stream_messages;       /* BIDI: K >= 1 messages each way per stream */
+  uint32_t write_buffer_size;     /* channel option; 0: coalescing off */
+  uint32_t write_buffer_delay_us; /* channel option */
+  double timeout_s;          /* per call; <= 0: no deadline */
+  double rate;               /* open loop: calls/s over all threads; 0: closed */
+  int shared_request;        /* UNARY: lend one packed request to all calls;
+                                others: write the same bytes instead of
+                                packing each message */
+  int hist_digits;           /* significant digits of the histograms; 0: 3 */
+} tri_load_config;
+
+/* Defaults: UNARY on 127.0.0.1:50051, 1 x 1, 10 s, no warm-up, 128 B,
+ * K = 1, 32 KiB / 200 us writer, 10 s timeout, closed loop. */
+void tri_load_config_init(tri_load_config *c);
+
+typedef struct tri_load_result {
+  int64_t elapsed_ns;        /* warm-up end to the last measured completion */
+  int64_t warmup_ns;         /* the configured warm-up */
+  uint64_t calls;            /* measured calls (streams in BIDI) completed */
+  uint64_t errors;           /* ... with a status other than OK */
+  uint64_t warmup_calls, warmup_errors;
+  uint64_t codes[TRI_LOAD_CODES]; /* measured calls by status code */
+  uint64_t messages_sent;    /* BIDI, measured: messages written */
+  uint64_t messages_received;/* BIDI, measured: messages read */
+  uint64_t short_streams;    /* BIDI: OK streams with fewer than K responses */
+  uint64_t response_bytes;   /* unary modes: response message bytes of OK calls */
+  uint64_t missed;           /* open loop: intended sends never made (deadline
+                                reached with the schedule behind) */
+  double qps;                /* calls / elapsed */
+  /* Latency histograms (ns), owned by the load (valid until tri_load_del). */
+  const tri_hist *latency;            /* measured, from the actual send */
+  const tri_hist *latency_corrected;  /* measured, from the intended send */
+  const tri_hist *warmup_latency;
+  const tri_hist *warmup_latency_corrected;
+  /* One-second series after the warm-up, by completion time; arrays of
+   * `seconds` entries owned by the load. */
+  size_t seconds;
+  const uint64_t *series_calls;
+  const uint64_t *series_errors;
+  const int64_t *series_p99_ns;
+  double cpu_user_s, cpu_sys_s; /* process (RUSAGE_SELF), measured part */
+  double driver_cpu_s;          /* the driver threads only */
+  int ncounters;                /* tri_stats deltas, tri_stats_names order */
+  uint64_t counters[TRI_LOAD_MAX_COUNTERS];
+} tri_load_result;
+
+typedef struct tri_load tri_load;
+
+/* Validates `cfg`, copies it, and creates the channels, histograms and
+ * buffers; connects nothing and starts no thread.  Returns 0,
+ * TRI_ERR_INVALID (a bad field) or TRI_ERR_NOMEM.  *out is owned by the
+ * caller (tri_load_del). */
+int tri_load_new(tri_load **out, const tri_load_config *cfg);
+
+/* Starts the driver threads and returns.  Returns 0, or TRI_ERR_SYSTEM
+ * when a thread could not be created (threads already started are stopped
+ * and the load is finished: tri_load_wait returns 0 at once).  Only once. */
+int tri_load_start(tri_load *l);
+
+/* Waits up to timeout_ns (< 0: forever) for the run to end.  Returns 0 once
+ * it ended (threads joined, results merged), TRI_ERR_TIMEOUT otherwise. */
+int tri_load_wait(tri_load *l, int64_t timeout_ns);
+
+/* Ends the run early: no new calls, calls in flight are cancelled (they
+ * count as CANCELLED).  Returns at once; tri_load_wait reports the end. */
+void tri_load_stop(tri_load *l);
+
+/* tri_load_start then tri_load_wait(-1).  Returns tri_load_status. */
+int tri_load_run(tri_load *l);
+
+/* After the run: 0, or the first error (TRI_ERR_CONNECT: a priming call
+ * failed with UNAVAILABLE; TRI_ERR_NOMEM; TRI_ERR_SYSTEM).  *errstr (may be
+ * NULL) gets a static-until-del description. */
+int tri_load_status(const tri_load *l, const char **errstr);
+
+/* The figures, once tri_load_wait returned 0 (NULL before); valid until
+ * tri_load_del.  Filled even when the status is an error. */
+const tri_load_result *tri_load_results(const tri_load *l);
+
+/* Stops and joins a running load, then frees everything. */
+void tri_load_del(tri_load *l);
+
+#endif

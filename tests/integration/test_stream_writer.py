@@ -1,0 +1,355 @@
+"""The coalescing stream writer end to end (issue 3, the seed's PR #3746 table).
+
+Counterparts of TestStreamBufferWriter* / TestWriteBuffering* over a real connection:
+coalescing (three messages, one write), the watermark, large messages alone and never
+reordered, empty flush, flush-on-close, the flush timer, write after close, the 200-round
+race between writes and done_writing, concurrent writers, and the write-syscall counts and
+ping-pong latency with the writer on and off.  Writes are counted with
+channel.stats()["write_syscalls"] / ["bytes_written"].
+"""
+import random
+import threading
+import time
+
+import pytest
+
+import triple_py
+from _stream_helpers import (
+    KiB, NO_TIMER, TIMEOUT, WATERMARK, WRITER_OFF, WRITER_ON, WRITERS, Background, bidi, drain,
+    open_channel, settle, tagged, untag, wait_for_change, warm_up, write_syscalls,
+)
+
+StatusCode = triple_py.StatusCode
+PREFIX = 5  # gRPC message prefix: flag byte + 4-byte length
+HELD = 0.1  # seconds during which "nothing is sent" is checked
+
+
+def bytes_written(channel) -> int:
+    return channel.stats()["bytes_written"]
+
+
+def started_call(channel, **kwargs):
+    """A bidi call whose HEADERS have been written (the connection is quiet again)."""
+    call = bidi(channel)(timeout=TIMEOUT, **kwargs)
+    settle(channel)
+    return call
+
+
+def server_answered(call) -> Background:
+    """A thread waiting for the response headers: the peers send them with the first
+    echo, so they arrive only once the server has received a message.  Waiting for them
+    does not flush the writer (reading would)."""
+    return Background(call.initial_metadata, name="initial-metadata")
+
+
+# --- the write-syscall counts --------------------------------------------------------------
+
+def test_burst_coalesced(peer):
+    """1,000 messages of 100 B then done_writing, writer on (defaults): every echo comes back,
+    in far fewer writes than messages (TestWriteBufferingStreamingFlushOnClose)."""
+    messages = [tagged(i, 100) for i in range(1000)]
+    with open_channel(peer, WRITER_ON) as channel:
+        warm_up(channel)
+        before = settle(channel)["write_syscalls"]
+        call = bidi(channel)(timeout=TIMEOUT)
+        for message in messages:
+            call.write(message)
+        call.done_writing()
+        assert drain(call) == messages
+        writes = settle(channel)["write_syscalls"] - before
+    assert writes < 50, f"{writes} write syscalls for 1,000 messages"
+
+
+def _paced_writes(peer, options, count=1000, gap=50e-6) -> int:
+    """Write syscalls of one stream carrying `count` 100 B messages from a producer that
+    pauses `gap` seconds after each write (all echoes checked)."""
+    messages = [tagged(i, 100) for i in range(count)]
+    with open_channel(peer, options) as channel:
+        warm_up(channel)
+        before = settle(channel)["write_syscalls"]
+        call = bidi(channel)(timeout=TIMEOUT)
+        for message in messages:
+            call.write(message)
+            time.sleep(gap)
+        call.done_writing()
+        assert drain(call) == messages
+        return settle(channel)["write_syscalls"] - before
+
+
+def test_writer_on_far_fewer_writes_than_off(peer):
+    """The same paced producer (about 10,000 messages/s): with the writer off each message
+    leaves on its own, with the writer on (timer out of the way) they leave a watermark at
+    a time: at least 10x fewer write syscalls."""
+    off = _paced_writes(peer, WRITER_OFF)
+    on = _paced_writes(peer, [("triple.write_buffer_delay_us", 1_000_000)])
+    assert on * 10 <= off, f"writer on: {on} writes, writer off: {off} writes"
+
+
+def test_three_messages_one_write(peer):
+    """Three small messages then flush(): one write carries all three
+    (TestStreamBufferWriterCoalesces)."""
+    messages = [b"alpha", b"bravo" * 10, b"charlie" * 20]
+    with open_channel(peer, NO_TIMER) as channel:
+        call = started_call(channel)
+        before = channel.stats()
+        for message in messages:
+            call.write(message)
+        time.sleep(HELD)
+        assert channel.stats()["write_syscalls"] == before["write_syscalls"]
+        call.flush()
+        assert wait_for_change(lambda: write_syscalls(channel), before["write_syscalls"], 2.0)
+        now = channel.stats()
+        assert now["write_syscalls"] - before["write_syscalls"] == 1
+        assert now["bytes_written"] - before["bytes_written"] >= sum(PREFIX + len(m) for m in messages)
+        assert [next(call) for _ in messages] == messages
+        call.done_writing()
+        assert drain(call) == []
+
+
+def test_flush_at_watermark(peer):
+    """Messages below the watermark are held; the one that reaches it sends the whole
+    batch in one write, without flush() (TestStreamBufferWriterFlushesAtLimit)."""
+    size = 1024 - PREFIX
+    count = WATERMARK // 1024  # the last one fills the chunk exactly
+    messages = [tagged(i, size) for i in range(count)]
+    with open_channel(peer, NO_TIMER) as channel:
+        call = started_call(channel)
+        before = channel.stats()
+        answered = server_answered(call)
+        for message in messages[:-1]:
+            call.write(message)
+        time.sleep(HELD)
+        assert channel.stats()["write_syscalls"] == before["write_syscalls"]
+        assert not answered.finished.is_set()
+        call.write(messages[-1])
+        answered.result()  # the server got the batch: no flush, no read
+        assert channel.stats()["bytes_written"] - before["bytes_written"] >= WATERMARK
+        call.done_writing()
+        assert drain(call) == messages
+
+
+def test_large_message_after_pending(peer):
+    """A message >= the watermark goes out at once, after the pending small ones, never
+    ahead of them (TestStreamBufferWriterLargeMessage*)."""
+    small = [b"first", b"second"]
+    large = tagged(9, WATERMARK)
+    with open_channel(peer, NO_TIMER) as channel:
+        call = started_call(channel)
+        before = write_syscalls(channel)
+        answered = server_answered(call)
+        for message in small:
+            call.write(message)
+        time.sleep(HELD)
+        assert write_syscalls(channel) == before and not answered.finished.is_set()
+        call.write(large)
+        answered.result()
+        assert [next(call) for _ in range(3)] == small + [large]
+        call.write(b"tail")
+        call.done_writing()
+        assert drain(call) == [b"tail"]
+
+
+@WRITERS
+def test_empty_flush_writes_nothing(peer, writer):
+    """flush() with nothing queued writes nothing (TestStreamBufferWriterFlushEmptyIsNoOp)."""
+    with open_channel(peer, writer) as channel:
+        call = started_call(channel)
+        before = write_syscalls(channel)
+        for _ in range(5):
+            call.flush()
+        time.sleep(HELD)
+        assert write_syscalls(channel) == before
+        call.write(b"x")
+        call.flush()
+        assert next(call) == b"x"
+        call.done_writing()
+        assert drain(call) == []
+
+
+# --- the flush timer -----------------------------------------------------------------------
+
+def test_flush_timer_sends_partial_chunk(peer):
+    """Writer on with the default 200 us delay: one small message and no flush or read still
+    reaches the server within a few ms, and its echo comes back."""
+    with open_channel(peer, WRITER_ON) as channel:
+        warm_up(channel)
+        call = started_call(channel)
+        answered = server_answered(call)
+        before = write_syscalls(channel)
+        call.write(b"slow producer")
+        delay = wait_for_change(lambda: write_syscalls(channel), before, 1.0)
+        assert delay is not None, "the partial chunk was not sent within 1 s"
+        assert delay < 0.05, f"the partial chunk waited {delay * 1e3:.1f} ms"
+        answered.result()
+        assert next(call) == b"slow producer"
+        call.done_writing()
+        assert drain(call) == []
+
+
+@pytest.mark.parametrize("trigger", ["flush", "done_writing", "read"])
+def test_no_timer_holds_until_asked(peer, trigger):
+    """With triple.write_buffer_delay_us = 0 a partial chunk waits for flush(),
+    done_writing() or a read on the same call: nothing is written before."""
+    with open_channel(peer, NO_TIMER) as channel:
+        call = started_call(channel)
+        answered = server_answered(call)
+        before = write_syscalls(channel)
+        call.write(b"held")
+        time.sleep(HELD)
+        assert write_syscalls(channel) == before
+        assert not answered.finished.is_set()
+        if trigger == "flush":
+            call.flush()
+            answered.result()
+            assert next(call) == b"held"
+            call.done_writing()
+            assert drain(call) == []
+        elif trigger == "done_writing":
+            call.done_writing()
+            answered.result()
+            assert drain(call) == [b"held"]
+        else:
+            assert next(call) == b"held"  # the read flushed first
+            call.done_writing()
+            assert drain(call) == []
+        assert call.code() is StatusCode.OK
+
+
+# --- ping-pong -----------------------------------------------------------------------------
+
+def _ping_pong_seconds(peer, options, rounds=1000) -> float:
+    message = b"p" * 128
+    with open_channel(peer, options) as channel:
+        warm_up(channel)
+        call = bidi(channel)(timeout=30)
+        call.write(message)
+        assert next(call) == message
+        start = time.perf_counter()
+        for _ in range(rounds):
+            call.write(message)
+            assert next(call) == message
+        elapsed = time.perf_counter() - start
+        call.done_writing()
+        assert drain(call) == []
+    return elapsed
+
+
+def test_ping_pong_writer_on_not_slower(peer):
+    """1,000 round trips of 128 B on one stream: the writer flushes before the read, so
+    it costs no timer delay (loose bound; real figures are the benchmark's)."""
+    off = _ping_pong_seconds(peer, WRITER_OFF)
+    on = _ping_pong_seconds(peer, WRITER_ON)
+    assert on <= 3 * off + 0.1, f"writer on {on:.3f} s, writer off {off:.3f} s"
+
+
+# --- close ---------------------------------------------------------------------------------
+
+@WRITERS
+def test_write_after_done_writing(peer, writer):
+    """write() after done_writing() raises ValueError; the messages before it (the unflushed
+    tail included) are delivered; done_writing() and flush() stay harmless
+    (TestStreamBufferWriterWriteAfterClose / FlushAfterClose)."""
+    with open_channel(peer, writer) as channel:
+        call = bidi(channel)(timeout=TIMEOUT)
+        call.write(b"one")
+        call.write(b"tail")
+        call.done_writing()
+        with pytest.raises(ValueError):
+            call.write(b"late")
+        before = write_syscalls(channel)
+        call.done_writing()
+        call.flush()
+        assert write_syscalls(channel) == before
+        with pytest.raises(ValueError):
+            call.write(b"later")
+        assert drain(call) == [b"one", b"tail"]
+        assert call.code() is StatusCode.OK
+
+
+def _race_round(channel, rng: random.Random, with_flusher: bool) -> None:
+    call = bidi(channel)(timeout=TIMEOUT)
+    parties = 3 if with_flusher else 2
+    start = threading.Barrier(parties, timeout=TIMEOUT)
+    closed = threading.Event()
+
+    def writer():
+        start.wait()
+        accepted = 0
+        while accepted < 100_000:
+            try:
+                call.write(tagged(accepted, 24))
+            except (ValueError, triple_py.RpcError):
+                return accepted
+            accepted += 1
+        raise AssertionError("done_writing never stopped the writer")
+
+    def flusher():
+        start.wait()
+        while not closed.is_set():
+            call.flush()
+
+    writing = Background(writer, name="racing-writer")
+    flushing = Background(flusher, name="racing-flusher") if with_flusher else None
+    start.wait()
+    end = time.perf_counter() + rng.uniform(0, 500e-6)
+    while time.perf_counter() < end:
+        pass
+    call.done_writing()
+    closed.set()
+    accepted = writing.result()
+    if flushing:
+        flushing.result()
+    responses = drain(call)
+    assert len(responses) == accepted, (
+        f"{accepted} writes accepted, {len(responses)} echoed: an accepted write was dropped")
+    assert [untag(r)[1] for r in responses] == list(range(accepted))
+    assert call.code() is StatusCode.OK
+
+
+@WRITERS
+def test_write_racing_done_writing(peer, writer):
+    """200 rounds of a writer thread against done_writing() (and a flusher in half of
+    them): each write either raised or was echoed, never accepted and dropped
+    (TestStreamBufferWriterCloseNeverDropsRacingWrite / ConcurrentCloseAndFlush)."""
+    rng = random.Random(3746)
+    with open_channel(peer, writer) as channel:
+        for round_ in range(200):
+            _race_round(channel, rng, with_flusher=bool(round_ % 2))
+
+
+@WRITERS
+def test_concurrent_writers(peer, writer):
+    """8 threads x 100 writes on one call plus a flusher, then done_writing: all 800 echoes,
+    each thread's messages in its order (TestStreamBufferWriterConcurrent)."""
+    threads, per_thread = 8, 100
+    with open_channel(peer, writer) as channel:
+        call = bidi(channel)(timeout=TIMEOUT)
+        start = threading.Barrier(threads + 1, timeout=TIMEOUT)
+        stop_flushing = threading.Event()
+
+        def write_all(tag):
+            start.wait()
+            for i in range(per_thread):
+                call.write(tagged(i, 64 + 37 * tag, tag=tag))
+
+        def flush_all():
+            start.wait()
+            while not stop_flushing.is_set():
+                call.flush()
+                time.sleep(0.0005)
+
+        writers = [Background(lambda t=t: write_all(t), name=f"writer-{t}") for t in range(threads)]
+        flusher = Background(flush_all, name="flusher")
+        for w in writers:
+            w.result()
+        stop_flushing.set()
+        flusher.result()
+        call.done_writing()
+        responses = drain(call)
+    assert len(responses) == threads * per_thread
+    order = {}
+    for response in responses:
+        tag, index = untag(response)
+        assert response == tagged(index, 64 + 37 * tag, tag=tag)
+        order.setdefault(tag, []).append(index)
+    assert order == {t: list(range(per_thread)) for t in range(threads)}

@@ -1,0 +1,36 @@
+"""TLS credentials shaped like grpcio's ``ssl_channel_credentials``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass(frozen=True, repr=False)
+class ChannelCredentials:
+    """PEM material for a TLS channel.  Verification of the server is always on.
+
+    The repr never shows key material.
+    """
+
+    root_certificates: Optional[bytes] = None
+    private_key: Optional[bytes] = None
+    certificate_chain: Optional[bytes] = None
+
+    def __repr__(self) -> str:
+        parts = [f"root_certificates={'<pem>' if self.root_certificates else None}",
+                 f"private_key={'<redacted>' if self.private_key else None}",
+                 f"certificate_chain={'<pem>' if self.certificate_chain else None}"]
+        return f"ChannelCredentials({', '.join(parts)})"
+
+
+def ssl_channel_credentials(root_certificates: Optional[bytes] = None,
+                            private_key: Optional[bytes] = None,
+                            certificate_chain: Optional[bytes] = None) -> ChannelCredentials:
+    """Credentials for ``secure_channel``.
+
+    ``root_certificates``: PEM CA certificates to trust (None: the system store).
+    ``private_key`` and ``certificate_chain``: the client's PEM identity, for mTLS.
+    """
+    if (private_key is None) != (certificate_chain is None):
+        raise ValueError("private_key and certificate_chain must be given together")
+    return ChannelCredentials(root_certificates, private_key, certificate_chain)
