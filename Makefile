@@ -6,7 +6,7 @@ PKGS := libnghttp2 openssl zlib libprotobuf-c
 CFLAGS_CORE := -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Icsrc -Icsrc/gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
-CORE_SRC := $(wildcard csrc/tri_*.c) csrc/gen/benchmark.pb-c.c
+CORE_SRC := $(wildcard csrc/tri_*.c) csrc/gen/benchmark.pb-c.c csrc/gen/triple_wrapper.pb-c.c
 CTEST_SRC := $(wildcard tests/c/*.c)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
@@ -19,9 +19,9 @@ bootstrap:
 
 build: bootstrap
 
-csrc/gen/benchmark.pb-c.c: proto/benchmark.proto
+csrc/gen/%.pb-c.c: proto/%.proto
 	mkdir -p csrc/gen
-	protoc-c --proto_path=proto --c_out=csrc/gen proto/benchmark.proto
+	protoc-c --proto_path=proto --c_out=csrc/gen $<
 
 build/ctest: $(CORE_SRC) $(CTEST_SRC) $(wildcard csrc/*.h tests/c/*.h) | bootstrap
 	mkdir -p build

@@ -33,4 +33,20 @@ int tri_pb_pack_then_copy(tri_pool *pool, const ProtobufCMessage *msg,
 int tri_pb_benchmark_payload(const uint8_t *p, size_t n,
                              const uint8_t **payload, size_t *len);
 
+/* Packs an org.apache.dubbo.triple.TripleRequestWrapper: `nargs` arguments
+ * (already encoded by the caller, e.g. Hessian2) with their Java type names.
+ * The argument bytes are read once, by the packer, straight into the pooled
+ * buffer.  Returns 0 and *out (owned by the caller) or TRI_ERR_NOMEM. */
+int tri_pb_pack_wrapper_request(tri_pool *pool, const char *serialize_type,
+                                const uint8_t *const *args,
+                                const size_t *arg_lens, const char *const *types,
+                                size_t nargs, size_t headroom, tri_buf **out);
+
+/* Reads a TripleResponseWrapper without allocating: each output borrows
+ * from `p` (absent fields give length 0).  Returns 0 or TRI_ERR_FRAME. */
+int tri_pb_wrapper_response(const uint8_t *p, size_t n, const uint8_t **data,
+                            size_t *data_len, const char **type,
+                            size_t *type_len, const char **serialize_type,
+                            size_t *st_len);
+
 #endif

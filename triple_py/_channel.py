@@ -206,6 +206,23 @@ class Channel:
         """A callable for the bidirectional-streaming method ``method``."""
         return StreamStreamMultiCallable(self, method, request_serializer, response_deserializer)
 
+    def generic_call(self, service: str, method: str, args: Sequence[bytes],
+                     arg_types: Sequence[str], serialization: str = "hessian2",
+                     timeout: Optional[float] = None,
+                     metadata: MetadataType = None) -> tuple[bytes, str]:
+        """A non-IDL call with Triple's wrapper codec (TripleRequestWrapper).
+
+        ``args`` are already encoded in ``serialization`` (e.g. Hessian2 bytes) and
+        ``arg_types`` are their Java type names.  Returns the response's
+        ``(data, type)``; raises RpcError on failure.
+        """
+        core_call = self._core.generic(f"/{service}/{method}", list(args), list(arg_types),
+                                       serialization, timeout, metadata)
+        if core_call.code() != 0:
+            raise _InactiveRpcError(core_call)
+        _, data, type_name = _triple.parse_wrapper_response(core_call.response())
+        return data, type_name
+
     def stats(self) -> dict[str, int]:
         """This channel's counters: calls, write_syscalls, bytes_written, allocations,
         pool_hits, pool_misses and more."""

@@ -229,6 +229,98 @@ fail:
   return NULL;
 }
 
+/* generic(path, args, arg_types, serialization, timeout=None, metadata=None)
+ * -> Call: a unary call whose request is a TripleRequestWrapper packed from
+ * the caller's encoded arguments (the wrapper codec, non-IDL calls). */
+static PyObject *channel_generic(ChannelObject *self, PyObject *a, PyObject *kw) {
+  static char *kwlist[] = {"path", "args", "arg_types", "serialization",
+                           "timeout", "metadata", NULL};
+  const char *path, *stype;
+  Py_ssize_t path_len;
+  PyObject *args, *types, *timeout = Py_None, *md = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(a, kw, "s#OOs|OO", kwlist, &path, &path_len,
+                                   &args, &types, &stype, &timeout, &md))
+    return NULL;
+  if (check_open(self) < 0) return NULL;
+  PyObject *aseq = PySequence_Fast(args, "args must be a sequence of bytes");
+  PyObject *tseq = aseq ? PySequence_Fast(types, "arg_types must be a sequence of str") : NULL;
+  PyObject *result = NULL;
+  Py_ssize_t n = 0, got = 0;
+  Py_buffer *views = NULL;
+  const uint8_t **ptrs = NULL;
+  size_t *lens = NULL;
+  const char **tnames = NULL;
+  if (!tseq) goto out;
+  n = PySequence_Fast_GET_SIZE(aseq);
+  if (PySequence_Fast_GET_SIZE(tseq) != n) {
+    PyErr_SetString(PyExc_ValueError, "args and arg_types differ in length");
+    goto out;
+  }
+  views = PyMem_Calloc((size_t)n + 1, sizeof(Py_buffer));
+  ptrs = PyMem_Calloc((size_t)n + 1, sizeof(*ptrs));
+  lens = PyMem_Calloc((size_t)n + 1, sizeof(*lens));
+  tnames = PyMem_Calloc((size_t)n + 1, sizeof(*tnames));
+  if (!views || !ptrs || !lens || !tnames) {
+    PyErr_NoMemory();
+    goto out;
+  }
+  for (; got < n; got++) {
+    if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(aseq, got), &views[got],
+                           PyBUF_SIMPLE) < 0)
+      goto out;
+    ptrs[got] = views[got].buf;
+    lens[got] = (size_t)views[got].len;
+    PyObject *t = PySequence_Fast_GET_ITEM(tseq, got);
+    if (!PyUnicode_Check(t) || !(tnames[got] = PyUnicode_AsUTF8(t))) {
+      PyErr_SetString(PyExc_TypeError, "arg_types must be str");
+      got++;
+      goto out;
+    }
+  }
+  int64_t timeout_ns = -1;
+  if (timeout != Py_None) {
+    double t = PyFloat_AsDouble(timeout);
+    if (t == -1.0 && PyErr_Occurred()) goto out;
+    timeout_ns = t <= 0 ? 0 : (int64_t)(t * 1e9);
+  }
+  tri_buf *req;
+  if (tri_pb_pack_wrapper_request(tri_channel_pool(self->ch), stype, ptrs, lens,
+                                  tnames, (size_t)n, TRI_FRAME_PREFIX, &req)) {
+    PyErr_NoMemory();
+    goto out;
+  }
+  tri_call *call;
+  if (tri_call_new(self->ch, &call, path, (size_t)path_len, timeout_ns, 0)) {
+    tri_pool_put(tri_channel_pool(self->ch), req);
+    PyErr_Format(PyExc_ValueError, "cannot create call to %s", path);
+    goto out;
+  }
+  tri_call_set_request_buf(call, req);
+  tri_module_state *st = tri_get_state_from_type(Py_TYPE(self));
+  CallObject *co = tri_call_object_new(st, (PyObject *)self, call);
+  if (!co) goto out;
+  if (add_metadata(call, md) < 0) {
+    Py_DECREF(co);
+    goto out;
+  }
+  tri_call_start(call);
+  if (tri_wait_interruptible(call, -1) < 0) {
+    Py_DECREF(co);
+    goto out;
+  }
+  result = (PyObject *)co;
+out:
+  for (Py_ssize_t i = 0; i < got; i++)
+    if (views[i].obj) PyBuffer_Release(&views[i]);
+  PyMem_Free(views);
+  PyMem_Free(ptrs);
+  PyMem_Free(lens);
+  PyMem_Free(tnames);
+  Py_XDECREF(aseq);
+  Py_XDECREF(tseq);
+  return result;
+}
+
 static PyObject *channel_close(ChannelObject *self, PyObject *unused) {
   (void)unused;
   if (self->ch) {
@@ -286,6 +378,10 @@ static PyMethodDef channel_methods[] = {
      "CLIENT_STREAMING in flags, `request` (bytes-like) is the one request "
      "message, sent without a copy on the unary fast path.  With wait, "
      "blocks (GIL released) until the call completes."},
+    {"generic", (PyCFunction)(void (*)(void))channel_generic,
+     METH_VARARGS | METH_KEYWORDS,
+     "generic(path, args, arg_types, serialization, timeout=None, "
+     "metadata=None) -> Call: a wrapper-codec (non-IDL) unary call."},
     {"close", (PyCFunction)channel_close, METH_NOARGS,
      "Fails pending calls with CANCELLED and joins the I/O threads."},
     {"stats", (PyCFunction)channel_stats, METH_NOARGS,

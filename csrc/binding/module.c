@@ -64,7 +64,27 @@ static PyObject *mod_retired_stats(PyObject *m, PyObject *unused) {
   return tri_stats_to_dict(&st->retired);
 }
 
+static PyObject *mod_parse_wrapper(PyObject *m, PyObject *arg) {
+  (void)m;
+  Py_buffer v;
+  if (PyObject_GetBuffer(arg, &v, PyBUF_SIMPLE) < 0) return NULL;
+  const uint8_t *data;
+  const char *type, *stype;
+  size_t dl, tl, sl;
+  PyObject *r = NULL;
+  if (tri_pb_wrapper_response(v.buf, (size_t)v.len, &data, &dl, &type, &tl,
+                              &stype, &sl) == 0)
+    r = Py_BuildValue("(s#y#s#)", stype, (Py_ssize_t)sl, data, (Py_ssize_t)dl,
+                      type, (Py_ssize_t)tl);
+  else
+    PyErr_SetString(PyExc_ValueError, "not a TripleResponseWrapper");
+  PyBuffer_Release(&v);
+  return r;
+}
+
 static PyMethodDef mod_methods[] = {
+    {"parse_wrapper_response", mod_parse_wrapper, METH_O,
+     "parse_wrapper_response(bytes) -> (serialize_type, data, type)."},
     {"retired_stats", mod_retired_stats, METH_NOARGS,
      "Counters summed over channels that no longer exist."},
     {"grpc_timeout", mod_timeout_encode, METH_O,

@@ -3,6 +3,7 @@
 #include "tri_frame.h"
 #include "tri_pb.h"
 #include "tri_test.h"
+#include "triple_wrapper.pb-c.h"
 
 void test_pb(void) {
   tri_stats st = {0};
@@ -48,5 +49,39 @@ void test_pb(void) {
   const uint8_t empty[1] = {0};
   CHECK_EQ_INT(tri_pb_benchmark_payload(empty, 0, &p, &n), 0);
   CHECK_EQ_INT(n, 0);
+  /* the wrapper codec: arguments packed once, straight into the buffer */
+  const uint8_t *args[2] = {(const uint8_t *)"\x05hello", (const uint8_t *)"\x91"};
+  size_t lens[2] = {6, 1};
+  const char *types[2] = {"java.lang.String", "int"};
+  CHECK_EQ_INT(tri_pb_pack_wrapper_request(&pool, "hessian2", args, lens, types, 2,
+                                           5, &b), 0);
+  Org__Apache__Dubbo__Triple__TripleRequestWrapper *w =
+      org__apache__dubbo__triple__triple_request_wrapper__unpack(NULL, b->len,
+                                                                 tri_buf_begin(b));
+  CHECK(w != NULL);
+  if (w) {
+    CHECK(strcmp(w->serializetype, "hessian2") == 0);
+    CHECK_EQ_INT(w->n_args, 2);
+    CHECK_MEM(w->args[0].data, w->args[0].len, "\x05hello", 6);
+    CHECK(strcmp(w->argtypes[1], "int") == 0);
+    org__apache__dubbo__triple__triple_request_wrapper__free_unpacked(w, NULL);
+  }
+  tri_pool_put(&pool, b);
+  Org__Apache__Dubbo__Triple__TripleResponseWrapper r =
+      ORG__APACHE__DUBBO__TRIPLE__TRIPLE_RESPONSE_WRAPPER__INIT;
+  r.serializetype = "hessian2";
+  r.data.data = (uint8_t *)"\x05world";
+  r.data.len = 6;
+  r.type = "java.lang.String";
+  CHECK_EQ_INT(tri_pb_pack(&pool, &r.base, 0, &b), 0);
+  const uint8_t *data;
+  const char *type, *stype;
+  size_t dl, tl, sl;
+  CHECK_EQ_INT(tri_pb_wrapper_response(tri_buf_begin(b), b->len, &data, &dl, &type,
+                                       &tl, &stype, &sl), 0);
+  CHECK_MEM(data, dl, "\x05world", 6);
+  CHECK_STR(type, tl, "java.lang.String");
+  CHECK_STR(stype, sl, "hessian2");
+  tri_pool_put(&pool, b);
   tri_pool_free(&pool);
 }
