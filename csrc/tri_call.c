@@ -807,9 +807,27 @@ static tri_buf *pop_message(tri_call *c) {
   return m;
 }
 
+/* Sleeps until recv_seq moves past `seen` or the deadline `end` (0: none)
+ * passes.  Returns TRI_ERR_TIMEOUT once the deadline has passed. */
+static int wait_recv(tri_call *c, uint32_t seen, int64_t end) {
+  int64_t left = -1;
+  if (end) {
+    left = end - tri__now();
+    if (left <= 0) return TRI_ERR_TIMEOUT;
+  }
+  atomic_fetch_add(&c->recv_waiters, 1);
+  futex_wait_seq(&c->recv_seq, seen, left);
+  atomic_fetch_sub(&c->recv_waiters, 1);
+  return 0;
+}
+
+static int64_t deadline_of(int64_t timeout_ns) {
+  return timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
+}
+
 int tri_call_read(tri_call *c, int64_t timeout_ns, tri_buf **msg) {
   if (!(c->flags & TRI_CALL_SERVER_STREAMING)) return TRI_ERR_INVALID;
-  int64_t end = timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
+  int64_t end = deadline_of(timeout_ns);
   int flushed = 0;
   for (;;) {
     uint32_t seen = atomic_load(&c->recv_seq);
@@ -820,14 +838,7 @@ int tri_call_read(tri_call *c, int64_t timeout_ns, tri_buf **msg) {
       tri_writer_flush(&c->writer); /* never make a ping-pong wait */
       flushed = 1;
     }
-    int64_t left = -1;
-    if (timeout_ns >= 0) {
-      left = end - tri__now();
-      if (left <= 0) return TRI_ERR_TIMEOUT;
-    }
-    atomic_fetch_add(&c->recv_waiters, 1);
-    futex_wait_seq(&c->recv_seq, seen, left);
-    atomic_fetch_sub(&c->recv_waiters, 1);
+    if (timeout_ns == 0 || wait_recv(c, seen, end)) return TRI_ERR_TIMEOUT;
   }
 }
 
@@ -836,18 +847,11 @@ void tri_call_msg_release(tri_call *c, tri_buf *msg) {
 }
 
 int tri_call_wait_headers(tri_call *c, int64_t timeout_ns) {
-  int64_t end = timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
+  int64_t end = deadline_of(timeout_ns);
   for (;;) {
     uint32_t seen = atomic_load(&c->recv_seq);
     if (atomic_load(&c->headers_done) || tri_call_done(c)) return 0;
-    int64_t left = -1;
-    if (timeout_ns >= 0) {
-      left = end - tri__now();
-      if (left <= 0) return TRI_ERR_TIMEOUT;
-    }
-    atomic_fetch_add(&c->recv_waiters, 1);
-    futex_wait_seq(&c->recv_seq, seen, left);
-    atomic_fetch_sub(&c->recv_waiters, 1);
+    if (timeout_ns == 0 || wait_recv(c, seen, end)) return TRI_ERR_TIMEOUT;
   }
 }
 

@@ -119,6 +119,12 @@ typedef struct tri_load_config {
  * K = 1, 32 KiB / 200 us writer, 10 s timeout, closed loop. */
 void tri_load_config_init(tri_load_config *c);
 
+/* NULL when `c` is acceptable, else a static description of its first bad
+ * field (what tri_load_new reports as TRI_ERR_INVALID).  Limits: 1..256
+ * connections, 1..100000 in flight each, payload <= 64 MiB, a duration or a
+ * count, K >= 1 in BIDI, 0..4 histogram digits. */
+const char *tri_load_config_problem(const tri_load_config *c);
+
 typedef struct tri_load_result {
   int64_t elapsed_ns;        /* warm-up end to the last measured completion */
   int64_t warmup_ns;         /* the configured warm-up */

@@ -444,7 +444,7 @@ static int write_out(srv_conn *c) {
   while (c->out_head < c->out_n) {
     struct iovec iov[IOV_BATCH];
     int k = 0;
-    size_t want = 0, left = 0;
+    size_t want = 0, wrote = 0;
     for (size_t i = c->out_head; i < c->out_n && k < IOV_BATCH; i++) {
       srv_out *e = &c->out[i];
       if (!e->len) continue;
@@ -462,9 +462,10 @@ static int write_out(srv_conn *c) {
       if (w < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
       TRI_STATS_ADD(stats_of(c), write_syscalls, 1);
       TRI_STATS_ADD(stats_of(c), bytes_written, w);
-      left = (size_t)w;
+      wrote = (size_t)w;
     }
     /* Retire what was written; empty entries only release their buffer. */
+    size_t left = wrote;
     while (c->out_head < c->out_n) {
       srv_out *e = &c->out[c->out_head];
       if (e->len > left) {
@@ -479,16 +480,1439 @@ static int write_out(srv_conn *c) {
       tri_pool_put(pool_of(c), e->own);
       c->out_head++;
     }
-    if (k && c->out_head < c->out_n && c->pending &&
-        c->out[c->out_head].len && left == 0 &&
-        /* the kernel took less than offered: the socket is full */
-        c->pending + 0 > 0 && want > 0 && (size_t)want != 0) {
-      size_t taken = 0;
-      (void)taken;
-    }
+    if (wrote < want) return 0; /* the kernel took less: socket full */
   }
   c->out_head = c->out_n = 0;
   c->pending = 0;
   c->staging->len = 0;
   return 1;
 }
+
+static void set_epollout(srv_conn *c, int on) {
+  if (c->epollout == (unsigned)on) return;
+  struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0),
+                           .data.ptr = c};
+  epoll_ctl(c->w->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+  c->epollout = on ? 1 : 0;
+}
+
+/* Pulls every frame nghttp2 has (up to the watermark) and writes them in
+ * one writev, again while the session wants to write and the socket takes
+ * it.  A full socket arms EPOLLOUT; the next wake-up goes on from there. */
+static void conn_flush(srv_conn *c) {
+  if (c->dead) return;
+  for (;;) {
+    while (c->pending < OUT_WATERMARK) {
+      const uint8_t *p;
+      ssize_t n = nghttp2_session_mem_send(c->sess, &p);
+      if (n < 0) {
+        conn_kill(c);
+        return;
+      }
+      if (n == 0) break;
+      if (out_copy(c, p, (size_t)n)) {
+        conn_kill(c);
+        return;
+      }
+    }
+    if (c->out_head == c->out_n) break;
+    int rv = write_out(c);
+    if (rv < 0) {
+      conn_kill(c);
+      return;
+    }
+    if (rv == 0) {
+      set_epollout(c, 1);
+      return;
+    }
+    if (!nghttp2_session_want_write(c->sess)) break;
+  }
+  set_epollout(c, 0);
+  /* After a GOAWAY (ours or the peer's) both end once everything is out. */
+  if (!nghttp2_session_want_read(c->sess) &&
+      !nghttp2_session_want_write(c->sess))
+    conn_kill(c);
+}
+
+/* Credits received bytes back to the peer's windows, except for streams
+ * whose unsent responses are over STREAM_OUT_LIMIT (they wait until the
+ * client reads).  Returns 1 when something was credited. */
+static int settle(srv_conn *c) {
+  int did = 0;
+  srv_stream **pp = &c->owing;
+  while (*pp) {
+    srv_stream *st = *pp;
+    if (st->q_bytes < STREAM_OUT_LIMIT) {
+      nghttp2_session_consume(c->sess, st->id, (size_t)st->owed);
+      st->owed = 0;
+      st->on_owing = 0;
+      *pp = st->owe_next;
+      did = 1;
+    } else {
+      pp = &st->owe_next;
+    }
+  }
+  if (c->conn_owed > 0) {
+    nghttp2_session_consume_connection(c->sess, (size_t)c->conn_owed);
+    c->conn_owed = 0;
+    did = 1;
+  }
+  return did;
+}
+
+/* ==== 5. responses ====================================================== */
+
+static void set_msg(srv_stream *st, const void *p, size_t n) {
+  tri_pool *pool = pool_of(st->conn);
+  if (n > MAX_STATUS_MSG) n = MAX_STATUS_MSG;
+  if (!st->msg && !(st->msg = tri_pool_get(pool, n, 0))) return;
+  st->msg->len = 0;
+  if (tri_buf_append(pool, &st->msg, p, n)) st->msg->len = 0;
+}
+
+/* nghttp2 refused a submit (out of memory): the stream can only be reset. */
+static void submit_failed(srv_stream *st) {
+  nghttp2_submit_rst_stream(st->conn->sess, NGHTTP2_FLAG_NONE, st->id,
+                            NGHTTP2_INTERNAL_ERROR);
+  st->finished = 1;
+  heap_remove(st->conn->w, st);
+}
+
+/* New response bytes or a decided end: resume the deferred data source. */
+static void wake_data(srv_stream *st) {
+  if (st->deferred) {
+    st->deferred = 0;
+    nghttp2_session_resume_data(st->conn->sess, st->id);
+  }
+  mark_dirty(st->conn);
+}
+
+/* Queues a response buffer (taking it). */
+static void q_push(srv_stream *st, tri_buf *b) {
+  b->next = NULL;
+  if (st->q_tail) st->q_tail->next = b;
+  else st->q_head = b;
+  st->q_tail = b;
+  st->q_bytes += b->len;
+  wake_data(st);
+}
+
+/* Drops queued response bytes that no frame has started on. */
+static void q_drop_unstarted(srv_stream *st) {
+  tri_pool *pool = pool_of(st->conn);
+  tri_buf *keep = (st->q_off || st->q_ref) ? st->q_head : NULL;
+  tri_buf *b = keep ? keep->next : st->q_head;
+  while (b) {
+    tri_buf *next = b->next;
+    tri_pool_put(pool, b);
+    b = next;
+  }
+  if (keep) {
+    keep->next = NULL;
+    st->q_head = st->q_tail = keep;
+    st->q_bytes = keep->len - st->q_off;
+  } else {
+    st->q_head = st->q_tail = NULL;
+    st->q_off = 0;
+    st->q_bytes = 0;
+  }
+}
+
+static int submit_trailers(srv_stream *st) {
+  nvlist l;
+  if (nvl_init(st->conn->w, &l, 4 + st->echo_n, nvl_bytes(st))) return -1;
+  nvl_add_status(&l, st);
+  nvl_add_echo(&l, st, "");
+  return nghttp2_submit_trailer(st->conn->sess, st->id, l.nv, l.n) ? -1 : 0;
+}
+
+/* The end of the response body: END_STREAM on the last DATA (Triple), or
+ * no END_STREAM and the trailers after it (gRPC). */
+static int end_data(srv_stream *st, uint32_t *flags) {
+  *flags |= NGHTTP2_DATA_FLAG_EOF;
+  if (st->wire != WIRE_GRPC) return 0;
+  *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+  return submit_trailers(st);
+}
+
+/* The data source of every response.  A slice of at least NOCOPY_MIN bytes
+ * (or the rest of a buffer already sent by reference) goes out NO_COPY, one
+ * buffer per frame; smaller messages are copied, several per frame. */
+static ssize_t read_cb(nghttp2_session *s, int32_t id, uint8_t *buf,
+                       size_t length, uint32_t *flags, nghttp2_data_source *src,
+                       void *user) {
+  (void)s, (void)id;
+  srv_conn *c = user;
+  srv_stream *st = src->ptr;
+  tri_buf *h = st->q_head;
+  if (h && (h->len - st->q_off >= NOCOPY_MIN || st->q_ref)) {
+    size_t rem = h->len - st->q_off;
+    size_t n = rem < length ? rem : length;
+    *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    if (n == rem && !h->next && st->finished && end_data(st, flags))
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    return (ssize_t)n;
+  }
+  size_t n = 0;
+  while (h && n < length) {
+    size_t rem = h->len - st->q_off;
+    if (rem >= NOCOPY_MIN) break; /* next frame, by reference */
+    size_t take = rem < length - n ? rem : length - n;
+    memcpy(buf + n, tri_buf_begin(h) + st->q_off, take);
+    n += take;
+    st->q_off += take;
+    st->q_bytes -= take;
+    if (st->q_off < h->len) break;
+    st->q_head = h->next;
+    if (!st->q_head) st->q_tail = NULL;
+    st->q_off = 0;
+    tri_pool_put(pool_of(c), h);
+    h = st->q_head;
+  }
+  if (!st->q_head) {
+    if (st->finished) {
+      if (end_data(st, flags)) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    } else if (n == 0) {
+      st->deferred = 1;
+      return NGHTTP2_ERR_DEFERRED;
+    }
+  }
+  return (ssize_t)n;
+}
+
+/* Emits a NO_COPY DATA frame: its header is copied, its payload is queued
+ * by reference; the buffer moves to the output entry that ends it. */
+static int send_data_cb(nghttp2_session *s, nghttp2_frame *frame,
+                        const uint8_t *framehd, size_t length,
+                        nghttp2_data_source *src, void *user) {
+  (void)s;
+  srv_conn *c = user;
+  srv_stream *st = src->ptr;
+  if (out_copy(c, framehd, 9)) return NGHTTP2_ERR_CALLBACK_FAILURE;
+  if (frame->data.padlen > 0) {
+    uint8_t pad = (uint8_t)(frame->data.padlen - 1);
+    if (out_copy(c, &pad, 1)) return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  tri_buf *h = st->q_head;
+  if (length) {
+    if (out_push(c, tri_buf_begin(h) + st->q_off, 0, length, NULL))
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    st->q_ref = 1;
+    st->q_off += length;
+    st->q_bytes -= length;
+    if (st->q_off == h->len) {
+      c->out[c->out_n - 1].own = h;
+      st->q_head = h->next;
+      if (!st->q_head) st->q_tail = NULL;
+      st->q_off = 0;
+      st->q_ref = 0;
+    }
+  }
+  if (frame->data.padlen > 1) {
+    static const uint8_t zeros[256];
+    if (out_copy(c, zeros, frame->data.padlen - 1))
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  return 0;
+}
+
+static nghttp2_data_provider provider(srv_stream *st) {
+  nghttp2_data_provider prd;
+  prd.source.ptr = st;
+  prd.read_callback = read_cb;
+  return prd;
+}
+
+/* gRPC response headers; with trailers_only, the status rides along and
+ * the stream ends there. */
+static void grpc_headers(srv_stream *st, int trailers_only) {
+  nvlist l;
+  if (nvl_init(st->conn->w, &l, 6 + st->echo_n, nvl_bytes(st))) {
+    submit_failed(st);
+    return;
+  }
+  NVL_LIT(&l, ":status", "200");
+  NVL_LIT(&l, "content-type", "application/grpc");
+  /* Issue 5: list gzip here once decode_hook inflates messages. */
+  NVL_LIT(&l, "grpc-accept-encoding", "identity");
+  if (trailers_only) nvl_add_status(&l, st);
+  nvl_add_echo(&l, st, "");
+  nghttp2_data_provider prd = provider(st);
+  if (nghttp2_submit_response(st->conn->sess, st->id, l.nv, l.n,
+                              trailers_only ? NULL : &prd)) {
+    submit_failed(st);
+    return;
+  }
+  st->headers_sent = 1;
+  mark_dirty(st->conn);
+}
+
+/* Decides the gRPC status (msg may be NULL: keep the x-message one).  The
+ * trailers follow whatever responses are queued. */
+static void grpc_finish(srv_stream *st, int code, const char *msg, size_t n) {
+  if (st->finished) return;
+  st->finished = 1;
+  st->status = code;
+  if (msg) set_msg(st, msg, n);
+  heap_remove(st->conn->w, st);
+  if (st->headers_sent) {
+    wake_data(st);
+    return;
+  }
+  if (code != TRI_CODE_OK) q_drop_unstarted(st);
+  /* Trailers-only unless metadata must be echoed in both places. */
+  grpc_headers(st, !st->q_head && !st->echo_n);
+}
+
+/* The JSON error body {"code":"<name>","message":"..."} of the Triple wire. */
+static tri_buf *triple_error_body(srv_stream *st) {
+  size_t ml = st->msg ? st->msg->len : 0;
+  tri_buf *b = tri_pool_get(pool_of(st->conn), 64 + 6 * ml, 0);
+  if (!b) return NULL;
+  char *p = (char *)tri_buf_begin(b);
+  size_t n = (size_t)sprintf(p, "{\"code\":\"%s\"", connect_name(st->status));
+  if (ml) {
+    n += (size_t)sprintf(p + n, ",\"message\":\"");
+    const uint8_t *m = tri_buf_begin(st->msg);
+    for (size_t i = 0; i < ml; i++) {
+      uint8_t ch = m[i];
+      if (ch == '"' || ch == '\\') {
+        p[n++] = '\\';
+        p[n++] = (char)ch;
+      } else if (ch < 0x20) {
+        n += (size_t)sprintf(p + n, "\\u%04x", ch);
+      } else {
+        p[n++] = (char)ch;
+      }
+    }
+    p[n++] = '"';
+  }
+  p[n++] = '}';
+  b->len = n;
+  return b;
+}
+
+/* Answers a Triple unary call: 200 with `body` (taken; may be NULL), or the
+ * error status and JSON body for code != OK. */
+static void triple_respond(srv_stream *st, int code, tri_buf *body) {
+  tri_pool *pool = pool_of(st->conn);
+  if (st->finished) {
+    tri_pool_put(pool, body);
+    return;
+  }
+  st->finished = 1;
+  st->status = code;
+  heap_remove(st->conn->w, st);
+  if (code != TRI_CODE_OK) {
+    tri_pool_put(pool, body);
+    body = triple_error_body(st);
+  }
+  nvlist l;
+  if (nvl_init(st->conn->w, &l, 4 + 2 * st->echo_n, nvl_bytes(st))) {
+    tri_pool_put(pool, body);
+    submit_failed(st);
+    return;
+  }
+  char *status = nvl_space(&l, 4), *clen = nvl_space(&l, 24);
+  int sn = snprintf(status, 4, "%d", triple_http_status(code));
+  int cn = snprintf(clen, 24, "%zu", body ? body->len : (size_t)0);
+  nvl_add(&l, ":status", 7, status, (size_t)sn);
+  if (code == TRI_CODE_OK) nvl_add(&l, "content-type", 12, st->ct, st->ct_len);
+  else NVL_LIT(&l, "content-type", "application/json");
+  nvl_add(&l, "content-length", 14, clen, (size_t)cn);
+  nvl_add_echo(&l, st, "");
+  nvl_add_echo(&l, st, "trailer-");
+  nghttp2_data_provider prd = provider(st);
+  int has_body = body && body->len;
+  if (has_body) q_push(st, body);
+  else tri_pool_put(pool, body);
+  if (nghttp2_submit_response(st->conn->sess, st->id, l.nv, l.n,
+                              has_body ? &prd : NULL)) {
+    submit_failed(st);
+    return;
+  }
+  st->headers_sent = 1;
+  mark_dirty(st->conn);
+}
+
+/* A plain HTTP answer (405, 415) with no body. */
+static void http_reply(srv_stream *st, const char *status) {
+  if (st->finished) return;
+  st->finished = 1;
+  heap_remove(st->conn->w, st);
+  nghttp2_nv nv[] = {{(uint8_t *)":status", (uint8_t *)(uintptr_t)status, 7,
+                      strlen(status), NGHTTP2_NV_FLAG_NONE}};
+  if (nghttp2_submit_response(st->conn->sess, st->id, nv, 1, NULL))
+    submit_failed(st);
+  st->headers_sent = 1;
+  mark_dirty(st->conn);
+}
+
+static void rst(srv_stream *st, uint32_t h2_code) {
+  st->finished = 1;
+  heap_remove(st->conn->w, st);
+  nghttp2_submit_rst_stream(st->conn->sess, NGHTTP2_FLAG_NONE, st->id, h2_code);
+  mark_dirty(st->conn);
+}
+
+/* Ends the call with `code` on its wire; fmt NULL keeps the message that is
+ * already set (x-message). */
+__attribute__((format(printf, 3, 4))) static void fail(srv_stream *st,
+                                                       int code,
+                                                       const char *fmt, ...) {
+  if (st->finished) return;
+  char m[256];
+  int n = 0;
+  if (fmt) {
+    va_list ap;
+    va_start(ap, fmt);
+    n = vsnprintf(m, sizeof(m), fmt, ap);
+    va_end(ap);
+    if (n < 0) n = 0;
+    if (n >= (int)sizeof(m)) n = (int)sizeof(m) - 1;
+  }
+  if (st->wire == WIRE_TRIPLE) {
+    if (fmt) set_msg(st, m, (size_t)n);
+    triple_respond(st, code, NULL);
+  } else {
+    grpc_finish(st, code, fmt ? m : NULL, (size_t)n);
+  }
+}
+
+/* x-response-size: BenchmarkResponse{payload: N x 'a'}, in an envelope for
+ * gRPC, or as protojson {"payload":"<base64>"} for application/json. */
+static tri_buf *generated_response(srv_stream *st) {
+  size_t n = (size_t)st->resp_size;
+  tri_pool *pool = pool_of(st->conn);
+  if (st->json) {
+    size_t q = n / 3, r = n % 3;
+    tri_buf *b = tri_pool_get(pool, 16 + 4 * (q + 1), 0);
+    if (!b) return NULL;
+    char *p = (char *)tri_buf_begin(b);
+    if (!n) {
+      memcpy(p, "{}", 2);
+      b->len = 2;
+      return b;
+    }
+    size_t k = 0;
+    memcpy(p, "{\"payload\":\"", 12);
+    k = 12;
+    for (size_t i = 0; i < q; i++, k += 4) memcpy(p + k, "YWFh", 4);
+    if (r == 1) memcpy(p + k, "YQ==", 4), k += 4;
+    if (r == 2) memcpy(p + k, "YWE=", 4), k += 4;
+    memcpy(p + k, "\"}", 2);
+    b->len = k + 2;
+    return b;
+  }
+  uint8_t hdr[12];
+  size_t h = 0;
+  if (n) {
+    hdr[h++] = 0x0a; /* field 1, length-delimited */
+    size_t v = n;
+    while (v >= 0x80) {
+      hdr[h++] = (uint8_t)(v | 0x80);
+      v >>= 7;
+    }
+    hdr[h++] = (uint8_t)v;
+  }
+  size_t pre = st->wire == WIRE_GRPC ? TRI_FRAME_PREFIX : 0;
+  tri_buf *b = tri_pool_get(pool, pre + h + n, 0);
+  if (!b) return NULL;
+  uint8_t *p = tri_buf_begin(b);
+  if (pre) tri_frame_put_prefix(p, 0, (uint32_t)(h + n));
+  memcpy(p + pre, hdr, h);
+  memset(p + pre + h, 'a', n);
+  b->len = pre + h + n;
+  return b;
+}
+
+/* An empty message in an envelope (UnaryCall with x-status: 0). */
+static tri_buf *empty_message(srv_stream *st) {
+  tri_buf *b = tri_pool_get(pool_of(st->conn), TRI_FRAME_PREFIX, 0);
+  if (!b) return NULL;
+  tri_frame_put_prefix(tri_buf_begin(b), 0, 0);
+  b->len = TRI_FRAME_PREFIX;
+  return b;
+}
+
+/* ==== 6. stream lifetime ================================================ */
+
+static srv_stream *stream_new(srv_conn *c, int32_t id) {
+  srv_worker *w = c->w;
+  srv_stream *st = w->spare;
+  if (st) {
+    w->spare = st->next;
+    w->spare_n--;
+  } else {
+    st = tri_mem_alloc(stats_of(c), sizeof(*st));
+    if (!st) return NULL;
+  }
+  memset(st, 0, sizeof(*st));
+  st->conn = c;
+  st->id = id;
+  st->heap_idx = -1;
+  st->ctl_status = -1;
+  st->resp_size = -1;
+  st->clen = -1;
+  tri_frame_decoder_init(&st->dec);
+  st->next = c->streams;
+  if (c->streams) c->streams->prev = st;
+  c->streams = st;
+  TRI_STATS_ADD(stats_of(c), calls, 1);
+  return st;
+}
+
+/* Frees a stream.  While the connection lives, a response buffer that DATA
+ * frames still point into is handed to the output queue (an empty entry
+ * after those frames) instead of being freed. */
+static void stream_free(srv_stream *st, int conn_dying) {
+  srv_conn *c = st->conn;
+  srv_worker *w = c->w;
+  tri_pool *pool = pool_of(c);
+  heap_remove(w, st);
+  if (st->prev) st->prev->next = st->next;
+  else c->streams = st->next;
+  if (st->next) st->next->prev = st->prev;
+  if (st->on_owing) {
+    srv_stream **pp = &c->owing;
+    while (*pp != st) pp = &(*pp)->owe_next;
+    *pp = st->owe_next;
+  }
+  c->conn_owed += st->owed;
+  tri_buf *b = st->q_head;
+  if (b && st->q_ref && !conn_dying) {
+    tri_buf *next = b->next;
+    if (out_push(c, NULL, 0, 0, b)) {
+      conn_kill(c); /* the queue will never be written: free it now */
+      tri_pool_put(pool, b);
+    }
+    b = next;
+  }
+  while (b) {
+    tri_buf *next = b->next;
+    tri_pool_put(pool, b);
+    b = next;
+  }
+  tri_pool_put(pool, st->cur);
+  tri_pool_put(pool, st->body);
+  tri_pool_put(pool, st->md);
+  tri_pool_put(pool, st->msg);
+  if (w->spare_n < SPARE_STREAMS) {
+    st->next = w->spare;
+    w->spare = st;
+    w->spare_n++;
+  } else {
+    tri_mem_free(st);
+  }
+}
+
+/* ==== 7. request handling =============================================== */
+
+__attribute__((format(printf, 3, 4))) static void header_error(
+    srv_stream *st, int code, const char *fmt, ...) {
+  if (st->bad_code) return; /* the first problem is the one reported */
+  st->bad_code = code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(st->bad_msg, sizeof(st->bad_msg), fmt, ap);
+  va_end(ap);
+}
+
+static void md_add(srv_stream *st, const uint8_t *k, size_t kl,
+                   const uint8_t *v, size_t vl) {
+  tri_pool *pool = pool_of(st->conn);
+  if (!st->md && !(st->md = tri_pool_get(pool, 8 + kl + vl, 0))) goto nomem;
+  uint32_t l32[2] = {(uint32_t)kl, (uint32_t)vl};
+  if (tri_buf_reserve(pool, &st->md, 8 + kl + vl)) goto nomem;
+  uint8_t *p = tri_buf_begin(st->md) + st->md->len;
+  memcpy(p, l32, 8);
+  memcpy(p + 8, k, kl);
+  memcpy(p + 8 + kl, v, vl);
+  st->md->len += 8 + kl + vl;
+  st->echo_n++;
+  return;
+nomem:
+  header_error(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory for metadata");
+}
+
+static void set_deadline(srv_stream *st, int64_t ns) {
+  if (ns == INT64_MAX) return; /* "no timeout" */
+  int64_t now = now_ns();
+  int64_t d = ns > INT64_MAX - now ? INT64_MAX : now + ns;
+  if (!st->deadline || d < st->deadline) st->deadline = d;
+}
+
+/* One request header (initial HEADERS only; names are lower-case). */
+static void req_header(srv_stream *st, const uint8_t *name, size_t nl,
+                       const uint8_t *v, size_t vl) {
+#define IS(lit) (nl == sizeof(lit) - 1 && memcmp(name, lit, nl) == 0)
+  int64_t x;
+  if (nl && name[0] == ':') {
+    if (IS(":method")) {
+      st->is_post = vl == 4 && memcmp(v, "POST", 4) == 0;
+    } else if (IS(":path")) {
+      size_t k = vl < sizeof(st->path) - 1 ? vl : sizeof(st->path) - 1;
+      memcpy(st->path, v, k);
+      st->path[k] = 0;
+      st->path_len = k;
+      size_t pl = sizeof(SERVICE_PREFIX) - 1;
+      if (vl > pl && memcmp(v, SERVICE_PREFIX, pl) == 0) {
+        const uint8_t *m = v + pl;
+        size_t ml = vl - pl;
+        if (ml == 9 && (m[0] == 'U' || m[0] == 'u') &&
+            memcmp(m + 1, "naryCall", 8) == 0)
+          st->method = M_UNARY;
+        else if (ml == 10 && (m[0] == 'S' || m[0] == 's') &&
+                 memcmp(m + 1, "treamCall", 9) == 0)
+          st->method = M_STREAM;
+      }
+    }
+    return;
+  }
+  if (IS("content-type")) {
+    st->wire = WIRE_NONE;
+    if (vl >= sizeof(st->ct)) return;
+    memcpy(st->ct, v, vl);
+    st->ct_len = vl;
+    if (prefix_is(v, vl, "application/grpc") &&
+        (vl == 16 || v[16] == '+' || v[16] == ';'))
+      st->wire = WIRE_GRPC;
+    else if (prefix_is(v, vl, "application/proto") && (vl == 17 || v[17] == ';'))
+      st->wire = WIRE_TRIPLE;
+    else if (prefix_is(v, vl, "application/json") && (vl == 16 || v[16] == ';'))
+      st->wire = WIRE_TRIPLE, st->json = 1;
+  } else if (IS("content-length")) {
+    if (parse_uint(v, vl, INT64_MAX / 2, &x) == 0) st->clen = x;
+  } else if (IS("grpc-timeout")) {
+    if (tri_grpc_timeout_decode((const char *)v, vl, &x))
+      header_error(st, TRI_CODE_INVALID_ARGUMENT, "malformed grpc-timeout %.*s",
+                   (int)(vl < 32 ? vl : 32), (const char *)v);
+    else
+      set_deadline(st, x);
+  } else if (IS("triple-timeout-ms")) {
+    if (vl > 10 || parse_uint(v, vl, 9999999999LL, &x))
+      header_error(st, TRI_CODE_INVALID_ARGUMENT,
+                   "malformed triple-timeout-ms %.*s", (int)(vl < 32 ? vl : 32),
+                   (const char *)v);
+    else
+      set_deadline(st, x * 1000000LL);
+  } else if (IS("triple-protocol-version")) {
+    if (!(vl == 5 && memcmp(v, "0.1.0", 5) == 0))
+      header_error(st, TRI_CODE_INVALID_ARGUMENT,
+                   "unsupported triple-protocol-version");
+  } else if (IS("grpc-encoding")) {
+    /* Issue 5: remember the codec for decode_hook. */
+    st->grpc_encoded = !(vl == 8 && memcmp(v, "identity", 8) == 0);
+  } else if (IS("content-encoding")) {
+    st->body_encoded = !(vl == 8 && memcmp(v, "identity", 8) == 0);
+  } else if (nl > 7 && memcmp(name, "x-echo-", 7) == 0) {
+    md_add(st, name, nl, v, vl);
+  } else if (IS("x-status")) {
+    if (parse_uint(v, vl, 16, &x))
+      header_error(st, TRI_CODE_INVALID_ARGUMENT, "bad x-status %.*s",
+                   (int)(vl < 32 ? vl : 32), (const char *)v);
+    else
+      st->ctl_status = (int)x;
+  } else if (IS("x-message")) {
+    if (!st->msg_bin) set_msg(st, v, vl);
+  } else if (IS("x-message-bin")) {
+    uint8_t tmp[MAX_STATUS_MSG + 8];
+    size_t in = vl > MAX_STATUS_MSG / 3 * 4 ? MAX_STATUS_MSG / 3 * 4 : vl;
+    long n = tri_base64_decode((const char *)v, in, tmp);
+    if (n < 0) {
+      header_error(st, TRI_CODE_INVALID_ARGUMENT, "bad x-message-bin");
+    } else {
+      set_msg(st, tmp, (size_t)n);
+      st->msg_bin = 1;
+    }
+  } else if (IS("x-delay-ms")) {
+    if (parse_uint(v, vl, MAX_DELAY_MS, &x))
+      header_error(st, TRI_CODE_INVALID_ARGUMENT, "bad x-delay-ms %.*s",
+                   (int)(vl < 32 ? vl : 32), (const char *)v);
+    else
+      st->delay_ms = x;
+  } else if (IS("x-response-size")) {
+    if (parse_uint(v, vl, st->conn->w->srv->opts.max_message, &x))
+      header_error(st, TRI_CODE_INVALID_ARGUMENT, "bad x-response-size %.*s",
+                   (int)(vl < 32 ? vl : 32), (const char *)v);
+    else
+      st->resp_size = x;
+  } else if (IS("x-reset")) {
+    st->reset = parse_uint(v, vl, INT32_MAX, &x) == 0 && x != 0;
+  }
+#undef IS
+}
+
+/* The request is complete and the delay is over: answer it. */
+static void complete_request(srv_stream *st) {
+  if (st->finished) return;
+  if (st->wire == WIRE_TRIPLE) {
+    tri_buf *body = st->body;
+    st->body = NULL;
+    if (st->resp_size >= 0) {
+      tri_pool_put(pool_of(st->conn), body);
+      if (!(body = generated_response(st))) {
+        fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+      }
+    }
+    triple_respond(st, TRI_CODE_OK, body);
+    return;
+  }
+  if (tri_frame_decoder_partial(&st->dec)) {
+    fail(st, TRI_CODE_INTERNAL, "malformed request: truncated message");
+    return;
+  }
+  if (st->method == M_UNARY) {
+    if (!st->body) {
+      fail(st, TRI_CODE_INTERNAL, "UnaryCall request has no message");
+      return;
+    }
+    tri_buf *resp = st->body;
+    st->body = NULL;
+    if (st->resp_size >= 0) {
+      tri_pool_put(pool_of(st->conn), resp);
+      if (!(resp = generated_response(st))) {
+        fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+      }
+    }
+    q_push(st, resp);
+  }
+  grpc_finish(st, TRI_CODE_OK, NULL, 0);
+}
+
+/* The start of the answer, once x-delay-ms has passed. */
+static void stream_go(srv_stream *st) {
+  st->go = 1;
+  if (st->finished) return;
+  if (st->reset) {
+    rst(st, NGHTTP2_CANCEL);
+    return;
+  }
+  if (st->ctl_status > 0) {
+    fail(st, st->ctl_status, NULL);
+    return;
+  }
+  if (st->ctl_status == 0) {
+    if (st->wire == WIRE_TRIPLE) {
+      triple_respond(st, TRI_CODE_OK, NULL);
+      return;
+    }
+    if (st->method == M_UNARY) {
+      tri_buf *b = empty_message(st);
+      if (b) q_push(st, b);
+    }
+    grpc_finish(st, TRI_CODE_OK, NULL, 0);
+    return;
+  }
+  /* A stream's headers go now: a client may wait for them before sending. */
+  if (st->wire == WIRE_GRPC && st->method == M_STREAM) grpc_headers(st, 0);
+  if (st->req_ended) complete_request(st);
+}
+
+static void stream_deadline(srv_stream *st) {
+  if (st->finished) return;
+  if (st->wire == WIRE_TRIPLE) {
+    set_msg(st, "Deadline Exceeded", 17);
+    triple_respond(st, TRI_CODE_DEADLINE_EXCEEDED, NULL);
+    return;
+  }
+  q_drop_unstarted(st);
+  grpc_finish(st, TRI_CODE_DEADLINE_EXCEEDED, "Deadline Exceeded", 17);
+}
+
+/* The request headers are complete. */
+static void headers_done(srv_stream *st) {
+  if (!st->is_post) {
+    http_reply(st, "405");
+    return;
+  }
+  if (st->wire == WIRE_NONE) {
+    http_reply(st, "415");
+    return;
+  }
+  if (st->bad_code) {
+    fail(st, st->bad_code, "%s", st->bad_msg);
+    return;
+  }
+  if (st->method == M_UNKNOWN) {
+    fail(st, TRI_CODE_UNIMPLEMENTED, "unknown method %s", st->path);
+    return;
+  }
+  if (st->wire == WIRE_TRIPLE && st->method == M_STREAM) {
+    fail(st, TRI_CODE_UNIMPLEMENTED,
+         "StreamCall is served on the gRPC wire only");
+    return;
+  }
+  if (st->wire == WIRE_TRIPLE && st->body_encoded) {
+    /* Issue 5: inflate whole Triple bodies (Content-Encoding: gzip). */
+    fail(st, TRI_CODE_UNIMPLEMENTED,
+         "unknown compression: supported encodings are identity");
+    return;
+  }
+  if (st->delay_ms > 0) st->hold_until = now_ns() + st->delay_ms * 1000000LL;
+  if (heap_update(st->conn->w, st)) {
+    fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+    return;
+  }
+  if (!st->hold_until) stream_go(st);
+}
+
+static void request_end(srv_stream *st) {
+  st->req_ended = 1;
+  if (st->go) complete_request(st);
+}
+
+/* Issue 5 (gzip) goes here: a message with flag 0x01 is compressed with the
+ * request's grpc-encoding; inflate it (tri_gzip) and go on with the plain
+ * bytes.  Until then it is refused.  Returns 1 when the message may be read. */
+static int decode_hook(srv_stream *st, uint8_t flags) {
+  if (flags & ~TRI_FRAME_FLAG_COMPRESSED) {
+    fail(st, TRI_CODE_INTERNAL, "malformed message: flags 0x%02x", flags);
+    return 0;
+  }
+  if (flags & TRI_FRAME_FLAG_COMPRESSED) {
+    fail(st, TRI_CODE_UNIMPLEMENTED,
+         "compressed messages are not supported by this server yet%s",
+         st->grpc_encoded ? "" : " (and no grpc-encoding was sent)");
+    return 0;
+  }
+  return 1;
+}
+
+/* A whole gRPC request message (prefix + payload, flags already 0). */
+static void on_message(srv_stream *st, tri_buf *m) {
+  st->nmsg++;
+  if (st->finished) {
+    tri_pool_put(pool_of(st->conn), m);
+    return;
+  }
+  if (st->method == M_UNARY) {
+    if (st->body) {
+      tri_pool_put(pool_of(st->conn), m);
+      fail(st, TRI_CODE_INTERNAL, "UnaryCall request has more than one message");
+      return;
+    }
+    st->body = m;
+    return;
+  }
+  if (st->resp_size >= 0) {
+    tri_pool_put(pool_of(st->conn), m);
+    if (!(m = generated_response(st))) {
+      fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+      return;
+    }
+  }
+  q_push(st, m); /* before go (x-delay-ms) it waits in the queue */
+}
+
+static void grpc_data(srv_stream *st, const uint8_t *d, size_t n) {
+  int64_t max = st->conn->w->srv->opts.max_message;
+  for (;;) {
+    size_t used;
+    tri_frame_event ev;
+    tri_frame_event_type t = tri_frame_decode(&st->dec, d, n, &used, &ev);
+    d += used;
+    n -= used;
+    switch (t) {
+    case TRI_FRAME_NEED_MORE:
+      return;
+    case TRI_FRAME_HEADER:
+      if (!decode_hook(st, ev.flags)) return;
+      if ((int64_t)ev.length > max) {
+        fail(st, TRI_CODE_RESOURCE_EXHAUSTED,
+             "message of %u bytes is larger than the limit of %lld",
+             ev.length, (long long)max);
+        return;
+      }
+      st->cur = tri_pool_get(pool_of(st->conn),
+                             TRI_FRAME_PREFIX + (size_t)ev.length, 0);
+      if (!st->cur) {
+        fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+      }
+      tri_frame_put_prefix(tri_buf_begin(st->cur), 0, ev.length);
+      st->cur->len = TRI_FRAME_PREFIX;
+      break;
+    case TRI_FRAME_CHUNK:
+      memcpy(tri_buf_begin(st->cur) + st->cur->len, ev.data, ev.len);
+      st->cur->len += ev.len;
+      break;
+    case TRI_FRAME_END: {
+      tri_buf *m = st->cur;
+      st->cur = NULL;
+      on_message(st, m);
+      if (st->finished) return;
+      break;
+    }
+    }
+  }
+}
+
+static void triple_data(srv_stream *st, const uint8_t *d, size_t n) {
+  tri_pool *pool = pool_of(st->conn);
+  int64_t max = st->conn->w->srv->opts.max_message;
+  size_t have = st->body ? st->body->len : 0;
+  if ((int64_t)(have + n) > max) {
+    fail(st, TRI_CODE_RESOURCE_EXHAUSTED,
+         "request body is larger than the limit of %lld", (long long)max);
+    return;
+  }
+  if (!st->body) {
+    size_t hint = st->clen > 0 && st->clen <= max ? (size_t)st->clen : n;
+    if (!(st->body = tri_pool_get(pool, hint, 0))) {
+      fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+      return;
+    }
+  }
+  if (tri_buf_append(pool, &st->body, d, n))
+    fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+}
+
+/* ==== 8. nghttp2 callbacks ============================================== */
+
+static srv_stream *stream_of(nghttp2_session *s, int32_t id) {
+  return nghttp2_session_get_stream_user_data(s, id);
+}
+
+static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f,
+                            void *user) {
+  if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+    return 0;
+  srv_stream *st = stream_new(user, f->hd.stream_id);
+  if (!st) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* resets it */
+  nghttp2_session_set_stream_user_data(s, f->hd.stream_id, st);
+  return 0;
+}
+
+static int on_header(nghttp2_session *s, const nghttp2_frame *f,
+                     const uint8_t *name, size_t nl, const uint8_t *value,
+                     size_t vl, uint8_t flags, void *user) {
+  (void)flags, (void)user;
+  if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+    return 0; /* trailers from the client carry nothing we use */
+  srv_stream *st = stream_of(s, f->hd.stream_id);
+  if (st) req_header(st, name, nl, value, vl);
+  return 0;
+}
+
+static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f,
+                         void *user) {
+  (void)user;
+  if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) return 0;
+  srv_stream *st = stream_of(s, f->hd.stream_id);
+  if (!st) return 0;
+  if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
+    headers_done(st);
+  if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) request_end(st);
+  mark_dirty(st->conn);
+  return 0;
+}
+
+static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id,
+                         const uint8_t *data, size_t len, void *user) {
+  (void)flags;
+  srv_conn *c = user;
+  srv_stream *st = stream_of(s, id);
+  if (!st) {
+    c->conn_owed += (int64_t)len;
+    return 0;
+  }
+  st->owed += (int64_t)len;
+  if (!st->on_owing) {
+    st->on_owing = 1;
+    st->owe_next = c->owing;
+    c->owing = st;
+  }
+  mark_dirty(c);
+  if (st->finished) return 0; /* answered already: the rest is dropped */
+  if (st->wire == WIRE_GRPC) grpc_data(st, data, len);
+  else triple_data(st, data, len);
+  return 0;
+}
+
+static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code,
+                           void *user) {
+  (void)code, (void)user;
+  srv_stream *st = stream_of(s, id);
+  if (st) stream_free(st, 0);
+  return 0;
+}
+
+static ssize_t read_length(nghttp2_session *s, uint8_t type, int32_t sid,
+                           int32_t conn_win, int32_t stream_win,
+                           uint32_t max_frame, void *user) {
+  (void)s, (void)type, (void)sid, (void)user;
+  int32_t n = conn_win < stream_win ? conn_win : stream_win;
+  if ((uint32_t)n > max_frame) n = (int32_t)max_frame;
+  return n > 0 ? n : 1;
+}
+
+/* ==== 9. connections ==================================================== */
+
+static void *arena_malloc(size_t n, void *u) { return tri_arena_alloc(u, n); }
+static void arena_free(void *p, void *u) { tri_arena_free(u, p); }
+static void *arena_calloc(size_t n, size_t sz, void *u) {
+  return tri_arena_calloc(u, n, sz);
+}
+static void *arena_realloc(void *p, size_t n, void *u) {
+  return tri_arena_realloc(u, p, n);
+}
+
+/* Takes `fd` (closing it on failure). */
+static void conn_new(srv_worker *w, int fd) {
+  tri_server *s = w->srv;
+  srv_conn *c = tri_mem_calloc(&s->stats, 1, sizeof(*c));
+  if (!c) goto fail;
+  c->w = w;
+  c->fd = fd;
+  tri_arena_init(&c->arena, &s->stats);
+  c->mem.mem_user_data = &c->arena;
+  c->mem.malloc = arena_malloc;
+  c->mem.free = arena_free;
+  c->mem.calloc = arena_calloc;
+  c->mem.realloc = arena_realloc;
+  c->out_cap = 64;
+  c->out = tri_mem_alloc(&s->stats, c->out_cap * sizeof(*c->out));
+  c->staging = tri_pool_get(&s->pool, 64u << 10, 0);
+  if (!c->out || !c->staging) goto fail;
+  if (nghttp2_session_server_new3(&c->sess, w->cbs, c, w->opt, &c->mem))
+    goto fail;
+  const tri_server_opts *o = &s->opts;
+  nghttp2_settings_entry iv[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, o->max_concurrent_streams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, o->stream_window},
+      {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, o->max_frame_size},
+      {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
+  };
+  if (nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv, 4) ||
+      nghttp2_session_set_local_window_size(c->sess, NGHTTP2_FLAG_NONE, 0,
+                                            (int32_t)o->conn_window))
+    goto fail;
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+  if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev)) goto fail;
+  c->next = w->conns;
+  if (w->conns) w->conns->prev = c;
+  w->conns = c;
+  TRI_STATS_ADD(&s->stats, connects, 1);
+  mark_dirty(c); /* our SETTINGS go out now */
+  return;
+fail:
+  close(fd);
+  if (!c) return;
+  if (c->sess) nghttp2_session_del(c->sess);
+  tri_pool_put(&s->pool, c->staging);
+  tri_mem_free(c->out);
+  tri_arena_free_all(&c->arena);
+  tri_mem_free(c);
+}
+
+static void conn_free(srv_conn *c) {
+  srv_worker *w = c->w;
+  tri_pool *pool = pool_of(c);
+  epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+  close(c->fd);
+  nghttp2_session_del(c->sess); /* calls no callbacks */
+  for (size_t i = c->out_head; i < c->out_n; i++)
+    tri_pool_put(pool, c->out[i].own);
+  c->out_head = c->out_n = 0;
+  while (c->streams) stream_free(c->streams, 1);
+  tri_pool_put(pool, c->staging);
+  tri_mem_free(c->out);
+  tri_arena_free_all(&c->arena);
+  if (c->prev) c->prev->next = c->next;
+  else w->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  tri_mem_free(c);
+}
+
+static void conn_read(srv_conn *c) {
+  srv_worker *w = c->w;
+  for (int i = 0; i < READS_PER_EVENT; i++) {
+    ssize_t r = read(c->fd, w->rbuf, RBUF_SIZE);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (r <= 0) { /* reset, or the client went away */
+      conn_kill(c);
+      return;
+    }
+    TRI_STATS_ADD(stats_of(c), read_syscalls, 1);
+    TRI_STATS_ADD(stats_of(c), bytes_read, r);
+    ssize_t rv = nghttp2_session_mem_recv(c->sess, w->rbuf, (size_t)r);
+    if (rv < 0) {
+      /* Not HTTP/2 (bad preface) or a fatal error: say so if we can. */
+      nghttp2_session_terminate_session(c->sess, NGHTTP2_PROTOCOL_ERROR);
+      conn_flush(c);
+      conn_kill(c);
+      return;
+    }
+    if ((size_t)r < RBUF_SIZE) return; /* drained (level-triggered) */
+  }
+}
+
+/* ==== workers =========================================================== */
+
+static void process_dirty(srv_worker *w) {
+  while (w->dirty) {
+    srv_conn *c = w->dirty;
+    w->dirty = c->dirty_next;
+    /* c->dirty stays set meanwhile, so marks made now are no-ops. */
+    if (!c->dead) {
+      settle(c);
+      conn_flush(c);
+      if (!c->dead && settle(c)) conn_flush(c);
+    }
+    c->dirty = 0;
+    if (c->dead) conn_free(c);
+  }
+}
+
+static void run_timers(srv_worker *w) {
+  int64_t now = now_ns();
+  while (w->heap_n && w->heap[0]->tkey <= now) {
+    srv_stream *st = w->heap[0];
+    heap_remove(w, st);
+    if (st->conn->dead) continue;
+    if (!st->go && st->hold_until && st->hold_until <= now) stream_go(st);
+    if (!st->finished && st->deadline && st->deadline <= now)
+      stream_deadline(st);
+    if (heap_update(w, st)) fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+    mark_dirty(st->conn);
+  }
+}
+
+static int next_timeout_ms(srv_worker *w) {
+  if (!w->heap_n) return -1;
+  int64_t left = w->heap[0]->tkey - now_ns();
+  if (left <= 0) return 0;
+  int64_t ms = (left + 999999) / 1000000;
+  return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* Takes the sockets the acceptor handed over. */
+static void adopt(srv_worker *w) {
+  for (;;) {
+    int fds[64];
+    pthread_mutex_lock(&w->lock);
+    size_t n = w->pend_n < 64 ? w->pend_n : 64;
+    memcpy(fds, w->pend + (w->pend_n - n), n * sizeof(int));
+    w->pend_n -= n;
+    pthread_mutex_unlock(&w->lock);
+    if (!n) return;
+    for (size_t i = 0; i < n; i++) conn_new(w, fds[i]);
+  }
+}
+
+static void *worker_main(void *arg) {
+  srv_worker *w = arg;
+  tri_server *s = w->srv;
+  struct epoll_event evs[64];
+  while (!atomic_load(&s->stopping)) {
+    int n = epoll_wait(w->epfd, evs, 64, next_timeout_ms(w));
+    if (n < 0 && errno != EINTR) break;
+    for (int i = 0; i < n; i++) {
+      srv_conn *c = evs[i].data.ptr;
+      if (!c) { /* the eventfd: new sockets or stop */
+        uint64_t v;
+        ssize_t r = read(w->evfd, &v, sizeof(v));
+        (void)r;
+        adopt(w);
+        continue;
+      }
+      if (c->dead) continue;
+      if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) conn_read(c);
+      mark_dirty(c);
+    }
+    run_timers(w);
+    process_dirty(w);
+  }
+  /* Stop: a GOAWAY where it can go out at once, then close everything. */
+  for (srv_conn *c = w->conns; c; c = c->next) {
+    if (c->dead) continue;
+    nghttp2_session_terminate_session(c->sess, NGHTTP2_NO_ERROR);
+    conn_flush(c);
+  }
+  w->dirty = NULL;
+  while (w->conns) conn_free(w->conns);
+  pthread_mutex_lock(&w->lock);
+  for (size_t i = 0; i < w->pend_n; i++) close(w->pend[i]);
+  w->pend_n = 0;
+  pthread_mutex_unlock(&w->lock);
+  while (w->spare) {
+    srv_stream *st = w->spare;
+    w->spare = st->next;
+    tri_mem_free(st);
+  }
+  w->spare_n = 0;
+  tri_mem_free(w->heap);
+  w->heap = NULL;
+  w->heap_n = w->heap_cap = 0;
+  return NULL;
+}
+
+/* Gives an accepted socket to the next worker (round robin). */
+static void hand_over(tri_server *s, int fd) {
+  srv_worker *w = &s->workers[s->rr++ % (unsigned)s->nworkers];
+  pthread_mutex_lock(&w->lock);
+  if (w->pend_n == w->pend_cap) {
+    size_t cap = w->pend_cap ? 2 * w->pend_cap : 16;
+    int *p = tri_mem_alloc(&s->stats, cap * sizeof(int));
+    if (!p) {
+      pthread_mutex_unlock(&w->lock);
+      close(fd);
+      return;
+    }
+    if (w->pend_n) memcpy(p, w->pend, w->pend_n * sizeof(int));
+    tri_mem_free(w->pend);
+    w->pend = p;
+    w->pend_cap = cap;
+  }
+  w->pend[w->pend_n++] = fd;
+  pthread_mutex_unlock(&w->lock);
+  uint64_t one = 1;
+  ssize_t r = write(w->evfd, &one, sizeof(one));
+  (void)r;
+}
+
+static void *acceptor_main(void *arg) {
+  tri_server *s = arg;
+  struct pollfd pf[2] = {{.fd = s->lfd, .events = POLLIN},
+                         {.fd = s->stop_fd, .events = POLLIN}};
+  while (!atomic_load(&s->stopping)) {
+    int n = poll(pf, 2, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (pf[1].revents) break;
+    if (!(pf[0].revents & POLLIN)) continue;
+    for (;;) {
+      int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+            errno == ENOMEM)
+          poll(&pf[1], 1, 10); /* out of descriptors: back off a little */
+        break;
+      }
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      hand_over(s, fd);
+    }
+  }
+  return NULL;
+}
+
+/* ==== API =============================================================== */
+
+void tri_server_opts_init(tri_server_opts *o) {
+  memset(o, 0, sizeof(*o));
+  o->host = "127.0.0.1";
+  o->port = 0;
+  o->threads = 1;
+  o->stream_window = (16u << 20) - 1;
+  o->conn_window = (1u << 30) - 1;
+  o->max_frame_size = 64u << 10;
+  o->max_concurrent_streams = 10000;
+  o->max_message = 64 << 20;
+}
+
+int tri_server_new(tri_server **out, const tri_server_opts *opts) {
+  tri_server_opts o;
+  if (opts) o = *opts;
+  else tri_server_opts_init(&o);
+  if (!o.host) o.host = "127.0.0.1";
+  if (o.threads == 0) o.threads = 1;
+  if (o.threads < 0 || o.threads > MAX_THREADS || o.port < 0 ||
+      o.port > 65535 || strlen(o.host) >= 256 ||
+      o.stream_window > (uint32_t)INT32_MAX ||
+      o.conn_window > (uint32_t)INT32_MAX || o.max_frame_size < 16384 ||
+      o.max_frame_size > 16777215 || o.max_message < 0 ||
+      o.max_message > (int64_t)UINT32_MAX)
+    return TRI_ERR_INVALID;
+  tri_server *s = tri_mem_calloc(NULL, 1, sizeof(*s));
+  if (!s) return TRI_ERR_NOMEM;
+  TRI_STATS_ADD(&s->stats, allocations, 1); /* itself */
+  s->workers = tri_mem_calloc(&s->stats, (size_t)o.threads, sizeof(srv_worker));
+  if (!s->workers) {
+    tri_mem_free(s);
+    return TRI_ERR_NOMEM;
+  }
+  s->opts = o;
+  snprintf(s->hostbuf, sizeof(s->hostbuf), "%s", o.host);
+  s->opts.host = s->hostbuf;
+  s->nworkers = o.threads;
+  s->lfd = s->stop_fd = -1;
+  tri_pool_init(&s->pool, &s->stats);
+  for (int i = 0; i < s->nworkers; i++) {
+    srv_worker *w = &s->workers[i];
+    w->srv = s;
+    w->epfd = w->evfd = -1;
+    pthread_mutex_init(&w->lock, NULL);
+  }
+  *out = s;
+  return 0;
+}
+
+/* Stops and joins every thread that runs, and closes what start opened. */
+static void shutdown_threads(tri_server *s) {
+  atomic_store(&s->stopping, 1);
+  uint64_t one = 1;
+  ssize_t r;
+  if (s->stop_fd >= 0) r = write(s->stop_fd, &one, sizeof(one));
+  if (s->acceptor_running) pthread_join(s->acceptor, NULL);
+  s->acceptor_running = 0;
+  for (int i = 0; i < s->nworkers; i++) {
+    srv_worker *w = &s->workers[i];
+    if (w->running) {
+      r = write(w->evfd, &one, sizeof(one));
+      pthread_join(w->thread, NULL);
+      w->running = 0;
+    }
+  }
+  (void)r;
+  for (int i = 0; i < s->nworkers; i++) {
+    srv_worker *w = &s->workers[i];
+    if (w->epfd >= 0) close(w->epfd);
+    if (w->evfd >= 0) close(w->evfd);
+    w->epfd = w->evfd = -1;
+    tri_mem_free(w->rbuf);
+    w->rbuf = NULL;
+    tri_pool_put(&s->pool, w->scratch);
+    w->scratch = NULL;
+    if (w->cbs) nghttp2_session_callbacks_del(w->cbs);
+    if (w->opt) nghttp2_option_del(w->opt);
+    w->cbs = NULL;
+    w->opt = NULL;
+  }
+  if (s->lfd >= 0) close(s->lfd);
+  if (s->stop_fd >= 0) close(s->stop_fd);
+  s->lfd = s->stop_fd = -1;
+}
+
+static int listen_on(tri_server *s) {
+  char port[8];
+  snprintf(port, sizeof(port), "%d", s->opts.port);
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  const char *host = s->opts.host[0] ? s->opts.host : NULL;
+  int rv = getaddrinfo(host, port, &hints, &res);
+  if (rv) {
+    snprintf(s->errstr, sizeof(s->errstr), "cannot resolve %s: %s",
+             s->opts.host, gai_strerror(rv));
+    return TRI_ERR_RESOLVE;
+  }
+  int err = 0;
+  for (struct addrinfo *a = res; a; a = a->ai_next) {
+    int fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 1024) == 0) {
+      struct sockaddr_storage ss;
+      socklen_t sl = sizeof(ss);
+      getsockname(fd, (struct sockaddr *)&ss, &sl);
+      s->port = ntohs(ss.ss_family == AF_INET6
+                          ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                          : ((struct sockaddr_in *)&ss)->sin_port);
+      s->lfd = fd;
+      freeaddrinfo(res);
+      return 0;
+    }
+    err = errno;
+    close(fd);
+  }
+  freeaddrinfo(res);
+  snprintf(s->errstr, sizeof(s->errstr), "cannot listen on %s:%d: %s",
+           s->opts.host, s->opts.port, strerror(err));
+  return TRI_ERR_SYSTEM;
+}
+
+static int make_callbacks(srv_worker *w) {
+  if (nghttp2_session_callbacks_new(&w->cbs) || nghttp2_option_new(&w->opt))
+    return -1;
+  nghttp2_session_callbacks *cb = w->cbs;
+  nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+  nghttp2_session_callbacks_set_send_data_callback(cb, send_data_cb);
+  nghttp2_session_callbacks_set_data_source_read_length_callback(cb,
+                                                                 read_length);
+  nghttp2_option_set_no_auto_window_update(w->opt, 1); /* see settle() */
+  nghttp2_option_set_no_closed_streams(w->opt, 1);
+  return 0;
+}
+
+int tri_server_start(tri_server *s) {
+  if (s->started) return TRI_ERR_INVALID;
+  s->started = 1;
+  s->errstr[0] = 0;
+  int rv = listen_on(s);
+  if (rv) {
+    s->stopped = 1;
+    return rv;
+  }
+  s->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (s->stop_fd < 0) goto fail;
+  for (int i = 0; i < s->nworkers; i++) {
+    srv_worker *w = &s->workers[i];
+    w->epfd = epoll_create1(EPOLL_CLOEXEC);
+    w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    w->rbuf = tri_mem_alloc(&s->stats, RBUF_SIZE);
+    w->scratch = tri_pool_get(&s->pool, 4096, 0);
+    if (w->epfd < 0 || w->evfd < 0 || !w->rbuf || !w->scratch ||
+        make_callbacks(w))
+      goto fail;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->evfd, &ev)) goto fail;
+  }
+  for (int i = 0; i < s->nworkers; i++) {
+    srv_worker *w = &s->workers[i];
+    if (pthread_create(&w->thread, NULL, worker_main, w)) goto fail;
+    w->running = 1;
+  }
+  if (pthread_create(&s->acceptor, NULL, acceptor_main, s)) goto fail;
+  s->acceptor_running = 1;
+  return 0;
+fail:
+  if (!s->errstr[0])
+    snprintf(s->errstr, sizeof(s->errstr), "cannot start the server: %s",
+             strerror(errno));
+  shutdown_threads(s);
+  s->stopped = 1;
+  return TRI_ERR_SYSTEM;
+}
+
+int tri_server_port(const tri_server *s) { return s->port; }
+
+int tri_server_stop(tri_server *s) {
+  if (!s->started || s->stopped) return 0;
+  shutdown_threads(s);
+  s->stopped = 1;
+  return 0;
+}
+
+void tri_server_del(tri_server *s) {
+  if (!s) return;
+  tri_server_stop(s);
+  for (int i = 0; i < s->nworkers; i++) {
+    pthread_mutex_destroy(&s->workers[i].lock);
+    tri_mem_free(s->workers[i].pend);
+  }
+  tri_mem_free(s->workers);
+  tri_pool_free(&s->pool);
+  tri_mem_free(s);
+}
+
+const tri_stats *tri_server_stats(const tri_server *s) { return &s->stats; }
+
+const char *tri_server_errstr(const tri_server *s) { return s->errstr; }

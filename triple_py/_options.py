@@ -48,36 +48,13 @@ class ChannelOptions:
         """Reads grpcio-style ``[(key, value), ...]``; unknown keys are ignored, as grpcio does."""
         o = cls()
         for key, value in options or ():
-            if key == MAX_RECEIVE:
-                o.max_receive = int(value)
-            elif key == MAX_SEND:
-                o.max_send = int(value)
-            elif key == PRIMARY_USER_AGENT:
+            if key == PRIMARY_USER_AGENT:
                 o.user_agent = f"{value} {o.user_agent}"
-            elif key == DEFAULT_AUTHORITY:
-                o.authority = str(value)
-            elif key == SSL_TARGET_NAME_OVERRIDE:
-                o.ssl_target_name_override = str(value)
-            elif key == STREAM_WINDOW:
-                o.stream_window = int(value)
-            elif key == CONN_WINDOW:
-                o.conn_window = int(value)
-            elif key == MAX_FRAME_SIZE:
-                o.max_frame_size = int(value)
-            elif key == WRITE_BUFFER_SIZE:
-                o.write_buffer_size = int(value)
-            elif key == WRITE_BUFFER_DELAY_US:
-                o.write_buffer_delay_us = int(value)
-            elif key == WIRE:
-                if value not in WIRES:
-                    raise ValueError(f"{WIRE} must be one of {sorted(WIRES)}, not {value!r}")
-                o.wire = value
-            elif key == SERVICE_GROUP:
-                o.service_group = str(value)
-            elif key == SERVICE_VERSION:
-                o.service_version = str(value)
-            elif key == CODEC:
-                o.codec = str(value)
+            elif key == WIRE and value not in WIRES:
+                raise ValueError(f"{WIRE} must be one of {sorted(WIRES)}, not {value!r}")
+            elif key in _FIELDS:
+                name, kind = _FIELDS[key]
+                setattr(o, name, kind(value))
         return o
 
     def core_kwargs(self) -> dict[str, Any]:
@@ -90,3 +67,21 @@ class ChannelOptions:
                     wire=WIRES[self.wire], compression=self.compression,
                     service_group=self.service_group, service_version=self.service_version,
                     triple_codec=self.codec)
+
+
+# Option key -> (ChannelOptions field, converter), for the keys that map one to one.
+_FIELDS: dict[str, tuple[str, Any]] = {
+    MAX_RECEIVE: ("max_receive", int),
+    MAX_SEND: ("max_send", int),
+    DEFAULT_AUTHORITY: ("authority", str),
+    SSL_TARGET_NAME_OVERRIDE: ("ssl_target_name_override", str),
+    STREAM_WINDOW: ("stream_window", int),
+    CONN_WINDOW: ("conn_window", int),
+    MAX_FRAME_SIZE: ("max_frame_size", int),
+    WRITE_BUFFER_SIZE: ("write_buffer_size", int),
+    WRITE_BUFFER_DELAY_US: ("write_buffer_delay_us", int),
+    WIRE: ("wire", str),
+    SERVICE_GROUP: ("service_group", str),
+    SERVICE_VERSION: ("service_version", str),
+    CODEC: ("codec", str),
+}
