@@ -209,8 +209,21 @@ static int compress_request(tri_call *c) {
 }
 
 void tri_call_set_notify(tri_call *c, void *token) {
+  tri_call_set_notify_events(c, token, TRI_EV_DONE);
+}
+
+void tri_call_set_notify_events(tri_call *c, void *token, int mask) {
   c->token = token;
-  c->notify = 1;
+  c->notify = mask;
+}
+
+/* Queues the call's token if it asked for `ev` and is not queued already. */
+static void notify_event(tri_call *c, int ev) {
+  /* Nothing after DONE: the caller may let go of its token then.  (All
+   * events come from the I/O thread, so `done` cannot change under us.) */
+  if (ev != TRI_EV_DONE && atomic_load(&c->done)) return;
+  if ((c->notify & ev) && !atomic_exchange(&c->notify_queued, 1))
+    tri__channel_notify(c->ch, c);
 }
 
 void *tri_call_token(const tri_call *c) { return c->token; }
@@ -382,7 +395,7 @@ void tri__call_complete(tri_call *c, int code, const char *fmt, ...) {
   /* Readers and writers blocked on this call see the end. */
   bump(&c->recv_seq, &c->recv_waiters);
   bump(&c->send_seq, &c->send_waiters);
-  if (c->notify) tri__channel_notify(c->ch, c);
+  notify_event(c, TRI_EV_DONE);
   if (atomic_load(&c->waiters))
     syscall(SYS_futex, &c->done, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
 }
@@ -509,6 +522,7 @@ static int message_done(tri_call *c) {
   atomic_fetch_add(&c->recvq_bytes, (int64_t)m->len + TRI_FRAME_PREFIX);
   pthread_mutex_unlock(&c->rlock);
   bump(&c->recv_seq, &c->recv_waiters);
+  notify_event(c, TRI_EV_MESSAGE);
   return 0;
 }
 
@@ -703,6 +717,7 @@ void tri__call_on_close(tri_call *c, uint32_t error_code) {
 void tri__call_headers_done(tri_call *c) {
   if (atomic_exchange(&c->headers_done, 1)) return;
   bump(&c->recv_seq, &c->recv_waiters);
+  notify_event(c, TRI_EV_HEADERS);
 }
 
 /* ---- client streaming ------------------------------------------------- */
@@ -783,9 +798,10 @@ int tri_call_done_writing(tri_call *c) {
 }
 
 void tri__call_chunk_written(tri_call *c, tri_buf *chunk) {
-  atomic_fetch_sub(&c->unsent, (int64_t)chunk->len);
+  int64_t left = atomic_fetch_sub(&c->unsent, (int64_t)chunk->len) - (int64_t)chunk->len;
   tri_pool_put(&c->ch->pool, chunk);
   bump(&c->send_seq, &c->send_waiters);
+  if (left <= c->send_limit / 2) notify_event(c, TRI_EV_WRITABLE);
 }
 
 /* ---- server streaming ------------------------------------------------- */

@@ -72,6 +72,18 @@ void tri_call_set_compression(tri_call *c, int compress);
  * tri_call_start. */
 void tri_call_set_notify(tri_call *c, void *token);
 
+/* Events a call can report through the channel's completion queue. */
+enum {
+  TRI_EV_DONE = 1,     /* final status known (always the last event) */
+  TRI_EV_MESSAGE = 2,  /* a response message can be read */
+  TRI_EV_HEADERS = 4,  /* initial metadata arrived */
+  TRI_EV_WRITABLE = 8  /* queued request bytes drained: writes will not block */
+};
+/* Like tri_call_set_notify for any events in `mask`.  A call is queued at
+ * most once at a time: after its token is polled, the caller must look at
+ * every state it cares about (a later event queues it again). */
+void tri_call_set_notify_events(tri_call *c, void *token, int mask);
+
 /* Hands the call to its connection.  Never fails: problems found here (send
  * limit, channel closed) complete the call at once with a status. */
 void tri_call_start(tri_call *c);

@@ -256,7 +256,9 @@ static int take_ready(tri_channel *ch, void **tokens, int max) {
     tri_node *node = ch->ready_head;
     ch->ready_head = node->next;
     if (!ch->ready_head) ch->ready_tail = NULL;
-    tokens[n++] = container_of(node, tri_call, notify_node)->token;
+    tri_call *c = container_of(node, tri_call, notify_node);
+    atomic_store(&c->notify_queued, 0); /* later events queue it again */
+    tokens[n++] = c->token;
   }
   return n;
 }

@@ -58,7 +58,8 @@ struct tri_call {
   char clen[24];        /* content-length value of a unary request (NO_COPY) */
   tri_buf *req;         /* owned request buffer, or NULL when borrowed */
   void *token;
-  int notify;
+  int notify;           /* TRI_EV_* mask of events to report, 0 = none */
+  _Atomic int notify_queued; /* on the channel's completion queue now */
   int started;          /* tri_call_start was called */
   int triple;           /* unary call on the Triple wire */
   int compress;         /* TRI_COMPRESS_* for the request */

@@ -121,6 +121,8 @@ struct tri_load {
   pthread_mutex_t series_lock;
   sec_entry *series;
   size_t series_cap, series_n;
+  int64_t series_seconds; /* ceil(duration): later completions (the drain)
+                             count in the last second; INT64_MAX without */
 
   tri_hist *lat, *corr, *wlat, *wcorr;
   uint64_t *s_calls, *s_errors;
@@ -290,6 +292,11 @@ int tri_load_new(tri_load **out, const tri_load_config *cfg) {
                       ? (size_t)(cfg->duration_s + (double)l->drain_ns / 1e9) + 3
                       : SERIES_MAX;
   if (l->series_cap > SERIES_MAX) l->series_cap = SERIES_MAX;
+  l->series_seconds = INT64_MAX;
+  if (cfg->duration_s > 0) {
+    l->series_seconds = (int64_t)cfg->duration_s;
+    if ((double)l->series_seconds < cfg->duration_s) l->series_seconds++;
+  }
   l->series = tri_mem_calloc(NULL, l->series_cap, sizeof(sec_entry));
   if (!l->series) goto fail;
   int d = cfg->hist_digits;
@@ -502,6 +509,7 @@ static void complete(worker *w, slot *s) {
     if (now > w->last_done) w->last_done = now;
     int64_t sec = (now - l->warmup_end) / NS;
     if (sec < 0) sec = 0;
+    if (sec >= l->series_seconds) sec = l->series_seconds - 1; /* drained */
     if (sec != w->cur_sec) {
       flush_second(w);
       w->cur_sec = sec;
@@ -848,6 +856,8 @@ int tri_load_status(const tri_load *l, const char **errstr) {
   if (errstr) *errstr = l->err ? l->errstr : "";
   return l->err;
 }
+
+const tri_load_config *tri_load_config_of(const tri_load *l) { return &l->cfg; }
 
 const tri_load_result *tri_load_results(const tri_load *l) {
   return l->finished ? &l->res : NULL;

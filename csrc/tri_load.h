@@ -59,7 +59,8 @@
  * Figures (tri_load_result): histograms of measured and warm-up latency
  * (uncorrected and corrected), per-thread and merged at the end; a
  * one-second series of completions, errors and p99 (corrected latency, 2
- * significant digits) by completion time after the warm-up; status code
+ * significant digits) by completion time after the warm-up (completions
+ * of the drain, after the duration, count in its last second); status code
  * counts; CPU time; the channels' tri_stats counters over the measured part
  * (each thread snapshots its channel when it starts its first measured call
  * and when it is done, so warm-up calls still in flight at that moment leak
@@ -188,6 +189,10 @@ int tri_load_status(const tri_load *l, const char **errstr);
 /* The figures, once tri_load_wait returned 0 (NULL before); valid until
  * tri_load_del.  Filled even when the status is an error. */
 const tri_load_result *tri_load_results(const tri_load *l);
+
+/* The load's copy of its configuration, with the path resolved (valid
+ * until tri_load_del). */
+const tri_load_config *tri_load_config_of(const tri_load *l);
 
 /* Stops and joins a running load, then frees everything. */
 void tri_load_del(tri_load *l);

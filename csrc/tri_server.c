@@ -1596,7 +1596,7 @@ static void adopt(srv_worker *w) {
     int fds[64];
     pthread_mutex_lock(&w->lock);
     size_t n = w->pend_n < 64 ? w->pend_n : 64;
-    memcpy(fds, w->pend + (w->pend_n - n), n * sizeof(int));
+    if (n) memcpy(fds, w->pend + (w->pend_n - n), n * sizeof(int));
     w->pend_n -= n;
     pthread_mutex_unlock(&w->lock);
     if (!n) return;

@@ -52,4 +52,8 @@ PyObject *tri_stats_to_dict(const tri_stats *st);
  * set (a signal handler raised; the call has been cancelled). */
 int tri_wait_interruptible(tri_call *call, double timeout);
 
+/* _triple.run_load(...) (load.c): the C load generator, GIL released. */
+PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs);
+extern const char tri_run_load_doc[];
+
 #endif

@@ -229,6 +229,31 @@ static PyObject *call_read(CallObject *self, PyObject *args) {
   return b;
 }
 
+/* read_nowait() -> bytes, None at the end of the stream, or False when no
+ * message is there yet.  Never blocks (for event loops). */
+static PyObject *call_read_nowait(CallObject *self, PyObject *unused) {
+  (void)unused;
+  tri_buf *m = NULL;
+  int rv = tri_call_read(self->call, 0, &m);
+  if (rv == TRI_ERR_TIMEOUT) Py_RETURN_FALSE;
+  if (rv == TRI_ERR_INVALID) {
+    PyErr_SetString(PyExc_ValueError, "not a server-streaming call");
+    return NULL;
+  }
+  if (rv == 0) Py_RETURN_NONE;
+  PyObject *b = PyBytes_FromStringAndSize((const char *)tri_buf_begin(m),
+                                          (Py_ssize_t)m->len);
+  tri_call_msg_release(self->call, m);
+  return b;
+}
+
+/* can_write(n) -> bool: a write of n bytes will not block. */
+static PyObject *call_can_write(CallObject *self, PyObject *arg) {
+  Py_ssize_t n = PyLong_AsSsize_t(arg);
+  if (n < 0 && PyErr_Occurred()) return NULL;
+  return PyBool_FromLong(tri_call_write_would_not_block(self->call, (size_t)n));
+}
+
 /* initial_metadata(timeout=None): waits for the response headers. */
 static PyObject *call_initial_metadata(CallObject *self, PyObject *args) {
   double timeout = -1;
@@ -268,6 +293,10 @@ static PyMethodDef call_methods[] = {
      "Send queued request bytes now."},
     {"done_writing", (PyCFunction)call_done_writing, METH_NOARGS,
      "Flush and half-close the request stream."},
+    {"read_nowait", (PyCFunction)call_read_nowait, METH_NOARGS,
+     "read_nowait() -> bytes | None (end) | False (nothing yet)."},
+    {"can_write", (PyCFunction)call_can_write, METH_O,
+     "can_write(n) -> bool: writing n bytes now will not block."},
     {"read", (PyCFunction)call_read, METH_VARARGS,
      "read(timeout=None) -> bytes | None: next response message."},
     {"initial_metadata", (PyCFunction)call_initial_metadata, METH_VARARGS,

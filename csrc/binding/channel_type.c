@@ -170,7 +170,7 @@ static PyObject *channel_call(ChannelObject *self, PyObject *args,
   Py_ssize_t path_len;
   PyObject *request = Py_None, *timeout = Py_None, *md = Py_None;
   int wait = 0, notify = 0, flags = 0, compress = -1;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "s#|OOOppii", kwlist, &path,
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "s#|OOOpiii", kwlist, &path,
                                    &path_len, &request, &timeout, &md, &wait,
                                    &notify, &flags, &compress))
     return NULL;
@@ -214,9 +214,10 @@ static PyObject *channel_call(ChannelObject *self, PyObject *args,
                                   (size_t)co->request.len);
   }
   if (notify) {
-    Py_INCREF(co); /* the token's reference, handed back by poll_completions */
+    /* The token's reference: kept until poll_completions sees the call done. */
+    Py_INCREF(co);
     co->notified = 1;
-    tri_call_set_notify(call, co);
+    tri_call_set_notify_events(call, co, notify); /* 1 == TRI_EV_DONE */
   }
   tri_call_start(call);
   if (wait) {
@@ -352,9 +353,13 @@ static PyObject *channel_poll(ChannelObject *self, PyObject *args) {
   if (!list) return NULL; /* tokens leak only under MemoryError */
   for (int i = 0; i < n; i++) {
     CallObject *co = tokens[i];
-    co->notified = 0;
-    tri_call_object_release_request(co);
-    PyList_SET_ITEM(list, i, (PyObject *)co); /* takes the token reference */
+    Py_INCREF(co);
+    PyList_SET_ITEM(list, i, (PyObject *)co);
+    if (co->notified && tri_call_done(co->call)) {
+      co->notified = 0; /* DONE is the last event: drop the token's reference */
+      tri_call_object_release_request(co);
+      Py_DECREF(co);
+    }
   }
   return list;
 }
@@ -387,7 +392,9 @@ static PyMethodDef channel_methods[] = {
     {"stats", (PyCFunction)channel_stats, METH_NOARGS,
      "Counters of this channel as a dict."},
     {"poll_completions", (PyCFunction)channel_poll, METH_VARARGS,
-     "poll_completions(timeout=-1) -> list of Call, or None once closed."},
+     "poll_completions(timeout=-1) -> list of Call, or None once closed.\n\n"
+     "Each call that asked for events (notify=mask) appears when one of them "
+     "happened; look at its state (done, read_nowait, initial_metadata)."},
     {"notify_fd", (PyCFunction)channel_notify_fd, METH_NOARGS,
      "An eventfd that is readable when notified calls completed."},
     {NULL, NULL, 0, NULL}};

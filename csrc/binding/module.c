@@ -83,6 +83,8 @@ static PyObject *mod_parse_wrapper(PyObject *m, PyObject *arg) {
 }
 
 static PyMethodDef mod_methods[] = {
+    {"run_load", (PyCFunction)(void (*)(void))tri_py_run_load,
+     METH_VARARGS | METH_KEYWORDS, tri_run_load_doc},
     {"parse_wrapper_response", mod_parse_wrapper, METH_O,
      "parse_wrapper_response(bytes) -> (serialize_type, data, type)."},
     {"retired_stats", mod_retired_stats, METH_NOARGS,
@@ -97,7 +99,11 @@ static int mod_exec(PyObject *m) {
   if (tri_call_type_init(m, st) < 0) return -1;
   if (PyModule_AddStringConstant(m, "CORE_VERSION", TRIPLE_VERSION) < 0 ||
       PyModule_AddIntConstant(m, "CLIENT_STREAMING", TRI_CALL_CLIENT_STREAMING) < 0 ||
-      PyModule_AddIntConstant(m, "SERVER_STREAMING", TRI_CALL_SERVER_STREAMING) < 0)
+      PyModule_AddIntConstant(m, "SERVER_STREAMING", TRI_CALL_SERVER_STREAMING) < 0 ||
+      PyModule_AddIntConstant(m, "EV_DONE", TRI_EV_DONE) < 0 ||
+      PyModule_AddIntConstant(m, "EV_MESSAGE", TRI_EV_MESSAGE) < 0 ||
+      PyModule_AddIntConstant(m, "EV_HEADERS", TRI_EV_HEADERS) < 0 ||
+      PyModule_AddIntConstant(m, "EV_WRITABLE", TRI_EV_WRITABLE) < 0)
     return -1;
   Py_ssize_t count = 0;
   while (tri_stats_names[count]) count++;

@@ -1,0 +1,383 @@
+/*
+ * load.c: _triple.run_load, the C load generator (tri_load) for Python.
+ *
+ * The configuration is parsed with the GIL held; then the run happens with
+ * the GIL released: the binding only takes it back every 50 ms for
+ * PyErr_CheckSignals (so Ctrl-C stops the run: tri_load_stop, wait, and the
+ * KeyboardInterrupt propagates).  The figures are converted to a dict once
+ * the threads are joined.
+ */
+#include "binding.h"
+
+#include "../tri_hist.h"
+#include "../tri_load.h"
+
+#define WAIT_SLICE_NS (50 * 1000000LL)
+
+static const struct {
+  const char *name;
+  int mode;
+} mode_names[] = {{"unary", TRI_LOAD_UNARY},
+                  {"fastpath", TRI_LOAD_UNARY},
+                  {"unary_stream_path", TRI_LOAD_UNARY_STREAM_PATH},
+                  {"stream_path", TRI_LOAD_UNARY_STREAM_PATH},
+                  {"bidi", TRI_LOAD_BIDI}};
+
+static const char *mode_name(int mode) {
+  switch (mode) {
+  case TRI_LOAD_UNARY: return "unary";
+  case TRI_LOAD_UNARY_STREAM_PATH: return "unary_stream_path";
+  default: return "bidi";
+  }
+}
+
+static int parse_mode(PyObject *o, int *mode) {
+  if (PyLong_Check(o)) {
+    long v = PyLong_AsLong(o);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    *mode = (int)v;
+    return 0;
+  }
+  const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
+  if (!s) {
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_TypeError, "mode must be str or int, not %.100s",
+                   Py_TYPE(o)->tp_name);
+    return -1;
+  }
+  for (size_t i = 0; i < sizeof(mode_names) / sizeof(mode_names[0]); i++)
+    if (strcmp(s, mode_names[i].name) == 0) {
+      *mode = mode_names[i].mode;
+      return 0;
+    }
+  PyErr_Format(PyExc_ValueError,
+               "unknown mode %R (expected 'unary', 'unary_stream_path' or 'bidi')",
+               o);
+  return -1;
+}
+
+/* d[key] = v, stealing v; returns -1 (exception set) on failure. */
+static int put(PyObject *d, const char *key, PyObject *v) {
+  if (!v) return -1;
+  int rv = PyDict_SetItemString(d, key, v);
+  Py_DECREF(v);
+  return rv;
+}
+
+#define PUT_U64(d, k, v) put(d, k, PyLong_FromUnsignedLongLong((unsigned long long)(v)))
+#define PUT_I64(d, k, v) put(d, k, PyLong_FromLongLong((long long)(v)))
+#define PUT_F(d, k, v) put(d, k, PyFloat_FromDouble((double)(v)))
+
+/* {"count", "min", "max", "mean", "p50", ..., "p99.99", clamp counters}. */
+static PyObject *latency_dict(const tri_hist *h) {
+  static const struct {
+    const char *key;
+    double p;
+  } ps[] = {{"p50", 50}, {"p90", 90}, {"p99", 99}, {"p99.9", 99.9}, {"p99.99", 99.99}};
+  PyObject *d = PyDict_New();
+  if (!d) return NULL;
+  uint64_t below, above;
+  tri_hist_clamped(h, &below, &above);
+  if (PUT_U64(d, "count", tri_hist_count(h)) < 0 ||
+      PUT_I64(d, "min", tri_hist_min(h)) < 0 ||
+      PUT_F(d, "mean", tri_hist_mean(h)) < 0)
+    goto fail;
+  for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++)
+    if (PUT_I64(d, ps[i].key, tri_hist_percentile(h, ps[i].p)) < 0) goto fail;
+  if (PUT_I64(d, "max", tri_hist_max(h)) < 0 ||
+      PUT_U64(d, "clamped_below", below) < 0 ||
+      PUT_U64(d, "clamped_above", above) < 0)
+    goto fail;
+  return d;
+fail:
+  Py_DECREF(d);
+  return NULL;
+}
+
+/* [(value_ns, count), ...] over the non-empty buckets. */
+static PyObject *hist_pairs(const tri_hist *h) {
+  PyObject *l = PyList_New(0);
+  if (!l) return NULL;
+  size_t it = 0;
+  int64_t v;
+  uint64_t n;
+  while (tri_hist_next(h, &it, &v, &n)) {
+    PyObject *t = Py_BuildValue("(LK)", (long long)v, (unsigned long long)n);
+    if (!t || PyList_Append(l, t) < 0) {
+      Py_XDECREF(t);
+      Py_DECREF(l);
+      return NULL;
+    }
+    Py_DECREF(t);
+  }
+  return l;
+}
+
+static PyObject *u64_list(const uint64_t *a, size_t n) {
+  PyObject *l = PyList_New((Py_ssize_t)n);
+  if (!l) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    PyObject *x = PyLong_FromUnsignedLongLong(a[i]);
+    if (!x) {
+      Py_DECREF(l);
+      return NULL;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)i, x);
+  }
+  return l;
+}
+
+static PyObject *i64_list(const int64_t *a, size_t n) {
+  PyObject *l = PyList_New((Py_ssize_t)n);
+  if (!l) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    PyObject *x = PyLong_FromLongLong(a[i]);
+    if (!x) {
+      Py_DECREF(l);
+      return NULL;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)i, x);
+  }
+  return l;
+}
+
+/* {name: value / per} for every counter; per == 0 gives 0.0. */
+static PyObject *ratios(const tri_load_result *r, double per) {
+  PyObject *d = PyDict_New();
+  if (!d) return NULL;
+  for (int i = 0; i < r->ncounters && tri_stats_names[i]; i++)
+    if (PUT_F(d, tri_stats_names[i], per > 0 ? (double)r->counters[i] / per : 0.0) < 0) {
+      Py_DECREF(d);
+      return NULL;
+    }
+  return d;
+}
+
+static PyObject *result_dict(const tri_load_config *cfg, const tri_load_result *r) {
+  PyObject *d = PyDict_New(), *x = NULL;
+  if (!d) return NULL;
+  double elapsed = (double)r->elapsed_ns / 1e9;
+  int bidi = cfg->mode == TRI_LOAD_BIDI;
+  double cpu = r->cpu_user_s + r->cpu_sys_s;
+
+  /* What ran. */
+  if (put(d, "mode", PyUnicode_FromString(mode_name(cfg->mode))) < 0 ||
+      put(d, "target", PyUnicode_FromFormat("%s:%s", cfg->host, cfg->port)) < 0 ||
+      put(d, "path", PyUnicode_FromString(cfg->path)) < 0 ||
+      PUT_U64(d, "payload_size", cfg->payload_size) < 0 ||
+      PUT_I64(d, "connections", cfg->connections) < 0 ||
+      PUT_I64(d, "concurrency", cfg->concurrency) < 0 ||
+      PUT_I64(d, "stream_messages", bidi ? cfg->stream_messages : 1) < 0 ||
+      PUT_U64(d, "write_buffer_size", cfg->write_buffer_size) < 0 ||
+      PUT_U64(d, "write_buffer_delay_us", cfg->write_buffer_delay_us) < 0 ||
+      put(d, "open_loop", PyBool_FromLong(cfg->rate > 0)) < 0 ||
+      PUT_F(d, "target_rate", cfg->rate) < 0 ||
+      put(d, "shared_request", PyBool_FromLong(cfg->shared_request)) < 0 ||
+      PUT_I64(d, "hist_digits", tri_hist_sig_digits(r->latency)) < 0)
+    goto fail;
+
+  /* Counts and rates. */
+  if (PUT_F(d, "elapsed_s", elapsed) < 0 ||
+      PUT_F(d, "warmup_s", (double)r->warmup_ns / 1e9) < 0 ||
+      PUT_U64(d, "calls", r->calls) < 0 ||
+      PUT_U64(d, "errors", r->errors) < 0 ||
+      PUT_F(d, "qps", r->qps) < 0 ||
+      PUT_U64(d, "warmup_calls", r->warmup_calls) < 0 ||
+      PUT_U64(d, "warmup_errors", r->warmup_errors) < 0 ||
+      PUT_U64(d, "missed", r->missed) < 0 ||
+      PUT_U64(d, "response_bytes", r->response_bytes) < 0 ||
+      PUT_U64(d, "streams", bidi ? r->calls : 0) < 0 ||
+      PUT_U64(d, "messages_sent", r->messages_sent) < 0 ||
+      PUT_U64(d, "messages_received", r->messages_received) < 0 ||
+      PUT_F(d, "messages_per_s", elapsed > 0 ? (double)r->messages_received / elapsed : 0) < 0 ||
+      PUT_U64(d, "short_streams", r->short_streams) < 0)
+    goto fail;
+
+  /* Latency. */
+  if (put(d, "latency_ns", latency_dict(r->latency)) < 0 ||
+      put(d, "latency_corrected_ns", latency_dict(r->latency_corrected)) < 0 ||
+      put(d, "warmup_latency_ns", latency_dict(r->warmup_latency)) < 0 ||
+      put(d, "warmup_latency_corrected_ns", latency_dict(r->warmup_latency_corrected)) < 0 ||
+      put(d, "histogram", hist_pairs(r->latency)) < 0 ||
+      put(d, "histogram_corrected", hist_pairs(r->latency_corrected)) < 0 ||
+      put(d, "warmup_histogram", hist_pairs(r->warmup_latency)) < 0 ||
+      put(d, "warmup_histogram_corrected", hist_pairs(r->warmup_latency_corrected)) < 0)
+    goto fail;
+
+  /* The one-second series. */
+  if (!(x = PyDict_New())) goto fail;
+  if (put(x, "calls", u64_list(r->series_calls, r->seconds)) < 0 ||
+      put(x, "errors", u64_list(r->series_errors, r->seconds)) < 0 ||
+      put(x, "p99_ns", i64_list(r->series_p99_ns, r->seconds)) < 0) {
+    Py_DECREF(x);
+    goto fail;
+  }
+  if (put(d, "series", x) < 0) goto fail;
+
+  /* Status codes: a list indexed by code. */
+  if (put(d, "status_codes", u64_list(r->codes, TRI_LOAD_CODES)) < 0) goto fail;
+
+  /* CPU. */
+  if (!(x = PyDict_New())) goto fail;
+  if (PUT_F(x, "process_user_s", r->cpu_user_s) < 0 ||
+      PUT_F(x, "process_sys_s", r->cpu_sys_s) < 0 ||
+      PUT_F(x, "process_s", cpu) < 0 ||
+      PUT_F(x, "driver_s", r->driver_cpu_s) < 0 ||
+      PUT_F(x, "process_us_per_call", r->calls ? cpu * 1e6 / (double)r->calls : 0) < 0 ||
+      PUT_F(x, "process_cores", elapsed > 0 ? cpu / elapsed : 0) < 0) {
+    Py_DECREF(x);
+    goto fail;
+  }
+  if (put(d, "cpu", x) < 0) goto fail;
+
+  /* Counters over the measured part, and per operation. */
+  if (!(x = PyDict_New())) goto fail;
+  for (int i = 0; i < r->ncounters && tri_stats_names[i]; i++)
+    if (PUT_U64(x, tri_stats_names[i], r->counters[i]) < 0) {
+      Py_DECREF(x);
+      goto fail;
+    }
+  if (put(d, "counters", x) < 0 ||
+      put(d, "per_call", ratios(r, (double)r->calls)) < 0 ||
+      put(d, "per_message", ratios(r, (double)r->messages_sent)) < 0)
+    goto fail;
+  return d;
+fail:
+  Py_DECREF(d);
+  return NULL;
+}
+
+/* Runs the load with the GIL released, checking signals between slices.
+ * Returns 0, or -1 with an exception set (the run was stopped). */
+static int run_released(tri_load *l) {
+  int rv;
+  Py_BEGIN_ALLOW_THREADS
+  rv = tri_load_start(l);
+  Py_END_ALLOW_THREADS
+  (void)rv; /* a failed start still ends; its status says why */
+  for (;;) {
+    Py_BEGIN_ALLOW_THREADS
+    rv = tri_load_wait(l, WAIT_SLICE_NS);
+    Py_END_ALLOW_THREADS
+    if (rv == 0) return 0;
+    if (PyErr_CheckSignals() < 0) {
+      tri_load_stop(l);
+      Py_BEGIN_ALLOW_THREADS
+      tri_load_wait(l, -1);
+      Py_END_ALLOW_THREADS
+      return -1;
+    }
+  }
+}
+
+static void del_released(tri_load *l) {
+  Py_BEGIN_ALLOW_THREADS
+  tri_load_del(l);
+  Py_END_ALLOW_THREADS
+}
+
+PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
+  (void)m;
+  static char *kw[] = {"host", "port", "path", "mode", "payload_size",
+                       "concurrency", "connections", "duration", "warmup",
+                       "count", "rate", "stream_messages", "write_buffer_size",
+                       "write_buffer_delay_us", "timeout", "shared_request",
+                       "hist_digits", NULL};
+  tri_load_config cfg;
+  tri_load_config_init(&cfg);
+  const char *host, *path;
+  PyObject *port_obj, *mode_obj, *port_str = NULL;
+  Py_ssize_t payload;
+  int concurrency, connections, shared = 0, digits = 0;
+  double duration, warmup;
+  unsigned long long count = 0;
+  long long wbs = cfg.write_buffer_size, wbd = cfg.write_buffer_delay_us;
+  int k = 1;
+  if (!PyArg_ParseTupleAndKeywords(
+          args, kwargs, "sOzOniidd|KdiLLd$pi:run_load", kw, &host, &port_obj,
+          &path, &mode_obj, &payload, &concurrency, &connections, &duration,
+          &warmup, &count, &cfg.rate, &k, &wbs, &wbd, &cfg.timeout_s, &shared,
+          &digits))
+    return NULL;
+  if (parse_mode(mode_obj, &cfg.mode) < 0) return NULL;
+  if (payload < 0 || wbs < 0 || wbs > UINT32_MAX || wbd < 0 || wbd > UINT32_MAX) {
+    PyErr_SetString(PyExc_ValueError,
+                    "payload_size, write_buffer_size and write_buffer_delay_us "
+                    "must be non-negative");
+    return NULL;
+  }
+  port_str = PyObject_Str(port_obj);
+  if (!port_str) return NULL;
+  cfg.host = host;
+  cfg.port = PyUnicode_AsUTF8(port_str);
+  if (!cfg.port) {
+    Py_DECREF(port_str);
+    return NULL;
+  }
+  cfg.path = path;
+  cfg.payload_size = (size_t)payload;
+  cfg.concurrency = concurrency;
+  cfg.connections = connections;
+  cfg.duration_s = duration;
+  cfg.warmup_s = warmup;
+  cfg.count = count;
+  cfg.stream_messages = k;
+  cfg.write_buffer_size = (uint32_t)wbs;
+  cfg.write_buffer_delay_us = (uint32_t)wbd;
+  cfg.shared_request = shared;
+  cfg.hist_digits = digits;
+  const char *problem = tri_load_config_problem(&cfg);
+  if (problem) {
+    PyErr_Format(PyExc_ValueError, "run_load: %s", problem);
+    Py_DECREF(port_str);
+    return NULL;
+  }
+  tri_load *l;
+  int rv;
+  Py_BEGIN_ALLOW_THREADS
+  rv = tri_load_new(&l, &cfg);
+  Py_END_ALLOW_THREADS
+  Py_DECREF(port_str); /* tri_load_new copied the strings */
+  if (rv) {
+    PyErr_Format(rv == TRI_ERR_NOMEM ? PyExc_MemoryError : PyExc_ValueError,
+                 "run_load: %s", tri_strerror(rv));
+    return NULL;
+  }
+  if (run_released(l) < 0) {
+    del_released(l);
+    return NULL;
+  }
+  const char *why;
+  rv = tri_load_status(l, &why);
+  PyObject *result = NULL;
+  if (rv) {
+    PyErr_Format(rv == TRI_ERR_CONNECT ? PyExc_ConnectionError
+                 : rv == TRI_ERR_NOMEM ? PyExc_MemoryError
+                                       : PyExc_RuntimeError,
+                 "run_load: %s", why);
+  } else {
+    result = result_dict(tri_load_config_of(l), tri_load_results(l));
+  }
+  del_released(l);
+  return result;
+}
+
+const char tri_run_load_doc[] =
+    "run_load(host, port, path, mode, payload_size, concurrency, connections,\n"
+    "         duration, warmup, count=0, rate=0.0, stream_messages=1,\n"
+    "         write_buffer_size=32768, write_buffer_delay_us=200, timeout=10.0,\n"
+    "         *, shared_request=False, hist_digits=3) -> dict\n\n"
+    "Runs the C load generator against host:port with the GIL released:\n"
+    "`connections` channels (one connection and one C thread each) with\n"
+    "`concurrency` calls in flight on each.  mode: 'unary' (fast path),\n"
+    "'unary_stream_path' (the same call through the streaming machinery) or\n"
+    "'bidi' (streams of stream_messages messages each way).  path None picks\n"
+    "BenchmarkService UnaryCall (StreamCall for bidi).  duration seconds are\n"
+    "measured after `warmup` seconds; count > 0 caps the measured calls.\n"
+    "rate > 0 makes the loop open (calls/s in total) and latency is then also\n"
+    "measured from the intended send time (the *_corrected figures).\n"
+    "Returns every figure: counts, qps, latency percentiles in ns,\n"
+    "one-second series, status_codes (indexed by code), cpu, counters and\n"
+    "per-call ratios, and the raw histograms as [(value_ns, count), ...].\n"
+    "Raises ValueError for a bad configuration and ConnectionError when the\n"
+    "target is unavailable.";

@@ -1,0 +1,20 @@
+"""asyncio API of triple_py, mirroring ``grpc.aio``.
+
+::
+
+    import triple_py.aio
+    async with triple_py.aio.insecure_channel("127.0.0.1:50051") as ch:
+        reply = await ch.unary_unary("/pkg.Svc/Method")(b"request", timeout=3)
+        async for r in ch.stream_stream("/pkg.Svc/Chat")(request_iterator):
+            ...
+
+Completions reach the event loop through one eventfd watched with
+``loop.add_reader``: no thread per call, and the C I/O thread never takes the GIL.
+Cancelling the awaiting task cancels the RPC (the stream is reset).
+"""
+from ._calls import (EOF, AioRpcError, StreamStreamCall, StreamUnaryCall,
+                     UnaryStreamCall, UnaryUnaryCall)
+from ._channel import Channel, insecure_channel, secure_channel
+
+__all__ = ["AioRpcError", "Channel", "EOF", "StreamStreamCall", "StreamUnaryCall",
+           "UnaryStreamCall", "UnaryUnaryCall", "insecure_channel", "secure_channel"]

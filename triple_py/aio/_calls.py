@@ -1,0 +1,253 @@
+"""Awaitable calls of ``triple_py.aio``, shaped like ``grpc.aio``'s."""
+from __future__ import annotations
+
+import asyncio
+from typing import Any, AsyncIterator, Callable, Optional
+
+from .. import _triple
+from .._errors import RpcError
+from .._status import StatusCode, code_from_int
+
+Serializer = Optional[Callable[[Any], bytes]]
+Deserializer = Optional[Callable[[bytes], Any]]
+
+STREAM_EVENTS = (_triple.EV_DONE | _triple.EV_MESSAGE | _triple.EV_HEADERS
+                 | _triple.EV_WRITABLE)
+
+
+class _EOFType:
+    """The end-of-stream marker returned by ``read()`` (``grpc.aio.EOF``)."""
+
+    def __repr__(self) -> str:
+        return "<triple_py.aio.EOF>"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+EOF = _EOFType()
+
+
+class AioRpcError(RpcError):
+    """An RPC ended with a non-OK status (``grpc.aio.AioRpcError``)."""
+
+    def __init__(self, code: StatusCode, initial_metadata: Any, trailing_metadata: Any,
+                 details: Optional[str] = None,
+                 debug_error_string: Optional[str] = None) -> None:
+        super().__init__(code, details)
+        self._code = code
+        self._details = details
+        self._initial_metadata = initial_metadata
+        self._trailing_metadata = trailing_metadata
+        self._debug = debug_error_string or f"{code.name}: {details}"
+
+    def code(self) -> StatusCode:
+        """The status code."""
+        return self._code
+
+    def details(self) -> Optional[str]:
+        """The status message."""
+        return self._details
+
+    def initial_metadata(self) -> Any:
+        """Response headers."""
+        return self._initial_metadata
+
+    def trailing_metadata(self) -> Any:
+        """Response trailers."""
+        return self._trailing_metadata
+
+    def debug_error_string(self) -> str:
+        """One line for logs."""
+        return self._debug
+
+    def __str__(self) -> str:
+        return (f"<AioRpcError of RPC that terminated with:\n\tstatus = {self._code}\n"
+                f"\tdetails = \"{self._details}\"\n>")
+
+
+def error_of(core_call: Any) -> AioRpcError:
+    """The AioRpcError describing a finished, failed core call."""
+    initial, trailing = core_call.metadata()
+    return AioRpcError(code_from_int(core_call.code()), initial, trailing,
+                       core_call.details())
+
+
+class _Call:
+    """State and waiting shared by every aio call: one core call, its events."""
+
+    def __init__(self, reactor: Any, core_call: Any, serializer: Serializer,
+                 deserializer: Deserializer) -> None:
+        self._reactor = reactor
+        self._core = core_call
+        self._serialize = serializer
+        self._deserialize = deserializer
+        self._waiters: list[asyncio.Future] = []
+        self._channel_gone = False
+        reactor.register(core_call, self)
+
+    # -- events from the reactor ------------------------------------------------
+    def _on_event(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    def _on_channel_closed(self) -> None:
+        self._channel_gone = True
+        self._on_event()
+
+    async def _next_event(self) -> None:
+        """Waits for the next event; a cancelled wait cancels the RPC (RST_STREAM)."""
+        if self._channel_gone:
+            raise asyncio.InvalidStateError("the channel was closed")
+        fut = self._reactor.loop.create_future()
+        self._waiters.append(fut)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            self._core.cancel()
+            raise
+
+    async def _wait_done(self) -> None:
+        while not self._core.done():
+            await self._next_event()
+
+    # -- grpc.aio.Call ----------------------------------------------------------
+    def cancel(self) -> bool:
+        """Cancels the RPC; True if it was still running."""
+        return self._core.cancel()
+
+    def cancelled(self) -> bool:
+        """True if the RPC ended CANCELLED."""
+        return self._core.done() and self._core.code() == StatusCode.CANCELLED.value[0]
+
+    def done(self) -> bool:
+        """True once the RPC has ended."""
+        return self._core.done()
+
+    def time_remaining(self) -> Optional[float]:
+        """Not tracked in Python: the C core enforces the deadline."""
+        return None
+
+    async def initial_metadata(self) -> Any:
+        """Response headers, as soon as they arrive."""
+        while True:
+            md = self._core.initial_metadata(0)
+            if md is not None:
+                return md
+            await self._next_event()
+
+    async def trailing_metadata(self) -> Any:
+        """Response trailers (waits for the end of the RPC)."""
+        await self._wait_done()
+        return self._core.metadata()[1]
+
+    async def code(self) -> StatusCode:
+        """The final status code (waits for the end of the RPC)."""
+        await self._wait_done()
+        return code_from_int(self._core.code())
+
+    async def details(self) -> str:
+        """The final status message (waits for the end of the RPC)."""
+        await self._wait_done()
+        return self._core.details()
+
+    async def wait_for_connection(self) -> None:
+        """Returns once headers arrived or the call ended."""
+        await self.initial_metadata()
+
+
+class UnaryResponseCall(_Call):
+    """A call with one response: awaiting it gives the response or raises."""
+
+    def __await__(self):
+        return self._result().__await__()
+
+    async def _result(self) -> Any:
+        await self._wait_done()
+        if self._core.code() != 0:
+            raise error_of(self._core)
+        raw = self._core.response()
+        return self._deserialize(raw) if self._deserialize else raw
+
+
+class StreamResponseMixin(_Call):
+    """Reading a response stream: ``await read()`` and ``async for``."""
+
+    async def read(self) -> Any:
+        """The next response, or ``EOF`` at the end; raises AioRpcError on failure."""
+        while True:
+            raw = self._core.read_nowait()
+            if raw is False:
+                await self._next_event()
+                continue
+            if raw is None:
+                if self._core.code() != 0:
+                    raise error_of(self._core)
+                return EOF
+            return self._deserialize(raw) if self._deserialize else raw
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Any]:
+        while True:
+            item = await self.read()
+            if item is EOF:
+                return
+            yield item
+
+
+class StreamRequestMixin(_Call):
+    """Writing a request stream: ``await write()`` and ``await done_writing()``."""
+
+    async def write(self, request: Any) -> None:
+        """Queues one request (coalescing writer); waits while the peer is behind."""
+        payload = self._serialize(request) if self._serialize else request
+        while not self._core.can_write(len(payload)):
+            if self._core.done():
+                break
+            await self._next_event()
+        if not self._core.write(payload):
+            raise error_of(self._core) if self._core.code() != 0 else \
+                asyncio.InvalidStateError("the RPC has already finished")
+
+    async def done_writing(self) -> None:
+        """Flushes and half-closes the request stream."""
+        while not self._core.can_write(0) and not self._core.done():
+            await self._next_event()
+        self._core.done_writing()
+
+    async def _consume(self, requests: Any) -> None:
+        """Writes every request of a (sync or async) iterator, then half-closes."""
+        try:
+            if hasattr(requests, "__aiter__"):
+                async for request in requests:
+                    await self.write(request)
+            else:
+                for request in requests:
+                    await self.write(request)
+            await self.done_writing()
+        except (RpcError, asyncio.InvalidStateError):
+            return  # the RPC ended; its status says why
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self._core.cancel(StatusCode.UNKNOWN.value[0])
+
+
+class UnaryUnaryCall(UnaryResponseCall):
+    """``await stub.Method(request)``."""
+
+
+class UnaryStreamCall(StreamResponseMixin):
+    """A server stream: ``async for response in call``."""
+
+
+class StreamUnaryCall(StreamRequestMixin, UnaryResponseCall):
+    """A client stream: write requests, then ``await call`` for the response."""
+
+
+class StreamStreamCall(StreamRequestMixin, StreamResponseMixin):
+    """A bidirectional stream."""
