@@ -432,6 +432,15 @@ static int on_stream_close(nghttp2_session *s, int32_t sid, uint32_t err,
   return 0;
 }
 
+static int on_frame_send(nghttp2_session *s, const nghttp2_frame *frame,
+                         void *user) {
+  (void)s;
+  tri_conn *conn = user;
+  if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR)
+    conn->local_goaway_error = frame->goaway.error_code;
+  return 0;
+}
+
 static int on_frame_not_send(nghttp2_session *s, const nghttp2_frame *frame,
                              int lib_error, void *user) {
   (void)s;
@@ -627,7 +636,7 @@ static void process_ops(tri_conn *conn) {
 /* ---- socket I/O (I/O thread) ------------------------------------------ */
 
 static void set_epollout(tri_conn *conn, int on) {
-  if (conn->epollout == on) return;
+  if (conn->epollout == on || conn->detached) return;
   struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0),
                            .data.fd = conn->fd};
   epoll_ctl(conn->epfd, EPOLL_CTL_MOD, conn->fd, &ev);
@@ -671,6 +680,16 @@ static int write_out_tls(tri_conn *conn) {
  * 0 if the socket is full, -1 on error (the connection is then dead). */
 static int write_out(tri_conn *conn) {
   if (conn->ssl) return write_out_tls(conn);
+  if (conn->detached) { /* test/fuzz hook: output goes nowhere */
+    for (size_t i = conn->out_head; i < conn->out_n; i++) {
+      tri_out *e = &conn->out[i];
+      if (e->call) e->call->queued -= e->len;
+      chunk_entry_done(e);
+    }
+    conn->out_n = conn->out_head = 0;
+    conn->staging->len = 0;
+    return 1;
+  }
   struct iovec iov[OUT_MAX + 8];
   size_t n = 0;
   for (size_t i = conn->out_head; i < conn->out_n && n < OUT_MAX + 8; i++) {
@@ -817,6 +836,35 @@ static int next_timeout_ms(tri_conn *conn) {
   return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
+/* The work of every loop iteration after the socket was serviced: submit
+ * queued ops, fire flush timers and deadlines, write, and notice a session
+ * that has ended. */
+static void after_events(tri_conn *conn) {
+  process_ops(conn);
+  if (conn->timers && conn->timers->timer_at <= tri__now()) {
+    run_timers(conn);
+    process_ops(conn); /* the chunks those flushes handed over */
+  }
+  arm_timerfd(conn);
+  expire_deadlines(conn);
+  flush(conn);
+  if (conn->dead) return;
+  if (conn->goaway && !conn->inflight) {
+    die(conn, TRI_CODE_UNAVAILABLE, "connection closed after GOAWAY");
+  } else if (conn->connected && !nghttp2_session_want_read(conn->sess) &&
+             !nghttp2_session_want_write(conn->sess)) {
+    if (conn->local_goaway_error) {
+      /* We ended the session because the peer broke the protocol. */
+      snprintf(conn->errstr, sizeof(conn->errstr),
+               "HTTP/2 protocol error from peer (%s)",
+               nghttp2_http2_strerror(conn->local_goaway_error));
+      die(conn, TRI_CODE_INTERNAL, conn->errstr);
+    } else {
+      die(conn, TRI_CODE_UNAVAILABLE, "HTTP/2 session ended");
+    }
+  }
+}
+
 /* ---- thread ------------------------------------------------------------ */
 
 static int open_socket(tri_conn *conn) {
@@ -867,6 +915,7 @@ static int start_session(tri_conn *conn) {
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
   nghttp2_session_callbacks_set_on_frame_not_send_callback(cbs,
                                                            on_frame_not_send);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
   nghttp2_session_callbacks_set_send_data_callback(cbs, send_data);
   nghttp2_session_callbacks_set_data_source_read_length_callback(cbs,
                                                                  read_length);
@@ -987,20 +1036,7 @@ static void *conn_main(void *arg) {
       break;
     }
     if (conn->dead) break;
-    process_ops(conn);
-    if (conn->timers && conn->timers->timer_at <= tri__now()) {
-      run_timers(conn);
-      process_ops(conn); /* the chunks those flushes handed over */
-    }
-    arm_timerfd(conn);
-    expire_deadlines(conn);
-    flush(conn);
-    if (conn->goaway && !conn->inflight)
-      die(conn, TRI_CODE_UNAVAILABLE, "connection closed after GOAWAY");
-    else if (conn->connected && !conn->dead &&
-             !nghttp2_session_want_read(conn->sess) &&
-             !nghttp2_session_want_write(conn->sess))
-      die(conn, TRI_CODE_UNAVAILABLE, "HTTP/2 session ended");
+    after_events(conn);
   }
   if (conn->sess) {
     nghttp2_session_del(conn->sess);
@@ -1080,4 +1116,70 @@ void tri__conn_free(tri_conn *conn) {
   tri_mem_free(conn->heap);
   tri_arena_free_all(&conn->arena);
   tri_mem_free(conn);
+}
+
+/* ---- detached connections (tests and fuzzing) --------------------------
+ * No socket and no thread: the caller plays the I/O thread.  Output is
+ * discarded; tri__conn_feed pushes server bytes through the same receive
+ * path (nghttp2, call handlers, completion) as a live connection. */
+
+static void *detached_main(void *arg) {
+  (void)arg;
+  return NULL;
+}
+
+int tri__conn_new_detached(tri_conn **out, tri_channel *ch) {
+  tri_conn *conn = tri_mem_calloc(&ch->stats, 1, sizeof(*conn));
+  if (!conn) return TRI_ERR_NOMEM;
+  conn->ch = ch;
+  conn->stats = &ch->stats;
+  conn->fd = conn->evfd = conn->tfd = conn->epfd = -1;
+  conn->detached = 1;
+  atomic_init(&conn->refs, 1);
+  tri_mpsc_init(&conn->ops);
+  tri_arena_init(&conn->arena, &ch->stats);
+  conn->out_cap = OUT_MAX;
+  conn->out = tri_mem_alloc(&ch->stats, conn->out_cap * sizeof(tri_out));
+  conn->staging = tri_pool_get(&ch->pool, 64 << 10, 0);
+  if (!conn->out || !conn->staging || start_session(conn)) {
+    tri_mem_free(conn->out);
+    tri_pool_put(&ch->pool, conn->staging);
+    if (conn->sess) nghttp2_session_del(conn->sess);
+    tri_arena_free_all(&conn->arena);
+    tri_mem_free(conn);
+    return TRI_ERR_NOMEM;
+  }
+  conn->connected = 1;
+  /* A thread that exits at once keeps tri__conn_join/free uniform. */
+  pthread_create(&conn->thread, NULL, detached_main, NULL);
+  atomic_store(&conn->exited, 1);
+  flush(conn); /* our preface and SETTINGS, discarded */
+  *out = conn;
+  return 0;
+}
+
+void tri__conn_run_ops(tri_conn *conn) {
+  process_ops(conn);
+  flush(conn);
+}
+
+int tri__conn_feed(tri_conn *conn, const uint8_t *data, size_t len) {
+  if (conn->dead) return TRI_ERR_CLOSED;
+  ssize_t rv = nghttp2_session_mem_recv(conn->sess, data, len);
+  if (rv < 0) {
+    snprintf(conn->errstr, sizeof(conn->errstr),
+             "HTTP/2 protocol error from peer: %s", nghttp2_strerror((int)rv));
+    die(conn, TRI_CODE_INTERNAL, conn->errstr);
+    return TRI_ERR_HTTP2;
+  }
+  after_events(conn);
+  return conn->dead ? TRI_ERR_HTTP2 : 0;
+}
+
+void tri__conn_kill(tri_conn *conn, int code, const char *why) {
+  die(conn, code, why);
+  if (conn->sess) {
+    nghttp2_session_del(conn->sess);
+    conn->sess = NULL;
+  }
 }

@@ -59,6 +59,7 @@ struct tri_conn {
   tri_arena arena;
   nghttp2_mem mem;
   int connected;           /* ready for HTTP/2 (TCP up, TLS done) */
+  int detached;            /* test hook: no socket, no thread (see below) */
   int epollout;            /* EPOLLOUT currently armed */
   SSL *ssl;                /* TLS channels: the session, NULL otherwise */
   int handshaking;         /* TCP is up, TLS handshake in progress */
@@ -66,6 +67,7 @@ struct tri_conn {
   size_t tls_out_off;
   int dead;
   int goaway;
+  uint32_t local_goaway_error; /* error code of a GOAWAY we sent */
   tri_out *out;            /* output queue: out[out_head..out_n) pending */
   size_t out_n, out_head, out_cap;
   tri_buf *staging;        /* copied frame bytes the queue refers to */
@@ -95,5 +97,18 @@ void tri__conn_unref(tri_conn *conn);
 /* Called by tri__call_complete on the I/O thread: forget the call's deadline
  * and copy out any of its request bytes still queued for the socket. */
 void tri__conn_call_finished(tri_conn *conn, tri_call *c);
+
+/* Test and fuzzing hooks: a connection with no socket and no I/O thread,
+ * driven by its caller, which plays the I/O thread (single-threaded use).
+ *  - tri__conn_new_detached: session set up, our preface "sent" (discarded).
+ *  - tri__conn_run_ops: processes queued ops (submits, cancels, data).
+ *  - tri__conn_feed: feeds server bytes through the receive path; returns 0,
+ *    TRI_ERR_HTTP2 (the connection died: every call failed), TRI_ERR_CLOSED.
+ *  - tri__conn_kill: fails what is left with `code` and deletes the session;
+ *    the connection is then freed like any other (tri__conn_free). */
+int tri__conn_new_detached(tri_conn **out, tri_channel *ch);
+void tri__conn_run_ops(tri_conn *conn);
+int tri__conn_feed(tri_conn *conn, const uint8_t *data, size_t len);
+void tri__conn_kill(tri_conn *conn, int code, const char *why);
 
 #endif

@@ -133,7 +133,7 @@ typedef struct tri_load_result {
   uint64_t errors;           /* ... with a status other than OK */
   uint64_t warmup_calls, warmup_errors;
   uint64_t codes[TRI_LOAD_CODES]; /* measured calls by status code */
-  uint64_t messages_sent;    /* BIDI, measured: messages written */
+  uint64_t messages_sent;    /* streaming modes, measured: messages written */
   uint64_t messages_received;/* BIDI, measured: messages read */
   uint64_t short_streams;    /* BIDI: OK streams with fewer than K responses */
   uint64_t response_bytes;   /* unary modes: response message bytes of OK calls */

@@ -14,6 +14,7 @@
 typedef struct {
   PyTypeObject *channel_type;
   PyTypeObject *call_type;
+  PyTypeObject *echo_server_type; /* server_type.c */
   tri_stats retired; /* counters of channels already deallocated */
 } tri_module_state;
 
@@ -37,6 +38,7 @@ tri_module_state *tri_get_state_from_type(PyTypeObject *tp);
 
 int tri_channel_type_init(PyObject *module, tri_module_state *st);
 int tri_call_type_init(PyObject *module, tri_module_state *st);
+int tri_server_type_init(PyObject *module, tri_module_state *st);
 
 /* Creates the Python call for `call` (takes ownership of it). */
 CallObject *tri_call_object_new(tri_module_state *st, PyObject *channel,

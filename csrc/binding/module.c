@@ -97,6 +97,7 @@ static int mod_exec(PyObject *m) {
   tri_module_state *st = PyModule_GetState(m);
   if (tri_channel_type_init(m, st) < 0) return -1;
   if (tri_call_type_init(m, st) < 0) return -1;
+  if (tri_server_type_init(m, st) < 0) return -1;
   if (PyModule_AddStringConstant(m, "CORE_VERSION", TRIPLE_VERSION) < 0 ||
       PyModule_AddIntConstant(m, "CLIENT_STREAMING", TRI_CALL_CLIENT_STREAMING) < 0 ||
       PyModule_AddIntConstant(m, "SERVER_STREAMING", TRI_CALL_SERVER_STREAMING) < 0 ||
@@ -128,6 +129,7 @@ static int mod_traverse(PyObject *m, visitproc visit, void *arg) {
   tri_module_state *st = PyModule_GetState(m);
   Py_VISIT(st->channel_type);
   Py_VISIT(st->call_type);
+  Py_VISIT(st->echo_server_type);
   return 0;
 }
 
@@ -135,6 +137,7 @@ static int mod_clear(PyObject *m) {
   tri_module_state *st = PyModule_GetState(m);
   Py_CLEAR(st->channel_type);
   Py_CLEAR(st->call_type);
+  Py_CLEAR(st->echo_server_type);
   return 0;
 }
 

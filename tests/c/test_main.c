@@ -14,8 +14,12 @@ void test_wire(void);
 void test_pb(void);
 void test_mpsc(void);
 void test_writer(void);
+void test_server(void);
 void test_gzip(void);
 void test_tjson(void);
+void test_session(void);
+void test_hist(void);
+void test_load(void);
 
 static const struct {
   const char *name;
@@ -23,8 +27,12 @@ static const struct {
 } suites[] = {{"buf", test_buf},   {"mem", test_mem}, {"frame", test_frame},
               {"wire", test_wire}, {"pb", test_pb},   {"mpsc", test_mpsc},
               {"writer", test_writer},
+              {"server", test_server},
               {"gzip", test_gzip},
-              {"tjson", test_tjson}};
+              {"tjson", test_tjson},
+              {"session", test_session},
+              {"hist", test_hist},
+              {"load", test_load}};
 
 /* Runs every suite, or only those named on the command line. */
 int main(int argc, char **argv) {

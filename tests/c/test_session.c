@@ -1,0 +1,214 @@
+/*
+ * test_session.c: the response path of a connection, driven with scripted
+ * server frames through a detached connection (no socket, no thread).
+ */
+#include "session_script.h"
+#include "tri_call.h"
+#include "tri_channel.h"
+#include "tri_conn.h"
+#include "tri_error.h"
+#include "tri_int.h"
+#include "tri_test.h"
+#include "tri_wire.h"
+
+typedef struct {
+  tri_channel *ch;
+  tri_conn *conn;
+  tri_call *calls[4];
+  int n;
+} harness;
+
+static void setup(harness *h) {
+  memset(h, 0, sizeof(*h));
+  tri_channel_opts o;
+  tri_channel_opts_init(&o);
+  o.host = "127.0.0.1";
+  o.port = "1";
+  tri_channel_new(&h->ch, &o);
+  tri__conn_new_detached(&h->conn, h->ch);
+}
+
+/* Starts a call on the detached connection (stream ids 1, 3, 5...). */
+static tri_call *start(harness *h, const char *path, int flags) {
+  tri_call *c;
+  tri_call_new(h->ch, &c, path, strlen(path), -1, flags);
+  if (!(flags & TRI_CALL_CLIENT_STREAMING))
+    tri_call_set_request_borrowed(c, (const uint8_t *)"req", 3);
+  c->started = 1;
+  c->conn = h->conn;
+  tri__conn_ref(h->conn);
+  atomic_fetch_add(&c->refs, 1); /* the I/O side's reference */
+  tri__conn_push(h->conn, &c->submit_op.node);
+  tri__conn_run_ops(h->conn);
+  h->calls[h->n++] = c;
+  return c;
+}
+
+static void teardown(harness *h) {
+  tri__conn_kill(h->conn, TRI_CODE_CANCELLED, "test over");
+  for (int i = 0; i < h->n; i++) tri_call_release(h->calls[i]);
+  tri__conn_unref(h->conn);
+  tri__conn_free(h->conn);
+  tri_channel_del(h->ch);
+}
+
+static const char *ok_headers[] = {":status", "200", "content-type",
+                                   "application/grpc", "x-init", "a", NULL};
+
+/* Feeds the script whole and byte by byte: the outcome must not depend on
+ * how the bytes are split. */
+typedef void (*check_fn)(harness *h, tri_call *c);
+
+static void run_both_ways(const script *sc, int flags, check_fn check) {
+  for (int split = 0; split < 2; split++) {
+    harness h;
+    setup(&h);
+    tri_call *c = start(&h, "/s/M", flags);
+    if (split) {
+      for (size_t i = 0; i < sc->len; i++) tri__conn_feed(h.conn, sc->p + i, 1);
+    } else {
+      tri__conn_feed(h.conn, sc->p, sc->len);
+    }
+    check(&h, c);
+    teardown(&h);
+  }
+}
+
+static void check_ok(harness *h, tri_call *c) {
+  CHECK(tri_call_done(c));
+  CHECK_EQ_INT(tri_call_code(c), 0);
+  const uint8_t *p;
+  size_t n;
+  tri_call_response(c, &p, &n);
+  CHECK_MEM(p, n, "hello", 5);
+  size_t it = 0;
+  int kind, seen_init = 0, seen_trail = 0;
+  const char *k, *v;
+  size_t kn, vn;
+  while (tri_call_md_next(c, &it, &kind, &k, &kn, &v, &vn) == 0) {
+    if (kind == TRI_MD_INITIAL && kn == 6 && !memcmp(k, "x-init", 6)) seen_init = 1;
+    if (kind == TRI_MD_TRAILING && kn == 7 && !memcmp(k, "x-trail", 7)) seen_trail = 1;
+  }
+  CHECK(seen_init && seen_trail);
+}
+
+static void unary_ok(void) {
+  script s;
+  script_init(&s);
+  script_settings(&s);
+  script_headers(&s, 1, 0, ok_headers);
+  script_message(&s, 1, 0, "hello", 5, 0);
+  const char *trailers[] = {"grpc-status", "0", "x-trail", "b", NULL};
+  script_headers(&s, 1, 1, trailers);
+  run_both_ways(&s, 0, check_ok);
+  script_free(&s);
+}
+
+static void check_status5(harness *h, tri_call *c) {
+  CHECK_EQ_INT(tri_call_code(c), 5);
+  const char *m;
+  size_t n;
+  tri_call_message(c, &m, &n);
+  CHECK_STR(m, n, "caf\xc3\xa9 % x");
+}
+
+static void error_status_and_trailers_only(void) {
+  script s;
+  script_init(&s);
+  script_settings(&s);
+  const char *only[] = {":status", "200", "content-type", "application/grpc",
+                        "grpc-status", "5", "grpc-message", "caf%C3%A9 %25 x", NULL};
+  script_headers(&s, 1, 1, only);
+  run_both_ways(&s, 0, check_status5);
+  script_free(&s);
+}
+
+static int expect_code;
+static void check_code(harness *h, tri_call *c) {
+  CHECK(tri_call_done(c));
+  CHECK_EQ_INT(tri_call_code(c), expect_code);
+}
+
+static void failures(void) {
+  script s;
+  /* RST_STREAM REFUSED_STREAM -> UNAVAILABLE */
+  script_init(&s);
+  script_settings(&s);
+  script_rst(&s, 1, NGHTTP2_REFUSED_STREAM);
+  expect_code = TRI_CODE_UNAVAILABLE;
+  run_both_ways(&s, 0, check_code);
+  script_free(&s);
+  /* bad envelope flags -> INTERNAL */
+  script_init(&s);
+  script_settings(&s);
+  script_headers(&s, 1, 0, ok_headers);
+  script_message(&s, 1, 0x40, "x", 1, 0);
+  expect_code = TRI_CODE_INTERNAL;
+  run_both_ways(&s, 0, check_code);
+  script_free(&s);
+  /* message cut short, then the stream ends -> INTERNAL */
+  script_init(&s);
+  script_settings(&s);
+  script_headers(&s, 1, 0, ok_headers);
+  uint8_t partial[7] = {0, 0, 0, 0, 10, 'a', 'b'};
+  script_frame(&s, NGHTTP2_DATA, 0, 1, partial, sizeof(partial));
+  const char *t0[] = {"grpc-status", "0", NULL};
+  script_headers(&s, 1, 1, t0);
+  run_both_ways(&s, 0, check_code);
+  script_free(&s);
+  /* HTTP 503 without grpc-status -> UNAVAILABLE */
+  script_init(&s);
+  script_settings(&s);
+  const char *h503[] = {":status", "503", NULL};
+  script_headers(&s, 1, 1, h503);
+  expect_code = TRI_CODE_UNAVAILABLE;
+  run_both_ways(&s, 0, check_code);
+  script_free(&s);
+  /* no grpc-status at all -> INTERNAL */
+  script_init(&s);
+  script_settings(&s);
+  script_headers(&s, 1, 0, ok_headers);
+  script_message(&s, 1, 0, "hello", 5, 1);
+  expect_code = TRI_CODE_INTERNAL;
+  run_both_ways(&s, 0, check_code);
+  script_free(&s);
+  /* garbage: a connection-level protocol error fails the call */
+  script_init(&s);
+  script_settings(&s);
+  script_put(&s, "\x00\x00\x04\x99\x00\x00\x00\x00\x00garbage-garbage", 24);
+  script_frame(&s, NGHTTP2_WINDOW_UPDATE, 0, 0, "\x00\x00\x00\x00", 4);
+  expect_code = TRI_CODE_INTERNAL;
+  run_both_ways(&s, 0, check_code);
+  script_free(&s);
+}
+
+static void check_stream(harness *h, tri_call *c) {
+  CHECK_EQ_INT(tri_call_code(c), 0);
+  tri_buf *m;
+  int got = 0;
+  while (tri_call_read(c, 0, &m) == 1) {
+    CHECK_EQ_INT(m->len, 3);
+    tri_call_msg_release(c, m);
+    got++;
+  }
+  CHECK_EQ_INT(got, 3);
+}
+
+static void server_stream(void) {
+  script s;
+  script_init(&s);
+  script_settings(&s);
+  script_headers(&s, 1, 0, ok_headers);
+  for (int i = 0; i < 3; i++) script_message(&s, 1, 0, "abc", 3, 0);
+  const char *t0[] = {"grpc-status", "0", NULL};
+  script_headers(&s, 1, 1, t0);
+  run_both_ways(&s, TRI_CALL_SERVER_STREAMING, check_stream);
+  script_free(&s);
+}
+
+void test_session(void) {
+  unary_ok();
+  error_status_and_trailers_only();
+  failures();
+  server_stream();
+}
