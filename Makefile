@@ -10,7 +10,7 @@ CORE_SRC := $(wildcard csrc/tri_*.c) csrc/gen/benchmark.pb-c.c csrc/gen/triple_w
 CTEST_SRC := $(wildcard tests/c/*.c)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all bootstrap build test ctest ctest-asan ctest-reverse pytest bench clean
+.PHONY: all bootstrap build test ctest ctest-asan ctest-reverse pytest bench clean fuzz
 
 all: build
 
@@ -56,3 +56,26 @@ bench: bootstrap
 
 clean:
 	rm -rf build .build csrc/gen *.egg-info triple_py/*.so
+
+# libFuzzer targets (clang): each runs FUZZ_SECONDS from its committed seed corpus;
+# new inputs go to build/fuzz/<target>/ so the committed corpus stays small.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := frame gzip tjson session
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined -Icsrc -Icsrc/gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+FUZZ_CORE := $(filter-out csrc/tri_load.c csrc/tri_server.c csrc/tri_hist.c,$(CORE_SRC))
+
+build/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_SRC) $(wildcard csrc/*.h) | bootstrap
+	mkdir -p build
+	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_CORE) $(LIBS)
+
+fuzz: $(addprefix build/fuzz_,$(FUZZ_TARGETS))
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build/fuzz/$$t; \
+	  echo "== fuzz $$t ($(FUZZ_SECONDS) s)"; \
+	  build/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=build/fuzz/$$t- build/fuzz/$$t tests/fuzz/corpus/$$t 2>&1 \
+	    | grep -E "^(#[0-9]+ *DONE|stat::number_of_executed_units|stat::peak_rss|==[0-9]+==ERROR|SUMMARY)|cov:" | tail -4 \
+	    || exit 1; \
+	  test -z "$$(ls build/fuzz/$$t-crash-* 2>/dev/null)" || { echo "fuzz $$t: crash found"; exit 1; }; \
+	done
