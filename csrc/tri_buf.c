@@ -88,12 +88,9 @@ void tri_pool_put(tri_pool *p, tri_buf *b) {
   if (b) tri_mem_free(b);
 }
 
-int tri_buf_reserve(tri_pool *p, tri_buf **bp, size_t extra) {
+/* Moves the content into a pooled buffer with room for `want` bytes. */
+static int grow_to(tri_pool *p, tri_buf **bp, size_t want) {
   tri_buf *b = *bp;
-  if (tri_buf_tailroom(b) >= extra) return 0;
-  size_t want = b->len + extra;
-  /* Grow geometrically so repeated appends stay amortised O(1). */
-  if (want < 2 * b->len) want = 2 * b->len;
   tri_buf *nb = tri_pool_get(p, want, b->off);
   if (!nb) return TRI_ERR_NOMEM;
   memcpy(tri_buf_begin(nb), tri_buf_begin(b), b->len);
@@ -101,6 +98,20 @@ int tri_buf_reserve(tri_pool *p, tri_buf **bp, size_t extra) {
   tri_pool_put(p, b);
   *bp = nb;
   return 0;
+}
+
+int tri_buf_reserve(tri_pool *p, tri_buf **bp, size_t extra) {
+  tri_buf *b = *bp;
+  if (tri_buf_tailroom(b) >= extra) return 0;
+  size_t want = b->len + extra;
+  /* Grow geometrically so repeated appends stay amortised O(1). */
+  if (want < 2 * b->len) want = 2 * b->len;
+  return grow_to(p, bp, want);
+}
+
+int tri_buf_reserve_exact(tri_pool *p, tri_buf **bp, size_t extra) {
+  if (tri_buf_tailroom(*bp) >= extra) return 0;
+  return grow_to(p, bp, (*bp)->len + extra);
 }
 
 int tri_buf_append(tri_pool *p, tri_buf **bp, const void *src, size_t n) {

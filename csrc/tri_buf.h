@@ -72,6 +72,10 @@ static inline size_t tri_buf_tailroom(const tri_buf *b) {
  * goes back to the pool).  Returns 0 or TRI_ERR_NOMEM (then *bp is intact). */
 int tri_buf_reserve(tri_pool *p, tri_buf **bp, size_t extra);
 
+/* Like tri_buf_reserve without the doubling: room for exactly `extra` more
+ * (rounded up to the size class), for callers that enforce a cap. */
+int tri_buf_reserve_exact(tri_pool *p, tri_buf **bp, size_t extra);
+
 /* Appends n bytes, growing as tri_buf_reserve does. */
 int tri_buf_append(tri_pool *p, tri_buf **bp, const void *src, size_t n);
 

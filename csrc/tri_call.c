@@ -560,8 +560,10 @@ static int inflate_message(tri_call *c, int64_t max_recv) {
     return TRI_CODE_RESOURCE_EXHAUSTED;
   }
   if (rv) {
-    tri__call_complete(c, TRI_CODE_INTERNAL, "corrupt gzip message: %s",
-                       tri_strerror(rv));
+    tri__call_complete(c, TRI_CODE_INTERNAL, "%s",
+                       rv == TRI_ERR_NOMEM ? "out of memory inflating a message"
+                                           : "corrupt gzip message (invalid, truncated "
+                                             "or trailing data)");
     return TRI_CODE_INTERNAL;
   }
   tri_pool_put(&c->ch->pool, c->resp);

@@ -115,11 +115,15 @@ int tri_gzip_decompress(tri_gzip_pool *zp, tri_pool *pool, const uint8_t *in,
   while (!rv) {
     size_t room = b->cap - b->off - b->len;
     if (room == 0) {
-      if (limit >= 0 && b->len > (size_t)limit) {
+      /* Double, but never past limit + 1 (one byte over proves "too large"). */
+      size_t grow = b->len ? b->len : 64;
+      if (limit >= 0 && b->len + grow > (size_t)limit + 1)
+        grow = (size_t)limit + 1 - b->len;
+      if (grow == 0) {
         rv = TRI_ERR_TOO_LARGE;
         break;
       }
-      if ((rv = tri_buf_reserve(pool, &b, b->len))) break; /* doubles */
+      if ((rv = tri_buf_reserve_exact(pool, &b, grow))) break;
       room = b->cap - b->off - b->len;
     }
     if (limit >= 0 && b->len + room > (size_t)limit + 1)

@@ -169,6 +169,9 @@ class Channel:
         if compression is not None:
             self._options.compression = int(compression)
         tls = {}
+        override = self._options.ssl_target_name_override
+        if credentials is not None and override and not self._options.authority:
+            self._options.authority = override  # grpcio sends the override as :authority
         if credentials is not None:
             tls = dict(tls=True, root_certificates=credentials.root_certificates,
                        private_key=credentials.private_key,

@@ -7,7 +7,12 @@ echoes each request message; the control metadata of README.md changes the answe
 `x-status: 0` on UnaryCall answers an empty message; StreamCall answers none.
 `x-delay-ms` applies once, before anything is sent, and ends early if the call does.
 
+TLS: `--tls-cert PEM --tls-key PEM` serve TLS (ALPN h2) with that identity instead of
+plaintext h2c; `--tls-client-ca PEM` also requires a client certificate signed by that CA
+(mTLS). `--compress-responses` gzip-compresses every response message.
+
 Usage: /usr/bin/python3 grpcio_server.py [--port 0] [--host 127.0.0.1] [--workers 32]
+           [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]] [--compress-responses]
 Prints `LISTENING <port>`, serves until SIGTERM or EOF on stdin.
 """
 from __future__ import annotations
@@ -17,7 +22,7 @@ import sys
 import threading
 from concurrent import futures
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import grpc
 
@@ -69,8 +74,20 @@ def stream_call(requests: Iterator[bytes], context: grpc.ServicerContext) -> Ite
         yield control.response(request)
 
 
-def make_server(host: str, port: int, workers: int) -> tuple[grpc.Server, int]:
-    """A started server and its bound port."""
+def server_credentials(cert: str, key: str,
+                       client_ca: Optional[str]) -> grpc.ServerCredentials:
+    """TLS credentials from PEM files; with client_ca, client certificates are required."""
+    identity = (Path(key).read_bytes(), Path(cert).read_bytes())
+    if client_ca is None:
+        return grpc.ssl_server_credentials([identity])
+    return grpc.ssl_server_credentials([identity], root_certificates=Path(client_ca).read_bytes(),
+                                       require_client_auth=True)
+
+
+def make_server(host: str, port: int, workers: int,
+                credentials: Optional[grpc.ServerCredentials] = None,
+                compress_responses: bool = False) -> tuple[grpc.Server, int]:
+    """A started server and its bound port (TLS when credentials are given)."""
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers),
         options=[
@@ -78,12 +95,17 @@ def make_server(host: str, port: int, workers: int) -> tuple[grpc.Server, int]:
             ("grpc.max_send_message_length", MAX_MESSAGE),
             ("grpc.so_reuseport", 0),
         ],
+        compression=grpc.Compression.Gzip if compress_responses else None,
     )
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(BENCHMARK_SERVICE, {
         "UnaryCall": grpc.unary_unary_rpc_method_handler(unary_call),
         "StreamCall": grpc.stream_stream_rpc_method_handler(stream_call),
     }),))
-    bound = server.add_insecure_port(f"{host}:{port}")
+    address = f"{host}:{port}"
+    if credentials is None:
+        bound = server.add_insecure_port(address)
+    else:
+        bound = server.add_secure_port(address, credentials)
     if not bound:
         raise SystemExit(f"cannot bind {host}:{port}")
     server.start()
@@ -95,8 +117,21 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--workers", type=int, default=32)
+    parser.add_argument("--tls-cert", help="PEM certificate chain: serve TLS")
+    parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    parser.add_argument("--tls-client-ca", help="PEM CA: require client certificates (mTLS)")
+    parser.add_argument("--compress-responses", action="store_true",
+                        help="gzip every response message")
     args = parser.parse_args()
-    server, port = make_server(args.host, args.port, args.workers)
+    if (args.tls_cert is None) != (args.tls_key is None):
+        parser.error("--tls-cert and --tls-key go together")
+    if args.tls_client_ca and not args.tls_cert:
+        parser.error("--tls-client-ca needs --tls-cert and --tls-key")
+    credentials = None
+    if args.tls_cert:
+        credentials = server_credentials(args.tls_cert, args.tls_key, args.tls_client_ca)
+    server, port = make_server(args.host, args.port, args.workers, credentials,
+                               args.compress_responses)
     serve_until_stopped(port)
     server.stop(grace=None).wait(5)
 

@@ -23,6 +23,14 @@ request is complete (END_STREAM), except where noted:
   TwoMessages       two messages on one call, then grpc-status 0
   MissingStatus     200, one valid message, trailers without grpc-status
   Echo              a correct gRPC echo of the request messages, grpc-status 0
+  GzipBomb          200 with grpc-encoding: gzip, one message with flag 0x01 whose body is
+                    the gzip of GZIP_BOMB_SIZE (64 MiB) zero bytes (about 64 KiB on the
+                    wire), grpc-status 0
+  GzipCorrupt       200 with grpc-encoding: gzip, one message with flag 0x01 whose body is
+                    GZIP_CORRUPT (a gzip header followed by bytes that are not deflate
+                    data), grpc-status 0
+  CompressedNoEncoding  200 without grpc-encoding, one message with flag 0x01 whose body
+                    is a valid gzip of an encoded payload, grpc-status 0
   Stats             one message: JSON counters of this server (connections, streams,
                     resets, drops, huge_sent = bytes of each ended HugeResponse, modes =
                     complete requests per mode)
@@ -44,6 +52,7 @@ import socket
 import struct
 import sys
 import threading
+import zlib
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Tuple
 
@@ -74,6 +83,12 @@ STREAM_WINDOW = 16 * 1024 * 1024
 CONNECTION_WINDOW = 1 << 30
 
 GRPC_200: Headers = [(b":status", b"200"), (b"content-type", b"application/grpc")]
+GRPC_200_GZIP: Headers = GRPC_200 + [(b"grpc-encoding", b"gzip")]
+
+GZIP_BOMB_SIZE = 64 * 1024 * 1024
+# A gzip member header (magic, CM=8, no flags, mtime 0, XFL 0, OS 255), then bytes that
+# are not a valid deflate stream (block type 3 is reserved).
+GZIP_CORRUPT = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + b"\xff" * 16 + b"garbage!"
 
 
 def _field(number: int, value: bytes) -> bytes:
@@ -138,6 +153,34 @@ class Stats:
 STATS = Stats()
 
 
+def gzip_bytes(data: bytes) -> bytes:
+    """A gzip member (RFC 1952) of data, as grpc-encoding: gzip carries it."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush()
+
+
+_bomb_lock = threading.Lock()
+_bomb: List[bytes] = []
+
+
+def gzip_bomb() -> bytes:
+    """The gzip of GZIP_BOMB_SIZE zero bytes, made once (fed in 1 MiB pieces)."""
+    with _bomb_lock:
+        if not _bomb:
+            compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+            zeros = bytes(1 << 20)
+            parts = [compressor.compress(zeros) for _ in range(GZIP_BOMB_SIZE >> 20)]
+            _bomb.append(b"".join(parts) + compressor.flush())
+        return _bomb[0]
+
+
+def compressed_answer(headers: Headers, body: bytes) -> Iterator[Item]:
+    """headers, one message with the compressed flag (0x01) and body, grpc-status 0."""
+    yield ("headers", headers, False)
+    yield ("data", frame(body, flags=0x01), False)
+    yield trailers(0)
+
+
 def huge_response() -> Iterator[Item]:
     yield ("headers", GRPC_200, False)
     yield ("data", frame(b"", declared_length=HUGE_DECLARED), False)
@@ -182,6 +225,10 @@ MODES: Dict[str, Callable[[bytes], Iterator[Item]]] = {
         ("headers", GRPC_200, False), ("data", frame(encode_payload(b"ok")), False),
         ("headers", [(b"x-note", b"no grpc-status")], True)]),
     "Echo": lambda body: echo(body),
+    "GzipBomb": lambda body: compressed_answer(GRPC_200_GZIP, gzip_bomb()),
+    "GzipCorrupt": lambda body: compressed_answer(GRPC_200_GZIP, GZIP_CORRUPT),
+    "CompressedNoEncoding": lambda body: compressed_answer(
+        GRPC_200, gzip_bytes(encode_payload(b"compressed"))),
     "Stats": lambda body: answer(STATS.snapshot()),
 }
 
