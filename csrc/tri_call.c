@@ -296,16 +296,17 @@ int tri_call_wait(tri_call *c, int64_t timeout_ns) {
   return atomic_load(&c->done) ? 0 : TRI_ERR_TIMEOUT;
 }
 
-void tri_call_cancel(tri_call *c, int code, const char *message) {
+int tri_call_cancel(tri_call *c, int code, const char *message) {
   int expected = 0;
-  if (tri_call_done(c)) return;
-  if (!atomic_compare_exchange_strong(&c->cancel_req, &expected, 2)) return;
+  if (tri_call_done(c)) return 0;
+  if (!atomic_compare_exchange_strong(&c->cancel_req, &expected, 2)) return 0;
   c->cancel_code = code;
   c->cancel_msg = message;
   atomic_store(&c->cancel_req, 1);
   /* Not started yet: tri_call_start sees cancel_req.  A dead connection
    * fails the call by itself, so a refused push needs no handling. */
   push_op(c, &c->cancel_op, NULL);
+  return 1;
 }
 
 int tri_call_code(const tri_call *c) { return c->code; }
@@ -663,8 +664,11 @@ static void triple_close(tri_call *c) {
                             (char *)tri_buf_begin(scratch), &ml,
                             tri_buf_begin(scratch) + TRI_TJSON_MSG_CAP(n),
                             &pl) == 0) {
-    add_received_md(c, TRI_MD_TRAILING, (const uint8_t *)"grpc-status-details-bin",
-                    23, tri_buf_begin(scratch) + TRI_TJSON_MSG_CAP(n), pl);
+    /* Already binary (a google.rpc.Status): stored as is, not base64-decoded. */
+    if (!c->md) c->md = tri_pool_get(pool, 512, 0);
+    if (c->md)
+      append_record(pool, &c->md, TRI_MD_TRAILING, "grpc-status-details-bin", 23,
+                    tri_buf_begin(scratch) + TRI_TJSON_MSG_CAP(n), pl);
     tri__call_complete(c, code, "%.*s", (int)ml, (const char *)tri_buf_begin(scratch));
   } else {
     tri__call_complete(c, tri_code_from_http_triple(c->http_status),
@@ -701,12 +705,14 @@ void tri__call_on_close(tri_call *c, uint32_t error_code) {
     tri__call_complete(c, TRI_CODE_INTERNAL, "malformed grpc-status");
     return;
   }
-  if (tri_frame_decoder_partial(&c->dec)) {
+  int code = c->grpc_status > 16 ? TRI_CODE_UNKNOWN : c->grpc_status;
+  /* A cut-off message only matters when the server claims success: an error
+   * status (a deadline, say) may legitimately end a stream mid-message. */
+  if (code == TRI_CODE_OK && tri_frame_decoder_partial(&c->dec)) {
     tri__call_complete(c, TRI_CODE_INTERNAL,
                        "response ended inside a message (truncated)");
     return;
   }
-  int code = c->grpc_status > 16 ? TRI_CODE_UNKNOWN : c->grpc_status;
   if (code == TRI_CODE_OK && !c->got_message &&
       !(c->flags & TRI_CALL_SERVER_STREAMING)) {
     tri__call_complete(c, TRI_CODE_INTERNAL,
@@ -843,12 +849,20 @@ static int64_t deadline_of(int64_t timeout_ns) {
   return timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
 }
 
+/* True once the caller's own cancel() ended the call (grpcio then reports
+ * CANCELLED at once, without the responses that were still queued). */
+static int cancelled_by_caller(tri_call *c) {
+  return tri_call_done(c) && atomic_load(&c->cancel_req) == 1 &&
+         c->code == TRI_CODE_CANCELLED;
+}
+
 int tri_call_read(tri_call *c, int64_t timeout_ns, tri_buf **msg) {
   if (!(c->flags & TRI_CALL_SERVER_STREAMING)) return TRI_ERR_INVALID;
   int64_t end = deadline_of(timeout_ns);
   int flushed = 0;
   for (;;) {
     uint32_t seen = atomic_load(&c->recv_seq);
+    if (cancelled_by_caller(c)) return 0; /* what was queued is dropped */
     if ((*msg = pop_message(c))) return 1;
     if (tri_call_done(c)) return (*msg = pop_message(c)) ? 1 : 0;
     if (!flushed && (c->flags & TRI_CALL_CLIENT_STREAMING) &&

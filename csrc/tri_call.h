@@ -96,8 +96,10 @@ int tri_call_done(const tri_call *c);
 int tri_call_wait(tri_call *c, int64_t timeout_ns);
 
 /* Requests cancellation with `code` (e.g. TRI_CODE_CANCELLED) and a static
- * message; the stream is reset.  No effect once done.  Any thread. */
-void tri_call_cancel(tri_call *c, int code, const char *message);
+ * message; the stream is reset.  Returns 1 if this request cancels the call,
+ * 0 if it had ended or was being cancelled already.  Any thread.  Responses
+ * still queued are dropped: tri_call_read then reports the end. */
+int tri_call_cancel(tri_call *c, int code, const char *message);
 
 /* Results; valid only when done, until tri_call_release. */
 int tri_call_code(const tri_call *c);

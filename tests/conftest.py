@@ -29,6 +29,14 @@ def rogue_server():
         yield peer
 
 
+@pytest.fixture(scope="session")
+def connect_server():
+    """The Connect (connect-node) BenchmarkService peer: Connect, gRPC and gRPC-Web protocols
+    on one h2c port (npm packages installed into tests/peers/node/ on first use)."""
+    with start_peer("connect") as peer:
+        yield peer
+
+
 @pytest.fixture(params=["grpcio", "go"])
 def peer(request) -> Peer:
     """Each real BenchmarkService peer in turn."""

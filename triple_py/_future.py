@@ -62,8 +62,8 @@ class UnaryFuture:
         return self._cancelled
 
     def running(self) -> bool:
-        """True while the RPC has not finished."""
-        return not self._core.done()
+        """True while the RPC has not finished (or been cancelled)."""
+        return not self._cancelled and not self._core.done()
 
     def done(self) -> bool:
         """True once the RPC has finished (in any way)."""
@@ -101,8 +101,8 @@ class UnaryFuture:
 
     # -- grpc.Call --------------------------------------------------------------
     def is_active(self) -> bool:
-        """True while the RPC has not finished."""
-        return not self._core.done()
+        """True while the RPC has not finished (or been cancelled)."""
+        return self.running()
 
     def code(self) -> StatusCode:
         """The status code (blocks until the RPC finishes)."""

@@ -29,7 +29,7 @@ class StreamingCall:
         self._core = core_call
         self._serialize = serializer
         self._deserialize = deserializer
-        self._pump_error: Optional[BaseException] = None
+        self._cancelled = False
 
     # -- request side -----------------------------------------------------------
     def write(self, request: Any) -> None:
@@ -72,12 +72,15 @@ class StreamingCall:
 
     # -- grpc.Call ----------------------------------------------------------------
     def cancel(self) -> bool:
-        """Resets the stream (RST_STREAM CANCEL); True if the call was running."""
-        return self._core.cancel()
+        """Resets the stream (RST_STREAM CANCEL); True if this cancelled a running call."""
+        if self._core.cancel():
+            self._cancelled = True
+            return True
+        return False
 
     def is_active(self) -> bool:
-        """True while the call has not ended."""
-        return not self._core.done()
+        """True while the call has not ended (or been cancelled)."""
+        return not self._cancelled and not self._core.done()
 
     def done(self) -> bool:
         """True once the call has ended."""

@@ -70,9 +70,8 @@ static PyObject *call_done(CallObject *self, PyObject *unused) {
 static PyObject *call_cancel(CallObject *self, PyObject *args) {
   int code = TRI_CODE_CANCELLED;
   if (!PyArg_ParseTuple(args, "|i", &code)) return NULL;
-  if (tri_call_done(self->call)) Py_RETURN_FALSE;
-  tri_call_cancel(self->call, code, "Locally cancelled by application!");
-  Py_RETURN_TRUE;
+  return PyBool_FromLong(
+      tri_call_cancel(self->call, code, "Locally cancelled by application!"));
 }
 
 static PyObject *call_code(CallObject *self, PyObject *unused) {

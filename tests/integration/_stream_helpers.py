@@ -10,11 +10,12 @@ so a stalled stream fails a test instead of hanging the run.
 """
 from __future__ import annotations
 
+import json
 import random
 import struct
 import threading
 import time
-from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 import pytest
 
@@ -85,11 +86,9 @@ def echoed(metadata) -> list:
 
 def tagged(index: int, size: int, tag: int = 0) -> bytes:
     """A `size`-byte message naming (tag, index) in its first 8 bytes (when it has room),
-    filled with a byte pattern that depends on both."""
-    head = struct.pack(">II", tag, index)
-    fill = bytes(((index + tag + i) & 0xFF for i in range(min(size, 251))))
-    body = (head + fill * (size // max(len(fill), 1) + 1))[:size] if size else b""
-    return body
+    then a byte pattern that depends on both."""
+    pattern = bytes((index + tag + i) & 0xFF for i in range(256))
+    return (struct.pack(">II", tag, index) + pattern * (size // 256 + 1))[:size]
 
 
 def untag(message: bytes) -> tuple[int, int]:
@@ -190,13 +189,6 @@ def warm_up(channel: triple_py.Channel) -> None:
     assert drain(bidi(channel)(iter([b"warm-up"]), timeout=TIMEOUT)) == [b"warm-up"]
 
 
-def paced(messages: Iterable[bytes], gap: float) -> Iterator[bytes]:
-    """Yields the messages with a pause of about `gap` seconds after each."""
-    for message in messages:
-        yield message
-        time.sleep(gap)
-
-
 class RssSampler:
     """The peak VmRSS seen by sample() calls, relative to the baseline at creation."""
 
@@ -210,3 +202,17 @@ class RssSampler:
     @property
     def growth(self) -> int:
         return self.peak - self.baseline
+
+
+# --- the rogue peer (tests/peers/h2_rogue_server.py) ---------------------------------------
+
+def rogue_bidi(channel: triple_py.Channel, mode: str):
+    """A stream_stream multi-callable for one rogue mode ("/rogue.Rogue/<mode>")."""
+    return channel.stream_stream(f"/rogue.Rogue/{mode}")
+
+
+def rogue_counter(channel: triple_py.Channel, name: str) -> int:
+    """One of the rogue server's counters (its Stats mode: connections, streams, resets...),
+    read through triple_py itself; the counters are server-wide, so compare deltas."""
+    raw = channel.unary_unary("/rogue.Rogue/Stats")(b"", timeout=TIMEOUT)
+    return json.loads(raw).get(name, 0)

@@ -15,8 +15,9 @@ import pytest
 
 import triple_py
 from _stream_helpers import (
-    KiB, NO_TIMER, TIMEOUT, WATERMARK, WRITER_OFF, WRITER_ON, WRITERS, Background, bidi, drain,
-    open_channel, settle, tagged, untag, wait_for_change, warm_up, write_syscalls,
+    NO_TIMER, TIMEOUT, WATERMARK, WRITER_OFF, WRITER_ON, WRITERS, Background, bidi, drain,
+    open_channel, rogue_counter, settle, tagged, untag, wait_for_change, warm_up,
+    write_syscalls,
 )
 
 StatusCode = triple_py.StatusCode
@@ -24,13 +25,15 @@ PREFIX = 5  # gRPC message prefix: flag byte + 4-byte length
 HELD = 0.1  # seconds during which "nothing is sent" is checked
 
 
-def bytes_written(channel) -> int:
-    return channel.stats()["bytes_written"]
-
-
-def started_call(channel, **kwargs):
-    """A bidi call whose HEADERS have been written (the connection is quiet again)."""
-    call = bidi(channel)(timeout=TIMEOUT, **kwargs)
+def started_call(channel, method=None, **kwargs):
+    """A bidi call (StreamCall unless `method` says otherwise) on an established connection,
+    whose HEADERS have been written and the connection is quiet again."""
+    if method is None:
+        warm_up(channel)
+        call = bidi(channel)(timeout=TIMEOUT, **kwargs)
+    else:
+        rogue_counter(channel, "streams")  # connects; the rogue peer has no StreamCall
+        call = channel.stream_stream(method)(timeout=TIMEOUT, **kwargs)
     settle(channel)
     return call
 
@@ -60,7 +63,7 @@ def test_burst_coalesced(peer):
     assert writes < 50, f"{writes} write syscalls for 1,000 messages"
 
 
-def _paced_writes(peer, options, count=1000, gap=50e-6) -> int:
+def _paced_writes(peer, options, count=1000, gap=200e-6) -> int:
     """Write syscalls of one stream carrying `count` 100 B messages from a producer that
     pauses `gap` seconds after each write (all echoes checked)."""
     messages = [tagged(i, 100) for i in range(count)]
@@ -77,7 +80,7 @@ def _paced_writes(peer, options, count=1000, gap=50e-6) -> int:
 
 
 def test_writer_on_far_fewer_writes_than_off(peer):
-    """The same paced producer (about 10,000 messages/s): with the writer off each message
+    """The same paced producer (a few thousand messages/s): with the writer off each message
     leaves on its own, with the writer on (timer out of the way) they leave a watermark at
     a time: at least 10x fewer write syscalls."""
     off = _paced_writes(peer, WRITER_OFF)
@@ -85,25 +88,26 @@ def test_writer_on_far_fewer_writes_than_off(peer):
     assert on * 10 <= off, f"writer on: {on} writes, writer off: {off} writes"
 
 
-def test_three_messages_one_write(peer):
+def test_three_messages_one_write(rogue_server):
     """Three small messages then flush(): one write carries all three
-    (TestStreamBufferWriterCoalesces)."""
+    (TestStreamBufferWriterCoalesces).  Against the rogue peer's NeverAnswer mode, which
+    sends nothing back, so no other frame is written meanwhile."""
     messages = [b"alpha", b"bravo" * 10, b"charlie" * 20]
-    with open_channel(peer, NO_TIMER) as channel:
-        call = started_call(channel)
+    with open_channel(rogue_server, NO_TIMER) as channel:
+        call = started_call(channel, method="/rogue.Rogue/NeverAnswer")
         before = channel.stats()
         for message in messages:
             call.write(message)
         time.sleep(HELD)
         assert channel.stats()["write_syscalls"] == before["write_syscalls"]
         call.flush()
-        assert wait_for_change(lambda: write_syscalls(channel), before["write_syscalls"], 2.0)
-        now = channel.stats()
-        assert now["write_syscalls"] - before["write_syscalls"] == 1
-        assert now["bytes_written"] - before["bytes_written"] >= sum(PREFIX + len(m) for m in messages)
-        assert [next(call) for _ in messages] == messages
-        call.done_writing()
-        assert drain(call) == []
+        assert wait_for_change(lambda: write_syscalls(channel), before["write_syscalls"],
+                               2.0) is not None
+        after = settle(channel)
+        assert after["write_syscalls"] - before["write_syscalls"] == 1
+        payload = sum(PREFIX + len(m) for m in messages)
+        assert payload <= after["bytes_written"] - before["bytes_written"] <= payload + 9
+        call.cancel()
 
 
 def test_flush_at_watermark(peer):
@@ -169,21 +173,26 @@ def test_empty_flush_writes_nothing(peer, writer):
 # --- the flush timer -----------------------------------------------------------------------
 
 def test_flush_timer_sends_partial_chunk(peer):
-    """Writer on with the default 200 us delay: one small message and no flush or read still
-    reaches the server within a few ms, and its echo comes back."""
+    """Writer on with the default 200 us delay: a small message with no flush or read after
+    it still reaches the server (its echo comes back), within a few ms.  Five rounds; the
+    latency bound applies to the fastest, as this machine's scheduler may be busy."""
     with open_channel(peer, WRITER_ON) as channel:
-        warm_up(channel)
         call = started_call(channel)
         answered = server_answered(call)
-        before = write_syscalls(channel)
-        call.write(b"slow producer")
-        delay = wait_for_change(lambda: write_syscalls(channel), before, 1.0)
-        assert delay is not None, "the partial chunk was not sent within 1 s"
-        assert delay < 0.05, f"the partial chunk waited {delay * 1e3:.1f} ms"
-        answered.result()
-        assert next(call) == b"slow producer"
+        delays = []
+        for i in range(5):
+            before = write_syscalls(channel)
+            call.write(tagged(i, 32))
+            delay = wait_for_change(lambda: write_syscalls(channel), before, 2.0)
+            assert delay is not None, f"round {i}: the partial chunk was not sent within 2 s"
+            delays.append(delay)
+            if i == 0:
+                answered.result()  # the server answered: no read, no flush was needed
+            assert next(call) == tagged(i, 32)
+            settle(channel)
         call.done_writing()
         assert drain(call) == []
+    assert min(delays) < 0.02, f"partial chunks waited {[round(d * 1e3, 1) for d in delays]} ms"
 
 
 @pytest.mark.parametrize("trigger", ["flush", "done_writing", "read"])
@@ -250,18 +259,21 @@ def test_write_after_done_writing(peer, writer):
     tail included) are delivered; done_writing() and flush() stay harmless
     (TestStreamBufferWriterWriteAfterClose / FlushAfterClose)."""
     with open_channel(peer, writer) as channel:
-        call = bidi(channel)(timeout=TIMEOUT)
+        # x-delay-ms keeps the server from ending the call at once, so the call is
+        # half-closed but not finished while the late writes are tried
+        call = bidi(channel)(timeout=TIMEOUT, metadata=[("x-delay-ms", "500")])
         call.write(b"one")
         call.write(b"tail")
         call.done_writing()
         with pytest.raises(ValueError):
             call.write(b"late")
-        before = write_syscalls(channel)
+        before = settle(channel)["write_syscalls"]
         call.done_writing()
         call.flush()
         assert write_syscalls(channel) == before
         with pytest.raises(ValueError):
             call.write(b"later")
+        assert call.is_active()
         assert drain(call) == [b"one", b"tail"]
         assert call.code() is StatusCode.OK
 

@@ -22,7 +22,7 @@
 //   x-error-detail: text   an x-status error carries one detail, a
 //                          benchmark.BenchmarkResponse{payload: utf-8 text}
 //   x-peer-report: 1       the response headers tell what the peer saw:
-//                          x-peer-protocol (connect | grpc | grpc_web),
+//                          x-peer-protocol (connect | grpc | grpc-web),
 //                          x-peer-request-encoding (the request's content-encoding, or
 //                          grpc-encoding for gRPC; "identity" when absent),
 //                          x-peer-accept-encoding (accept-encoding, or grpc-accept-encoding)
@@ -166,6 +166,7 @@ function main() {
     routes,
     acceptCompression: [compressionGzip],
     compressMinBytes: 0,
+    requireConnectProtocolHeader: false,  // the default; Triple clients send no such header
     readMaxBytes: MAX_MESSAGE,
     writeMaxBytes: MAX_MESSAGE,
   });

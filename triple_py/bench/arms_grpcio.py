@@ -1,0 +1,190 @@
+"""Reference arms on grpcio: sync threads, asyncio tasks, and asyncio bidi streams.
+
+``grpcio-sync``       ``concurrency`` Python threads making blocking unary calls
+``grpcio-aio``        ``concurrency`` asyncio tasks awaiting unary calls
+``grpcio-aio-bidi``   ``concurrency`` asyncio tasks, each looping over streams: write K
+                      messages, done_writing, read K echoes and the final status
+
+Calls are spread over ``connections`` channels (each with a local subchannel pool, so each
+is its own HTTP/2 connection). Every arm warms up (excluded), then measures one window;
+calls whose echo differs from the request count as errors (status ``MISMATCH``).
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Callable, Dict, List, Optional, Tuple
+
+from .recorders import STOP, Recorder, StreamRecorder
+from .result import BenchResult
+from .spec import RunSpec
+
+__all__ = ["grpcio_sync_unary", "grpcio_aio_unary", "grpcio_aio_bidi", "run_threads",
+           "channel_options", "JOIN_GRACE"]
+
+JOIN_GRACE = 5.0  # seconds past the call timeout to wait for the workers
+
+
+def channel_options(connections: int) -> List[Tuple[str, int]]:
+    """Unlimited message sizes; a channel of its own per connection when there are several."""
+    options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+    if connections > 1:
+        options.append(("grpc.use_local_subchannel_pool", 1))
+    return options
+
+
+def run_threads(calls: List[Callable[[bytes], bytes]], request: bytes, concurrency: int,
+                warmup: float, duration: float, join_timeout: float,
+                probe: Callable[[], Dict[str, int]] = dict,
+                recorder: Optional[Recorder] = None) -> Tuple[Recorder, Dict[str, int]]:
+    """``concurrency`` threads call ``calls[i % len(calls)](request)`` in a loop; one window.
+
+    ``probe()`` is read at the start and the end of the window; returns the recorder and
+    the difference of the integer counters.
+    """
+    recorder = recorder or Recorder()
+
+    def worker(call: Callable[[bytes], bytes]) -> None:
+        while recorder.phase != STOP:
+            started = time.perf_counter()
+            try:
+                ok, error = call(request) == request, None
+            except Exception as exc:  # counted and reported, the arm goes on
+                ok, error = False, exc
+            recorder.record(ok, time.perf_counter() - started, error)
+
+    threads = [threading.Thread(target=worker, args=(calls[i % len(calls)],), daemon=True)
+               for i in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    time.sleep(warmup)
+    before = probe()
+    recorder.start_window()
+    time.sleep(duration)
+    recorder.stop()
+    after = probe()
+    for thread in threads:
+        thread.join(join_timeout)
+    delta = {k: after[k] - before[k] for k in after if isinstance(after[k], int)}
+    return recorder, delta
+
+
+def grpcio_sync_unary(spec: RunSpec) -> BenchResult:
+    """``concurrency`` threads making blocking unary calls on ``connections`` grpc channels."""
+    import grpc
+
+    method, request = spec.resolved_method(), spec.request_bytes()
+    channels = [grpc.insecure_channel(spec.target, options=channel_options(spec.connections))
+                for _ in range(spec.connections)]
+    try:
+        calls = []
+        for channel in channels:
+            multi_callable = channel.unary_unary(method)
+            calls.append(lambda req, mc=multi_callable: mc(req, timeout=spec.timeout))
+        recorder, _ = run_threads(calls, request, spec.concurrency, spec.warmup,
+                                  spec.duration, spec.timeout + JOIN_GRACE)
+    finally:
+        for channel in channels:
+            channel.close()
+    return recorder.result(**spec.result_fields())
+
+
+def grpcio_aio_unary(spec: RunSpec) -> BenchResult:
+    """``concurrency`` asyncio tasks awaiting unary calls on ``connections`` grpc.aio channels."""
+    import grpc
+
+    method, request = spec.resolved_method(), spec.request_bytes()
+
+    async def main() -> Recorder:
+        recorder = Recorder()
+        channels = [grpc.aio.insecure_channel(spec.target,
+                                              options=channel_options(spec.connections))
+                    for _ in range(spec.connections)]
+        try:
+            calls = [channel.unary_unary(method) for channel in channels]
+
+            async def worker(call) -> None:
+                while recorder.phase != STOP:
+                    started = time.perf_counter()
+                    try:
+                        ok, error = await call(request, timeout=spec.timeout) == request, None
+                    except Exception as exc:
+                        ok, error = False, exc
+                    recorder.record(ok, time.perf_counter() - started, error)
+
+            tasks = [asyncio.create_task(worker(calls[i % len(calls)]))
+                     for i in range(spec.concurrency)]
+            await asyncio.sleep(spec.warmup)
+            recorder.start_window()
+            await asyncio.sleep(spec.duration)
+            recorder.stop()
+            await asyncio.wait_for(asyncio.gather(*tasks), spec.timeout + JOIN_GRACE)
+        finally:
+            for channel in channels:
+                await channel.close()
+        return recorder
+
+    return asyncio.run(main()).result(**spec.result_fields())
+
+
+def grpcio_aio_bidi(spec: RunSpec) -> BenchResult:
+    """``concurrency`` asyncio tasks looping over bidi streams of K messages each way."""
+    import grpc
+
+    method, request, n = spec.resolved_method(), spec.request_bytes(), spec.stream_messages
+
+    async def main() -> StreamRecorder:
+        recorder = StreamRecorder()
+        channels = [grpc.aio.insecure_channel(spec.target,
+                                              options=channel_options(spec.connections))
+                    for _ in range(spec.connections)]
+        try:
+            callables = [channel.stream_stream(method) for channel in channels]
+
+            async def one_stream(multi_callable) -> None:
+                call = multi_callable(timeout=spec.timeout)
+                try:
+                    for _ in range(n):
+                        await call.write(request)
+                    await call.done_writing()
+                    recorder.note_written(n)
+                    for i in range(n):
+                        response = await call.read()
+                        if response is grpc.aio.EOF:
+                            raise ValueError(f"{i} responses, expected {n}")
+                        if response != request:
+                            raise ValueError(f"response {i} != request")
+                    if await call.read() is not grpc.aio.EOF:
+                        raise ValueError(f"more than {n} responses")
+                    code = await call.code()
+                    if code != grpc.StatusCode.OK:
+                        raise ValueError(f"status {code}: {await call.details()}")
+                except BaseException:
+                    call.cancel()
+                    raise
+
+            async def worker(multi_callable) -> None:
+                while recorder.phase != STOP:
+                    started = time.perf_counter()
+                    try:
+                        await one_stream(multi_callable)
+                        ok, error = True, None
+                    except Exception as exc:
+                        ok, error = False, exc
+                    recorder.record(ok, time.perf_counter() - started, error)
+
+            tasks = [asyncio.create_task(worker(callables[i % len(callables)]))
+                     for i in range(spec.concurrency)]
+            await asyncio.sleep(spec.warmup)
+            recorder.start_window()
+            await asyncio.sleep(spec.duration)
+            recorder.stop()
+            await asyncio.wait_for(asyncio.gather(*tasks), spec.timeout + JOIN_GRACE)
+        finally:
+            for channel in channels:
+                await channel.close()
+        return recorder
+
+    recorder = asyncio.run(main())
+    return recorder.result(**spec.result_fields())

@@ -1,0 +1,90 @@
+"""The C load generator arms: ``fastpath``, ``stream-path`` and ``bidi``.
+
+A thin layer over ``triple_py._triple.run_load`` (csrc/tri_load.h): it maps the harness's
+names and units onto the C configuration, turns the C exceptions into one-line errors, and
+the C result dict into a :class:`~.result.BenchResult`.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional
+
+from .. import _triple
+from .errors import ConfigError, TargetError
+from .result import BenchResult, Latency, status_name
+from .target import split_target
+
+__all__ = ["C_MODES", "run_c_load", "result_from_load"]
+
+#: Harness mode name -> run_load mode name.
+C_MODES = {"fastpath": "unary", "stream-path": "unary_stream_path", "bidi": "bidi"}
+
+
+def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: int,
+               concurrency: int, connections: int, duration: float, warmup: float,
+               count: int = 0, rate: Optional[float] = None, stream_messages: int = 1,
+               write_buffer_size: int = 32768, write_buffer_delay_us: int = 200,
+               timeout: float = 10.0, shared_request: bool = False,
+               hist_digits: int = 3) -> BenchResult:
+    """Runs one C load (GIL released for its whole length) and returns its figures.
+
+    ``concurrency`` is the total number of calls in flight, spread evenly over
+    ``connections`` (the caller checked that it divides). Raises ConfigError for a
+    configuration the C side rejects and TargetError for an unreachable target.
+    """
+    host, port = split_target(target)
+    try:
+        raw = _triple.run_load(
+            host, port, method, C_MODES[mode], payload_size, concurrency // connections,
+            connections, duration, warmup, count=count, rate=rate or 0.0,
+            stream_messages=stream_messages if mode == "bidi" else 1,
+            write_buffer_size=write_buffer_size, write_buffer_delay_us=write_buffer_delay_us,
+            timeout=timeout, shared_request=shared_request, hist_digits=hist_digits)
+    except ValueError as exc:
+        raise ConfigError(str(exc).removeprefix("run_load: ")) from None
+    except ConnectionError as exc:
+        raise TargetError(f"cannot reach {target}: "
+                          f"{str(exc).removeprefix('run_load: ')}") from None
+    result = result_from_load(raw, arm=arm, mode=mode, target=target)
+    result.duration_s, result.count = duration, count
+    return result
+
+
+def result_from_load(raw: Mapping[str, Any], *, arm: str, mode: str, target: str
+                     ) -> BenchResult:
+    """A BenchResult holding every figure of a ``run_load`` result dict."""
+    histogram = [tuple(p) for p in raw.get("histogram", [])]
+    histogram_corrected = [tuple(p) for p in raw.get("histogram_corrected", [])]
+    codes = {status_name(i): n for i, n in enumerate(raw.get("status_codes", [])) if n}
+    bidi = raw.get("mode") == "bidi"
+    warmup: Dict[str, Any] = {
+        "calls": raw.get("warmup_calls", 0), "errors": raw.get("warmup_errors", 0),
+        "latency_ns": raw.get("warmup_latency_ns"),
+        "latency_corrected_ns": raw.get("warmup_latency_corrected_ns"),
+        "histogram": [list(p) for p in raw.get("warmup_histogram", [])],
+        "histogram_corrected": [list(p) for p in raw.get("warmup_histogram_corrected", [])]}
+    extra = {k: raw[k] for k in ("missed", "response_bytes", "short_streams", "shared_request",
+                                 "hist_digits", "write_buffer_delay_us", "open_loop",
+                                 "target_rate") if k in raw}
+    extra["c_mode"] = raw.get("mode")
+    return BenchResult(
+        arm=arm, mode=mode, target=target, method=raw.get("path", ""),
+        payload_size=raw.get("payload_size", 0),
+        concurrency=raw.get("concurrency", 0) * raw.get("connections", 1),
+        connections=raw.get("connections", 1),
+        stream_messages=raw.get("stream_messages", 1),
+        rate=raw.get("target_rate") or None, warmup_s=raw.get("warmup_s", 0.0),
+        write_buffer_size=raw.get("write_buffer_size"),
+        elapsed_s=raw.get("elapsed_s", 0.0), calls=raw.get("calls", 0),
+        errors=raw.get("errors", 0), qps=raw.get("qps", 0.0), status_codes=codes,
+        latency=Latency.from_load(raw.get("latency_ns", {}), histogram),
+        latency_corrected=Latency.from_load(raw.get("latency_corrected_ns", {}),
+                                            histogram_corrected),
+        series=dict(raw.get("series", {})), cpu=dict(raw.get("cpu", {})),
+        counters=dict(raw.get("counters", {})), per_call=dict(raw.get("per_call", {})),
+        per_message=dict(raw.get("per_message", {})) if raw.get("messages_sent") else {},
+        streams=raw.get("streams", 0) if bidi else 0,
+        messages_sent=raw.get("messages_sent", 0),
+        messages_received=raw.get("messages_received", 0),
+        messages_per_s=raw.get("messages_per_s", 0.0),
+        histogram=histogram, histogram_corrected=histogram_corrected,
+        warmup=warmup, extra=extra)

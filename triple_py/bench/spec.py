@@ -1,0 +1,122 @@
+"""RunSpec: everything one arm needs for one run, validated in one place."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Dict, Optional
+
+from .errors import ConfigError
+from .messages import STREAM_METHOD, UNARY_METHOD, benchmark_request, normalize_method
+from .sizes import MAX_PAYLOAD
+
+__all__ = ["RunSpec", "WIRES"]
+
+WIRES = ("grpc", "triple")
+
+
+@dataclasses.dataclass
+class RunSpec:
+    """One run of one arm.
+
+    ``concurrency`` is the total number of calls (streams) in flight, spread evenly over
+    ``connections`` (ghz's meaning). ``duration`` seconds are measured after ``warmup``
+    seconds; ``count`` > 0 caps the measured calls (C modes and h2load). ``rate`` (calls/s
+    over all connections) makes the C modes open-loop. ``request`` overrides the serialized
+    BenchmarkRequest the Python and h2load arms send (default: ``payload_size`` bytes).
+    """
+
+    arm: str
+    mode: str
+    target: str
+    method: Optional[str] = None
+    payload_size: int = 128
+    concurrency: int = 50
+    connections: int = 1
+    duration: float = 3.0
+    warmup: float = 0.5
+    count: int = 0
+    rate: Optional[float] = None
+    stream_messages: int = 1
+    write_buffer_size: int = 32768
+    write_buffer_delay_us: int = 200
+    timeout: float = 10.0
+    wire: str = "grpc"
+    shared_request: bool = False
+    hist_digits: int = 3
+    request: Optional[bytes] = None
+    options: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def streaming(self) -> bool:
+        """True for the bidi kinds (their default method is StreamCall)."""
+        from .arms import kind_of  # late: arms imports this module
+
+        return kind_of(self.mode).streaming
+
+    def resolved_method(self) -> str:
+        """The method path, defaulting to UnaryCall (StreamCall for the bidi kinds)."""
+        if self.method is None:
+            return STREAM_METHOD if self.streaming else UNARY_METHOD
+        return normalize_method(self.method)
+
+    def request_bytes(self) -> bytes:
+        """The serialized request the Python and h2load arms send."""
+        return self.request if self.request is not None else benchmark_request(self.payload_size)
+
+    def validate(self) -> "RunSpec":
+        """Checks every field; raises ConfigError naming the first bad one. Returns self."""
+        from .arms import kind_of
+
+        kind = kind_of(self.mode)  # ConfigError for an unknown mode
+
+        def need(ok: bool, message: str) -> None:
+            if not ok:
+                raise ConfigError(message)
+
+        def number(value: Any) -> bool:
+            return isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and math.isfinite(value)
+
+        need(self.wire in WIRES, f"unknown wire {self.wire!r} (expected grpc or triple)")
+        need(self.wire == "grpc" or kind.wires != ("grpc",),
+             f"--wire {self.wire}: the {self.mode} arm speaks only the gRPC wire for now "
+             "(the C load generator has no Triple mode yet)")
+        need(isinstance(self.payload_size, int) and 0 <= self.payload_size <= MAX_PAYLOAD,
+             f"payload size must be 0..{MAX_PAYLOAD} bytes, not {self.payload_size!r}")
+        need(isinstance(self.concurrency, int) and 1 <= self.concurrency <= 1_000_000,
+             f"concurrency must be a positive integer, not {self.concurrency!r}")
+        need(isinstance(self.connections, int) and 1 <= self.connections <= 256,
+             f"connections must be 1..256, not {self.connections!r}")
+        need(self.concurrency % self.connections == 0,
+             f"concurrency {self.concurrency} is not a multiple of connections "
+             f"{self.connections} (calls in flight are spread evenly over the connections)")
+        need(number(self.duration) and self.duration >= 0,
+             f"duration must be >= 0 seconds, not {self.duration!r}")
+        need(number(self.warmup) and self.warmup >= 0,
+             f"warm-up must be >= 0 seconds, not {self.warmup!r}")
+        need(isinstance(self.count, int) and self.count >= 0,
+             f"total (-n) must be >= 0, not {self.count!r}")
+        need(self.duration > 0 or self.count > 0, "give a duration (-z) or a total (-n)")
+        need(self.rate is None or (number(self.rate) and self.rate > 0),
+             f"rate must be > 0 calls/s, not {self.rate!r}")
+        need(isinstance(self.stream_messages, int) and self.stream_messages >= 1,
+             f"stream messages must be >= 1, not {self.stream_messages!r}")
+        need(isinstance(self.write_buffer_size, int) and 0 <= self.write_buffer_size < 2 ** 32,
+             f"write buffer size must be >= 0 bytes, not {self.write_buffer_size!r}")
+        need(number(self.timeout) and self.timeout > 0,
+             f"timeout must be > 0 seconds, not {self.timeout!r}")
+        need(self.rate is None or kind.open_loop,
+             f"--rps: the {self.mode} arm has no open loop (use fastpath, stream-path or bidi)")
+        need(self.count == 0 or kind.count,
+             f"-n/--total: the {self.mode} arm runs for a duration only; use -z")
+        self.resolved_method()  # ConfigError for a malformed method
+        return self
+
+    def result_fields(self) -> Dict[str, Any]:
+        """The BenchResult fields that echo this spec."""
+        return {"arm": self.arm, "mode": self.mode, "target": self.target,
+                "method": self.resolved_method(), "payload_size": self.payload_size,
+                "concurrency": self.concurrency, "connections": self.connections,
+                "stream_messages": self.stream_messages if self.streaming else 1,
+                "rate": self.rate, "duration_s": self.duration, "warmup_s": self.warmup,
+                "count": self.count, "wire": self.wire}
