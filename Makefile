@@ -10,7 +10,7 @@ CORE_SRC := $(wildcard csrc/tri_*.c) csrc/gen/benchmark.pb-c.c csrc/gen/triple_w
 CTEST_SRC := $(wildcard tests/c/*.c)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all bootstrap build test ctest ctest-asan ctest-reverse pytest bench clean fuzz
+.PHONY: all bootstrap build test ctest ctest-asan ctest-reverse pytest bench clean fuzz test-tsan test-valgrind
 
 all: build
 
@@ -79,3 +79,23 @@ fuzz: $(addprefix build/fuzz_,$(FUZZ_TARGETS))
 	    || exit 1; \
 	  test -z "$$(ls build/fuzz/$$t-crash-* 2>/dev/null)" || { echo "fuzz $$t: crash found"; exit 1; }; \
 	done
+
+# ThreadSanitizer: the threaded C tests, and a many-threads client stress run
+# against the embedded server (loopback), both must report no race.
+STRESS_SRC := $(filter-out csrc/tri_load.c,$(CORE_SRC))
+build/ctest-tsan: $(CORE_SRC) $(CTEST_SRC) $(wildcard csrc/*.h tests/c/*.h) | bootstrap
+	mkdir -p build
+	clang $(CFLAGS_CORE) -fsanitize=thread -Itests/c -o $@ $(CORE_SRC) $(CTEST_SRC) $(LIBS)
+
+build/stress-tsan: tests/stress/stress_client.c $(STRESS_SRC) $(wildcard csrc/*.h) | bootstrap
+	mkdir -p build
+	clang $(CFLAGS_CORE) -fsanitize=thread -o $@ $< $(STRESS_SRC) $(LIBS)
+
+test-tsan: build/ctest-tsan build/stress-tsan
+	TSAN_OPTIONS=halt_on_error=1 build/ctest-tsan
+	TSAN_OPTIONS=halt_on_error=1 build/stress-tsan
+
+# Leak check of the C tests under valgrind.
+test-valgrind: build/ctest
+	valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	  --error-exitcode=1 build/ctest
