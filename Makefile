@@ -10,7 +10,7 @@ CORE_SRC := $(wildcard csrc/tri_*.c) csrc/gen/benchmark.pb-c.c csrc/gen/triple_w
 CTEST_SRC := $(wildcard tests/c/*.c)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all bootstrap build test ctest ctest-asan ctest-reverse pytest bench clean fuzz test-tsan test-valgrind
+.PHONY: all bootstrap build test ctest ctest-asan ctest-reverse pytest bench clean fuzz test-tsan test-valgrind test-asan
 
 all: build
 
@@ -99,3 +99,9 @@ test-tsan: build/ctest-tsan build/stress-tsan
 test-valgrind: build/ctest
 	valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  --error-exitcode=1 build/ctest
+
+# AddressSanitizer + UndefinedBehaviorSanitizer: the C tests, then the Python suite
+# with the extension built instrumented (tools/test_asan.sh).
+test-asan: build/ctest-asan bootstrap
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build/ctest-asan
+	tools/test_asan.sh

@@ -329,6 +329,7 @@ with triple_py.insecure_channel(sys.argv[1]) as channel:
 """
 
 
+@pytest.mark.rss
 def test_gzip_bomb_memory_is_bounded(rogue_server):
     """In a fresh process (no pooled buffers from earlier tests), three bombs of 64 MiB
     each raise the peak RSS by far less than one bomb: inflating stops at the 4 MiB

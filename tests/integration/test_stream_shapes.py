@@ -319,6 +319,7 @@ def test_big_messages_pumped_while_reading(channel):
 
 # --- a slow reader -------------------------------------------------------------------------
 
+@pytest.mark.rss
 def test_slow_reader_bounded_memory(channel):
     """10,000 echoes of 16 KiB (160 MiB) while the reader first waits, then pauses every
     1,000 messages: the process grows by far less than what was sent (receive side bounded

@@ -159,6 +159,7 @@ def test_default_receive_limit_is_4_mib(channel):
     assert error.code() is Code.RESOURCE_EXHAUSTED
 
 
+@pytest.mark.rss
 def test_huge_response_is_not_buffered(rogue_channel):
     """A response declaring 100 MiB fails at once with RESOURCE_EXHAUSTED; the client
     neither buffers it nor reads it to the end (it resets the stream)."""
