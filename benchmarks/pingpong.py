@@ -12,7 +12,9 @@ message, read its echo. Then it half-closes and checks the final status.
 Rounds interleave the two arms and reverse their order every other round. Per arm: the
 median over rounds of each round's median round trip, of its p99, and of its mean (total
 time / trips); write syscalls per round trip from ch.stats(). The issue's target: the median
-round trip with the writer on is within 5% of writer off (ratio on/off <= 1.05).
+round trip with the writer on is within 5% of writer off. The verdict uses the paired
+figure, the median over rounds of (on / off) of the same round, which tolerates load that
+drifts between rounds better than the ratio of the two medians (also printed).
 Raw per-round data: results/pingpong-<timestamp>.json (or --out).
 
 Usage: .venv/bin/python benchmarks/pingpong.py [--rounds 7] [--trips 1000] [--size 128]
@@ -27,7 +29,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from unary_peers import (  # noqa: E402  (shared conventions of the unary benchmark)
@@ -171,13 +173,17 @@ def main() -> int:
               + "; ".join(s["failed"]))
     print(f"{'on/off':<11} {fmt(ratios['median_us'], '.3f', 'x'):>9} "
           f"{fmt(ratios['p99_us'], '.3f', 'x'):>8} {fmt(ratios['mean_us'], '.3f', 'x'):>8}")
+    paired = statistics.median(per_round) if per_round else None
+    report["ratio_on_off_paired_median"] = paired
     if per_round:
         print("per-round on/off (median round trip): "
-              + " ".join(f"{x:.3f}" for x in per_round))
-    if ratios["median_us"] is not None:
-        verdict = "MET" if ratios["median_us"] <= TARGET else "MISSED"
-        print(f"{verdict}: writer on within {TARGET - 1:.0%} of writer off "
-              f"(median round trip on/off = {ratios['median_us']:.3f})")
+              + " ".join(f"{x:.3f}" for x in per_round)
+              + f"; their median {paired:.3f}")
+    if paired is not None:
+        verdict = "MET" if paired <= TARGET else "MISSED"
+        print(f"{verdict}: writer on within {TARGET - 1:.0%} of writer off (median over "
+              f"rounds of the paired on/off ratio of median round trips = {paired:.3f}; "
+              f"ratio of the medians above = {ratios['median_us']:.3f})")
 
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2))

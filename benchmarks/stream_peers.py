@@ -10,25 +10,46 @@ then drains the N echoed responses and the final status. Each arm uses ONE conne
   grpcio-aio  C asyncio tasks on one grpc.aio channel, stream_stream with call.write /
               done_writing / read
 
-triple_py concurrency design (--threads): by default each of the C streams has its own Python
-thread, which loops: open `ch.stream_stream(path)(timeout=60)`, write N, done_writing(), read
-N, record the stream's latency. The alternative, T < C threads each driving C/T streams in
-batches (open and write all of its streams, then drain them in order), was measured on this
-machine (2 CPUs) with `--threads 4` and `--threads 8` against the default; it was not faster
-(see the docstring's table below and the report in issue 3), so one thread per stream it is.
+triple_py concurrency design (--threads, default 8): T = min(8, C) Python threads each drive
+C/T of the C streams in batches: open a stream with `ch.stream_stream(path)(timeout=60)`,
+write N, done_writing(), for each of its streams in turn, then drain them in order (read N and
+the final status), recording each stream's latency from its open to its status; then the next
+batch. `--threads 0` is the plain design, one thread per stream looping open / write N /
+done_writing / read N. Measured here (writer-on, 2 CPUs shared with other jobs, 3 interleaved
+rounds x 2 s, median messages/s; the spread between rounds was up to +-30%):
 
-  design (writer-on, 1 round x 2 s)     128Bx512x32   128Bx128x128   4KiBx128x32
-  one thread per stream (--threads 0)   see issue 3 note; --threads T re-runs the comparison
+  cell (size x N x C)   one thread/stream   16 threads   8 threads   4 threads   2 threads
+  128 x 512 x 32             425,797          491,755      599,930         -           -
+  128 x 128 x 32             372,465          431,278      504,443         -           -
+  128 x 512 x 128            411,886          705,850      837,908         -           -
+  4096 x 512 x 128            97,417           98,229      119,686         -           -
+  (another run)
+  128 x 512 x 32             662,240              -        613,088     591,074     528,357
+  128 x 128 x 128            404,400              -        696,861     603,357     672,352
+  1024 x 512 x 128           130,910              -        230,997     212,714     262,073
+  4096 x 128 x 32             57,661              -         70,205      61,591      64,377
 
-Figures per cell and arm (median over rounds): streams/s; messages/s = completed streams x N
-per second (a message and its echo counted once); p50/p99 of the stream latency (open to final
-status); for the triple_py arms, write syscalls per message = the ch.stats()["write_syscalls"]
-delta over the measured window / messages written in that window (counted per stream when
-done_writing returns inside the window). "vs aio" is messages/s divided by grpcio-aio's.
+Fewer threads than streams is faster at C = 128 (up to 2x: 128 threads fight over the GIL)
+and no slower at C = 32; 8 threads was the best or within noise of the best everywhere.
 
-Rounds interleave the arms and reverse their order every other round; every arm opens a new
-connection, warms up (excluded), then measures a fixed window; streams that end inside the
-window count. Raw per-round data: results/stream_peers-<timestamp>.json (or --out).
+Figures per cell and arm (median over rounds): streams/s; messages/s = streams/s x N (a
+message and its echo counted once); p50/p99 of the stream latency (open to final status); for
+the triple_py arms, write syscalls per message = the ch.stats()["write_syscalls"] delta over
+the measured window / messages written in that window (counted per stream when done_writing
+returns inside the window). "vs aio" is messages/s divided by grpcio-aio's.
+
+Every arm opens a new connection, warms up (excluded), then measures a fixed window. A stream
+counts with the fraction of its life inside the window (see StreamRecorder: grpc.aio's streams
+at 512 x 128 outlive a 3 s window and run in lock-step waves, so counting only completions
+would quantize its rate to whole waves); the streams are let finish after the window, and the
+latency sample is every stream that overlaps the window. Rounds interleave the arms and
+reverse their order every other round. Raw per-round data (including the plain completion
+counts): results/stream_peers-<timestamp>.json (or --out).
+
+The arm implementations (and StreamRecorder) live in triple_py.bench: writer-on/off are its
+triple-py-bidi arm, grpcio-aio its grpcio-aio-bidi arm (triple_py/bench/arms_*.py); this
+script adapts their BenchResult to its StreamMeasurement. The C load generator's bidi mode
+on the same matrix: `python -m triple_py.bench matrix seed-stream --target HOST:PORT`.
 
 --strace-check runs one cell (128 B x 512 x 32, writer-on) in a child process under
 `strace -f -c -e trace=write,writev,sendmsg,sendto` and prints the write-family syscalls per
@@ -41,28 +62,27 @@ Usage: .venv/bin/python benchmarks/stream_peers.py [--rounds 3] [--duration 3] [
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import itertools
 import json
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
-
-import grpc
+from typing import Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from unary_peers import (  # noqa: E402  (shared conventions of the unary benchmark)
-    MEASURE, ROOT, STOP, TRIPLE_PY_SKIPPED, PeerDied, Recorder, describe, environment, fmt,
-    median, triple_py)
+    ROOT, TRIPLE_PY_SKIPPED, PeerDied, describe, environment, fmt, median)
+from triple_py.bench import arms_grpcio, recorders  # noqa: E402  (unary_peers put ROOT on the path)
+from triple_py.bench.result import BenchResult  # noqa: E402
+from triple_py.bench.spec import RunSpec  # noqa: E402
+if not TRIPLE_PY_SKIPPED:
+    from triple_py.bench import arms_triple_py  # noqa: E402
 from peers import STREAM_METHOD, encode_payload  # noqa: E402  (unary_peers put tests/ on the path)
 from peers.launch import Peer, start_peer  # noqa: E402
 
@@ -75,6 +95,7 @@ SIZES, MESSAGES, STREAMS = (128, 1024, 4096), (128, 512), (32, 128)
 QUICK_CELL = (128, 512, 32)  # --quick: the cell the issue's write-syscall target is about
 STRACE_CELL = (128, 512, 32)
 STRACE_SYSCALLS = ("write", "writev", "sendmsg", "sendto")
+DEFAULT_THREADS = 8  # triple_py arms: see the docstring
 
 
 @dataclasses.dataclass
@@ -84,7 +105,9 @@ class StreamMeasurement:
     arm: str
     streams_per_s: Optional[float] = None
     messages_per_s: Optional[float] = None
-    streams: int = 0
+    streams: int = 0  # successful streams overlapping the window (the latency sample)
+    streams_completed: int = 0  # successful streams that ended inside the window
+    completed_per_s: Optional[float] = None
     errors: int = 0
     seconds: float = 0.0
     p50_ms: Optional[float] = None
@@ -98,165 +121,56 @@ class StreamMeasurement:
     failed: Optional[str] = None
 
 
-class StreamRecorder(Recorder):
-    """unary_peers.Recorder (per-stream latencies), plus messages written in the window and
-    over the whole run."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._written: List[int] = []  # list.append is atomic under the GIL
-        self._written_total: List[int] = []
-
-    def note_written(self, n: int) -> None:
-        self._written_total.append(n)
-        if self.phase == MEASURE:
-            self._written.append(n)
-
-    def stream_measurement(self, arm: str, n: int) -> StreamMeasurement:
-        m = self.measurement(arm)
-        return StreamMeasurement(
-            arm, streams_per_s=m.qps, messages_per_s=m.qps * n, streams=m.calls,
-            errors=m.errors, seconds=m.seconds, p50_ms=m.p50_ms, p99_ms=m.p99_ms,
-            mean_ms=m.mean_ms, max_ms=m.max_ms, messages_written=sum(self._written),
-            failed=m.failed)
-
-    @property
-    def written_total(self) -> int:
-        return sum(self._written_total)
+StreamRecorder = recorders.StreamRecorder  # spans, messages written, final_stats
 
 
-def drain(call, request: bytes, n: int, next_message) -> None:
-    """Reads n responses (each must echo the request), then the end of the stream."""
-    for i in range(n):
-        if next_message(call) != request:
-            raise ValueError(f"response {i} != request")
-    try:
-        next_message(call)
-    except StopIteration:
-        return
-    raise ValueError(f"more than {n} responses")
+def _ms(ns: Optional[float]) -> Optional[float]:
+    return None if ns is None else ns / 1e6
 
 
-def triple_streams_worker(multi_callable, request: bytes, n: int, k: int,
-                          recorder: StreamRecorder) -> None:
-    """Drives k streams at a time until the recorder stops: open and fill each of them
-    (write n, done_writing), then drain them in order. k == 1: the plain loop."""
-
-    def next_message(call):
-        return next(call)
-
-    while recorder.phase != STOP:
-        batch: List[Tuple[float, object]] = []
-        for _ in range(k):
-            started = time.perf_counter()
-            call = None
-            try:
-                call = multi_callable(timeout=STREAM_TIMEOUT)
-                for _ in range(n):
-                    call.write(request)
-                call.done_writing()
-                recorder.note_written(n)
-                batch.append((started, call))
-            except Exception as exc:
-                if call is not None:
-                    call.cancel()
-                recorder.record(False, time.perf_counter() - started, exc)
-        for started, call in batch:
-            try:
-                drain(call, request, n, next_message)
-                ok, error = True, None
-            except Exception as exc:
-                call.cancel()
-                ok, error = False, exc
-            recorder.record(ok, time.perf_counter() - started, error)
+def stream_measurement(result: BenchResult) -> StreamMeasurement:
+    """This script's StreamMeasurement of a triple_py.bench BenchResult (StreamRecorder's
+    overlap-share throughput, completions in the window kept beside it)."""
+    lat = result.latency
+    failures = [n for n in result.notes if "failed" in n]
+    return StreamMeasurement(
+        result.arm, streams_per_s=result.qps, messages_per_s=result.messages_per_s,
+        streams=result.streams, streams_completed=result.extra.get("streams_completed", 0),
+        completed_per_s=result.extra.get("completed_per_s"), errors=result.errors,
+        seconds=result.elapsed_s, p50_ms=_ms(lat.p50), p99_ms=_ms(lat.p99),
+        mean_ms=_ms(lat.mean), max_ms=_ms(lat.max), messages_written=result.messages_sent,
+        write_syscalls_per_message=result.per_message.get("write_syscalls")
+        if result.per_message else None,
+        threads=result.extra.get("threads"), stats_delta=result.counters or None,
+        failed=failures[0] if failures else None)
 
 
-def split(total: int, parts: int) -> List[int]:
-    """total streams over `parts` threads, as evenly as possible."""
-    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+def _spec(arm: str, mode: str, address: str, request: bytes, n: int, concurrency: int,
+          warmup: float, duration: float, threads: int) -> RunSpec:
+    return RunSpec(arm=arm, mode=mode, target=address, method=STREAM_METHOD,
+                   payload_size=len(request), concurrency=concurrency, connections=1,
+                   duration=duration, warmup=warmup, stream_messages=n,
+                   write_buffer_size=0 if arm == "writer-off" else 32768,
+                   timeout=STREAM_TIMEOUT, request=request, options={"threads": threads})
 
 
 def triple_arm(arm: str, address: str, request: bytes, n: int, concurrency: int,
-               warmup: float, duration: float, threads: int = 0,
+               warmup: float, duration: float, threads: int = DEFAULT_THREADS,
                recorder: Optional[StreamRecorder] = None) -> StreamMeasurement:
-    """C streams on one triple_py channel, from `threads` threads (0: one per stream)."""
-    recorder = recorder or StreamRecorder()
-    threads = concurrency if threads <= 0 else min(threads, concurrency)
-    with triple_py.insecure_channel(address, options=TRIPLE_OPTIONS[arm]) as channel:
-        multi_callable = channel.stream_stream(STREAM_METHOD)
-        workers = [threading.Thread(target=triple_streams_worker, daemon=True,
-                                    args=(multi_callable, request, n, k, recorder))
-                   for k in split(concurrency, threads)]
-        for worker in workers:
-            worker.start()
-        time.sleep(warmup)
-        before = channel.stats()
-        recorder.start_window()
-        time.sleep(duration)
-        recorder.stop()
-        after = channel.stats()
-        for worker in workers:
-            worker.join(JOIN_TIMEOUT)
-        recorder.final_stats = channel.stats()
-    result = recorder.stream_measurement(arm, n)
-    result.threads = threads
-    result.stats_delta = {k: after[k] - before[k] for k in after if isinstance(after[k], int)}
-    if result.messages_written:
-        result.write_syscalls_per_message = (result.stats_delta["write_syscalls"]
-                                             / result.messages_written)
-    return result
+    """C streams on one triple_py channel, from `threads` threads (0: one per stream):
+    triple_py.bench's triple-py-bidi arm (triple_py/bench/arms_triple_py.py)."""
+    spec = _spec(arm, "triple-py-bidi", address, request, n, concurrency, warmup, duration,
+                 threads)
+    return stream_measurement(arms_triple_py.triple_py_bidi(spec, recorder))
 
 
 def grpcio_aio_arm(arm: str, address: str, request: bytes, n: int, concurrency: int,
                    warmup: float, duration: float, threads: int = 0) -> StreamMeasurement:
-    """C asyncio tasks on one grpc.aio channel, each looping over streams."""
-
-    async def main() -> StreamMeasurement:
-        recorder = StreamRecorder()
-        async with grpc.aio.insecure_channel(address) as channel:
-            multi_callable = channel.stream_stream(STREAM_METHOD)
-
-            async def one_stream() -> None:
-                call = multi_callable(timeout=STREAM_TIMEOUT)
-                try:
-                    for _ in range(n):
-                        await call.write(request)
-                    await call.done_writing()
-                    recorder.note_written(n)
-                    for i in range(n):
-                        response = await call.read()
-                        if response is grpc.aio.EOF:
-                            raise ValueError(f"{i} responses, expected {n}")
-                        if response != request:
-                            raise ValueError(f"response {i} != request")
-                    if await call.read() is not grpc.aio.EOF:
-                        raise ValueError(f"more than {n} responses")
-                    code = await call.code()
-                    if code != grpc.StatusCode.OK:
-                        raise ValueError(f"status {code}: {await call.details()}")
-                except BaseException:
-                    call.cancel()
-                    raise
-
-            async def worker() -> None:
-                while recorder.phase != STOP:
-                    started = time.perf_counter()
-                    try:
-                        await one_stream()
-                        ok, error = True, None
-                    except Exception as exc:
-                        ok, error = False, exc
-                    recorder.record(ok, time.perf_counter() - started, error)
-
-            tasks = [asyncio.create_task(worker()) for _ in range(concurrency)]
-            await asyncio.sleep(warmup)
-            recorder.start_window()
-            await asyncio.sleep(duration)
-            recorder.stop()
-            await asyncio.wait_for(asyncio.gather(*tasks), JOIN_TIMEOUT)
-        return recorder.stream_measurement(arm, n)
-
-    return asyncio.run(main())
+    """C asyncio tasks on one grpc.aio channel, each looping over streams:
+    triple_py.bench's grpcio-aio-bidi arm (triple_py/bench/arms_grpcio.py)."""
+    spec = _spec(arm, "grpcio-aio-bidi", address, request, n, concurrency, warmup, duration,
+                 threads)
+    return stream_measurement(arms_grpcio.grpcio_aio_bidi(spec))
 
 
 ARM_FUNCTIONS = {"writer-on": triple_arm, "writer-off": triple_arm, "grpcio-aio": grpcio_aio_arm}
@@ -436,7 +350,7 @@ def strace_check(peer: Peer, args: argparse.Namespace) -> dict:
     window = child["measurement"]
     print(summary_text.rstrip())
     print(f"\nmessages written by the child (whole run): {messages:,}; streams completed in "
-          f"its window: {window['streams']:,} ({fmt(window['streams_per_s'], ',.1f')}/s "
+          f"its window: {window['streams_completed']:,} ({fmt(window['streams_per_s'], ',.1f')}/s "
           f"under strace)")
     print(f"{'source':<52} {'syscalls':>9} {'per message':>12}")
     rows = [("strace: write+writev+sendmsg+sendto (all fds)", total)]
@@ -446,8 +360,9 @@ def strace_check(peer: Peer, args: argparse.Namespace) -> dict:
         print(f"{label:<52} {value:>9,} {value / messages if messages else float('nan'):>12.4f}")
     print(f"counter over the child's measured window only: "
           f"{fmt(window['write_syscalls_per_message'], '.4f')} per message")
-    print("(the counter counts socket writev only; strace's plain `write` calls are the "
-          "core's eventfd wake-ups and this child's stdout)")
+    print("(the counter counts socket writevs only; strace's plain `write` calls go to the "
+          "core's eventfds (wake-ups) and one to this child's stdout: `strace -y` shows "
+          "writev on the TCP socket, write on anon_inode)")
     return {"cell": list(STRACE_CELL), "command": command, "strace_summary": summary_text,
             "strace_counts": counts, "child": child,
             "strace_per_message": total / messages if messages else None,
@@ -466,9 +381,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true",
                         help="one cell only: %d B x %d x %d" % QUICK_CELL)
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
-    parser.add_argument("--threads", type=int, default=0,
+    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS,
                         help="triple_py arms: Python threads driving the C streams "
-                             "(0: one per stream, the default)")
+                             "(default 8; 0: one thread per stream)")
     parser.add_argument("--strace-check", action="store_true",
                         help="also cross-check the write-syscall counter with strace -f -c")
     parser.add_argument("--no-matrix", action="store_true",

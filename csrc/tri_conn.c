@@ -609,7 +609,9 @@ static void process_ops(tri_conn *conn) {
       break;
     case TRI_OP_TIMER:
       c = container_of(op, tri_call, timer_op);
-      if (conn->dead || c->completed) {
+      /* Flushed already (a read or a full chunk beat us here, the usual case
+       * in a ping-pong): no timer, no later wake-up. */
+      if (conn->dead || c->completed || !tri_writer_has_pending(&c->writer)) {
         atomic_store(&c->timer_queued, 0);
         tri__call_unref(c);
       } else {
