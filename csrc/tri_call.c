@@ -791,8 +791,20 @@ int tri_call_write(tri_call *c, const uint8_t *msg, size_t n) {
 }
 
 int tri_call_write_would_not_block(tri_call *c, size_t n) {
+  int64_t unsent = atomic_load(&c->unsent);
+  pthread_mutex_lock(&c->writer.lock);
+  int64_t pending = c->writer.chunk ? (int64_t)c->writer.chunk->len : 0;
+  pthread_mutex_unlock(&c->writer.lock);
+  /* Nothing queued anywhere: a write never waits (the sink lets one batch
+   * through whatever its size). */
+  if (unsent == 0 && pending == 0) return 1;
   int64_t worst = (int64_t)(n + TRI_FRAME_PREFIX + c->writer.watermark);
-  return atomic_load(&c->unsent) + worst <= c->send_limit;
+  if (unsent + pending + worst <= c->send_limit) return 1;
+  /* It would wait.  Make sure something is in flight, so that its being
+   * written produces TRI_EV_WRITABLE: with nothing unsent, handing the
+   * pending chunk over cannot block. */
+  if (unsent == 0) tri_writer_flush(&c->writer);
+  return 0;
 }
 
 int tri_call_flush(tri_call *c) {

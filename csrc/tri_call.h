@@ -124,7 +124,9 @@ void *tri_call_token(const tri_call *c);
  * TRI_ERR_CLOSED after done_writing or once the call has ended; the
  * writer's sticky error otherwise. */
 int tri_call_write(tri_call *c, const uint8_t *msg, size_t n);
-/* Nonzero when a write of n bytes cannot block (no lock wait for room). */
+/* Nonzero when a write of n bytes will not wait for room.  When it returns
+ * 0, request bytes are in flight (it hands a pending chunk over itself if
+ * none were), so a TRI_EV_WRITABLE notification will follow. */
 int tri_call_write_would_not_block(tri_call *c, size_t n);
 int tri_call_flush(tri_call *c);
 /* Flushes and half-closes (END_STREAM); an empty stream still ends. */

@@ -88,7 +88,7 @@ struct srv_stream {
   int64_t delay_ms;        /* x-delay-ms */
   int64_t resp_size;       /* x-response-size, -1: echo */
   int64_t clen;            /* content-length, -1: none */
-  tri_buf *md;             /* x-echo-* records: u32 klen, u32 vlen, key, value */
+  tri_buf *md;             /* x-echo-* records: u32 klen, u32 vlen, k, v */
   size_t echo_n;
   tri_buf *msg;            /* status message (raw bytes) */
 
@@ -201,11 +201,12 @@ static int prefix_is(const uint8_t *v, size_t n, const char *lit) {
 /* The Connect / Triple name of a code (docs/triple-wire.md §5 table A). */
 static const char *connect_name(int code) {
   static const char *const names[] = {
-      "ok",          "canceled",          "unknown",          "invalid_argument",
-      "deadline_exceeded", "not_found",   "already_exists",   "permission_denied",
-      "resource_exhausted", "failed_precondition", "aborted", "out_of_range",
-      "unimplemented", "internal",        "unavailable",      "data_loss",
-      "unauthenticated"};
+      "ok",                 "canceled",            "unknown",
+      "invalid_argument",   "deadline_exceeded",   "not_found",
+      "already_exists",     "permission_denied",   "resource_exhausted",
+      "failed_precondition", "aborted",            "out_of_range",
+      "unimplemented",      "internal",            "unavailable",
+      "data_loss",          "unauthenticated"};
   return code >= 0 && code <= 16 ? names[code] : "unknown";
 }
 
@@ -438,7 +439,7 @@ static int out_copy(srv_conn *c, const uint8_t *p, size_t n) {
   return 0;
 }
 
-/* Writes pending output, one writev per IOV_BATCH entries.  Returns 1 when
+/* Writes pending output, one sendmsg per IOV_BATCH entries.  Returns 1 when
  * all of it went, 0 when the socket is full, -1 on error. */
 static int write_out(srv_conn *c) {
   while (c->out_head < c->out_n) {
@@ -455,9 +456,12 @@ static int write_out(srv_conn *c) {
       k++;
     }
     if (k) {
+      /* sendmsg, not writev: MSG_NOSIGNAL keeps a vanished client from
+       * raising SIGPIPE in a host process that did not ignore it. */
+      struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)k};
       ssize_t w;
       do {
-        w = writev(c->fd, iov, k);
+        w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
       } while (w < 0 && errno == EINTR);
       if (w < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
       TRI_STATS_ADD(stats_of(c), write_syscalls, 1);
@@ -1077,9 +1081,11 @@ static void req_header(srv_stream *st, const uint8_t *name, size_t nl,
     if (prefix_is(v, vl, "application/grpc") &&
         (vl == 16 || v[16] == '+' || v[16] == ';'))
       st->wire = WIRE_GRPC;
-    else if (prefix_is(v, vl, "application/proto") && (vl == 17 || v[17] == ';'))
+    else if (prefix_is(v, vl, "application/proto") &&
+             (vl == 17 || v[17] == ';'))
       st->wire = WIRE_TRIPLE;
-    else if (prefix_is(v, vl, "application/json") && (vl == 16 || v[16] == ';'))
+    else if (prefix_is(v, vl, "application/json") &&
+             (vl == 16 || v[16] == ';'))
       st->wire = WIRE_TRIPLE, st->json = 1;
   } else if (IS("content-length")) {
     if (parse_uint(v, vl, INT64_MAX / 2, &x) == 0) st->clen = x;
@@ -1291,7 +1297,8 @@ static void on_message(srv_stream *st, tri_buf *m) {
   if (st->method == M_UNARY) {
     if (st->body) {
       tri_pool_put(pool_of(st->conn), m);
-      fail(st, TRI_CODE_INTERNAL, "UnaryCall request has more than one message");
+      fail(st, TRI_CODE_INTERNAL,
+           "UnaryCall request has more than one message");
       return;
     }
     st->body = m;
@@ -1577,7 +1584,8 @@ static void run_timers(srv_worker *w) {
     if (!st->go && st->hold_until && st->hold_until <= now) stream_go(st);
     if (!st->finished && st->deadline && st->deadline <= now)
       stream_deadline(st);
-    if (heap_update(w, st)) fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+    if (heap_update(w, st))
+      fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
     mark_dirty(st->conn);
   }
 }
@@ -1808,7 +1816,8 @@ static int listen_on(tri_server *s) {
   }
   int err = 0;
   for (struct addrinfo *a = res; a; a = a->ai_next) {
-    int fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd =
+        socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       err = errno;
       continue;
@@ -1849,6 +1858,8 @@ static int make_callbacks(srv_worker *w) {
                                                                  read_length);
   nghttp2_option_set_no_auto_window_update(w->opt, 1); /* see settle() */
   nghttp2_option_set_no_closed_streams(w->opt, 1);
+  /* Accept values with outer blanks, as grpc-go and grpcio servers do. */
+  nghttp2_option_set_no_rfc9113_leading_and_trailing_ws_validation(w->opt, 1);
   return 0;
 }
 

@@ -84,6 +84,7 @@ class _Call:
         self._deserialize = deserializer
         self._waiters: list[asyncio.Future] = []
         self._channel_gone = False
+        self._cancelled = False  # cancel() was called and took effect
         reactor.register(core_call, self)
 
     # -- events from the reactor ------------------------------------------------
@@ -97,8 +98,10 @@ class _Call:
         self._channel_gone = True
         self._on_event()
 
-    async def _next_event(self) -> None:
-        """Waits for the next event; a cancelled wait cancels the RPC (RST_STREAM)."""
+    async def _next_event(self, cancel_rpc: bool = False) -> None:
+        """Waits for the next event.  With ``cancel_rpc``, cancelling the waiting task
+        cancels the RPC (RST_STREAM): that is how awaiting the call, reading and
+        writing behave in grpc.aio; waits for metadata or status leave it running."""
         if self._channel_gone:
             raise asyncio.InvalidStateError("the channel was closed")
         fut = self._reactor.loop.create_future()
@@ -106,21 +109,31 @@ class _Call:
         try:
             await fut
         except asyncio.CancelledError:
-            self._core.cancel()
+            if cancel_rpc:
+                self.cancel()
             raise
 
-    async def _wait_done(self) -> None:
+    async def _wait_done(self, cancel_rpc: bool = False) -> None:
         while not self._core.done():
-            await self._next_event()
+            await self._next_event(cancel_rpc)
+
+    def _raise_if_cancelled(self) -> None:
+        """grpc.aio raises CancelledError from a call the application cancelled."""
+        if self._cancelled:
+            raise asyncio.CancelledError()
 
     # -- grpc.aio.Call ----------------------------------------------------------
     def cancel(self) -> bool:
-        """Cancels the RPC; True if it was still running."""
-        return self._core.cancel()
+        """Cancels the RPC; True if this cancelled a running call."""
+        if self._core.cancel():
+            self._cancelled = True
+            return True
+        return False
 
     def cancelled(self) -> bool:
         """True if the RPC ended CANCELLED."""
-        return self._core.done() and self._core.code() == StatusCode.CANCELLED.value[0]
+        return self._cancelled or (
+            self._core.done() and self._core.code() == StatusCode.CANCELLED.value[0])
 
     def done(self) -> bool:
         """True once the RPC has ended."""
@@ -161,15 +174,21 @@ class _Call:
 class UnaryResponseCall(_Call):
     """A call with one response: awaiting it gives the response or raises."""
 
+    _UNSET = object()
+
     def __await__(self):
         return self._result().__await__()
 
     async def _result(self) -> Any:
-        await self._wait_done()
+        await self._wait_done(cancel_rpc=True)
+        self._raise_if_cancelled()
         if self._core.code() != 0:
             raise error_of(self._core)
-        raw = self._core.response()
-        return self._deserialize(raw) if self._deserialize else raw
+        response = getattr(self, "_response", self._UNSET)
+        if response is self._UNSET:  # deserialized once, the same object every await
+            raw = self._core.response()
+            response = self._response = self._deserialize(raw) if self._deserialize else raw
+        return response
 
 
 class StreamResponseMixin(_Call):
@@ -178,9 +197,10 @@ class StreamResponseMixin(_Call):
     async def read(self) -> Any:
         """The next response, or ``EOF`` at the end; raises AioRpcError on failure."""
         while True:
+            self._raise_if_cancelled()
             raw = self._core.read_nowait()
             if raw is False:
-                await self._next_event()
+                await self._next_event(cancel_rpc=True)
                 continue
             if raw is None:
                 if self._core.code() != 0:
@@ -208,7 +228,7 @@ class StreamRequestMixin(_Call):
         while not self._core.can_write(len(payload)):
             if self._core.done():
                 break
-            await self._next_event()
+            await self._next_event(cancel_rpc=True)
         if not self._core.write(payload):
             raise error_of(self._core) if self._core.code() != 0 else \
                 asyncio.InvalidStateError("the RPC has already finished")
@@ -216,7 +236,7 @@ class StreamRequestMixin(_Call):
     async def done_writing(self) -> None:
         """Flushes and half-closes the request stream."""
         while not self._core.can_write(0) and not self._core.done():
-            await self._next_event()
+            await self._next_event(cancel_rpc=True)
         self._core.done_writing()
 
     async def _consume(self, requests: Any) -> None:
