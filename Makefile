@@ -1,4 +1,4 @@
-# triple_py: `make bench` runs the benchmark against real peers with a report;
+# triple_py: `make bench` runs the seed-unary benchmark matrix with a report;
 # `make test` runs every test.  Both set up the machine first (tools/bootstrap.sh).
 PY := .venv/bin/python
 CC ?= gcc
@@ -10,7 +10,7 @@ CORE_SRC := $(wildcard csrc/tri_*.c) csrc/gen/benchmark.pb-c.c csrc/gen/triple_w
 CTEST_SRC := $(wildcard tests/c/*.c)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all bootstrap build test ctest ctest-asan ctest-reverse pytest bench clean fuzz test-tsan test-valgrind test-asan
+.PHONY: all bootstrap build test ctest ctest-asan ctest-reverse pytest bench bench-peers clean fuzz test-tsan test-valgrind test-asan
 
 all: build
 
@@ -35,7 +35,8 @@ build/ctest-noseal: $(CORE_SRC) $(CTEST_SRC) $(wildcard csrc/*.h tests/c/*.h) | 
 	mkdir -p build
 	$(CC) $(CFLAGS_CORE) -DTRI_WRITER_BROKEN_SEAL -Itests/c -o $@ $(CORE_SRC) $(CTEST_SRC) $(LIBS)
 
-# C tests: no Python, no network.  Also run under ASan+UBSan.
+# C tests: no Python; no network except the embedded server's own suite (loopback).
+# Also run under ASan+UBSan.
 ctest: build/ctest build/ctest-asan ctest-reverse
 	build/ctest
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build/ctest-asan
@@ -51,7 +52,13 @@ pytest: bootstrap
 
 test: ctest pytest
 
+# The seeds' unary matrix (fast path vs stream path, plus grpcio sync/aio and h2load) against
+# the embedded echo server: tables, then benchstat's comparison; files in results/.
+# The reference clients against the grpc-go peer: make bench-peers (benchmarks/unary_peers.py).
 bench: bootstrap
+	$(PY) -m triple_py.bench matrix seed-unary --rounds 3 --duration 3
+
+bench-peers: bootstrap
 	$(PY) benchmarks/unary_peers.py
 
 clean:

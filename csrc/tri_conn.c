@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -703,8 +704,9 @@ static int write_out(tri_conn *conn) {
   }
   if (n == 0) return 1;
   ssize_t w;
+  struct msghdr mh = {.msg_iov = iov, .msg_iovlen = n};
   do {
-    w = writev(conn->fd, iov, (int)n);
+    w = sendmsg(conn->fd, &mh, MSG_NOSIGNAL);
   } while (w < 0 && errno == EINTR);
   if (w < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
@@ -994,6 +996,12 @@ static void check_connected(tri_conn *conn) {
 
 static void *conn_main(void *arg) {
   tri_conn *conn = arg;
+  /* A peer that closes while we write must give EPIPE, not kill a host
+   * process that never ignored SIGPIPE (OpenSSL writes with plain write()). */
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, NULL);
   int rv = open_socket(conn);
   if (rv == 0) rv = start_session(conn);
   if (rv) {

@@ -42,8 +42,8 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     except ValueError as exc:
         raise ConfigError(str(exc).removeprefix("run_load: ")) from None
     except ConnectionError as exc:
-        raise TargetError(f"cannot reach {target}: "
-                          f"{str(exc).removeprefix('run_load: ')}") from None
+        why = str(exc).removeprefix("run_load: ").removeprefix(f"{host}:{port} unavailable: ")
+        raise TargetError(f"cannot reach {target}: {why}") from None
     result = result_from_load(raw, arm=arm, mode=mode, target=target)
     result.duration_s, result.count = duration, count
     return result

@@ -124,7 +124,7 @@ class Recorder:
         """A BenchResult of the window: ``fields`` give arm, mode, target, method, etc."""
         window = self.window
         calls = len(self.completions)
-        samples_ns = [s * 1e9 for s in self.latencies]
+        samples_ns = [round(s * 1e9) for s in self.latencies]
         latency = Latency.from_samples(samples_ns)
         histogram = histogram_from_samples(samples_ns)
         result = BenchResult(**fields)
@@ -135,7 +135,7 @@ class Recorder:
         result.latency = result.latency_corrected = latency
         result.histogram = result.histogram_corrected = histogram
         result.series = series_from_completions(
-            ((end, lat * 1e9, status == "OK") for end, lat, status in self.completions),
+            ((end, round(lat * 1e9), status == "OK") for end, lat, status in self.completions),
             self._started, math.ceil(window - 1e-6) if window > 0 else 1)
         result.cpu = self.cpu(calls)
         result.warmup = {"calls": self.warmup_calls}
@@ -203,7 +203,7 @@ class StreamRecorder(Recorder):
         result = super().result(stream_messages=stream_messages, **fields)
         window = self.window
         share, latencies = self.overlap()
-        samples_ns = [s * 1e9 for s in latencies]
+        samples_ns = [round(s * 1e9) for s in latencies]
         completed = len(self.latencies)
         result.qps = share / window if window > 0 else 0.0
         result.messages_per_s = result.qps * stream_messages

@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional
 
 from .errors import ConfigError
 from .messages import STREAM_METHOD, UNARY_METHOD, benchmark_request, normalize_method
-from .sizes import MAX_PAYLOAD
+from .units import MAX_PAYLOAD
 
 __all__ = ["RunSpec", "WIRES"]
 

@@ -1,4 +1,4 @@
-"""Payload sizes: parsing ``128``, ``128B``, ``1KiB``, ``16k``, ``1MiB`` and printing them back."""
+"""Units on the command line and in matrix files: payload sizes and durations."""
 from __future__ import annotations
 
 import re
@@ -6,7 +6,7 @@ from typing import Union
 
 from .errors import ConfigError
 
-__all__ = ["parse_size", "format_size", "MAX_PAYLOAD"]
+__all__ = ["parse_size", "format_size", "parse_duration", "MAX_PAYLOAD"]
 
 MAX_PAYLOAD = 64 * 1024 * 1024  # the C load generator's limit (and the peers')
 
@@ -44,3 +44,28 @@ def format_size(size: int) -> str:
         if size >= factor and size % factor == 0:
             return f"{size // factor}{unit}"
     return f"{size}B"
+
+
+_DURATION = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|us|)\s*")
+_SECONDS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "m": 60.0}
+
+
+def parse_duration(value: Union[int, float, str], what: str = "duration") -> float:
+    """Seconds from a number or a string like ``3``, ``3s``, ``500ms``, ``1m`` (ghz's -z).
+
+    Raises ConfigError for anything else or a negative value.
+    """
+    if isinstance(value, bool):
+        raise ConfigError(f"bad {what} {value!r}")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    elif isinstance(value, str):
+        match = _DURATION.fullmatch(value)
+        if not match:
+            raise ConfigError(f"bad {what} {value!r} (expected e.g. 3, 3s, 500ms, 1m)")
+        seconds = float(match.group(1)) * _SECONDS[match.group(2)]
+    else:
+        raise ConfigError(f"bad {what} {value!r}")
+    if not seconds >= 0 or seconds == float("inf"):
+        raise ConfigError(f"bad {what} {value!r}: must be >= 0 seconds")
+    return seconds

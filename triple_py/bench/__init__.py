@@ -1,0 +1,43 @@
+"""triple_py.bench: load runs and benchmark matrices (``python -m triple_py.bench``).
+
+One scenario, from Python::
+
+    from triple_py.bench import run
+    r = run(payload_size=1024, mode="fastpath", concurrency=50, duration=3)
+    print(r.qps, r.p99, r.write_syscalls_per_call, r.status_codes)
+    r.to_dict()                    # every figure, raw histograms included
+
+or from the shell, with ghz-like flags::
+
+    python -m triple_py.bench run --payload 1KiB -c 50 -z 3s --mode fastpath
+    python -m triple_py.bench run --target 127.0.0.1:50051 --call benchmark.BenchmarkService/UnaryCall
+
+A matrix (scenarios x arms x rounds, interleaved, compared with benchstat)::
+
+    python -m triple_py.bench matrix seed-unary --rounds 3 --duration 3
+    python -m triple_py.bench matrix my_matrix.toml --out results/mine
+
+The matrix file format is documented in :mod:`triple_py.bench.matrix`; the arm kinds in
+:mod:`triple_py.bench.arms`; the outputs in :mod:`triple_py.bench.report`. Without
+``--target`` the load goes to the embedded C echo server (triple_py.testing.EchoServer).
+"""
+from .arms import KINDS, ArmKind, kind_of
+from .errors import BenchError, ConfigError, RunFailed, TargetError
+from .result import BenchResult, Latency
+from .runner import check_result, preflight, run
+from .spec import RunSpec
+
+__all__ = ["run", "BenchResult", "Latency", "RunSpec", "KINDS", "ArmKind", "kind_of",
+           "preflight", "check_result", "BenchError", "ConfigError", "RunFailed",
+           "TargetError", "run_matrix", "load_matrix", "Matrix"]
+
+
+def __getattr__(name: str):
+    """run_matrix, load_matrix and Matrix, imported on first use."""
+    if name in ("run_matrix",):
+        from .harness import run_matrix
+        return run_matrix
+    if name in ("load_matrix", "Matrix"):
+        from . import matrix
+        return getattr(matrix, name)
+    raise AttributeError(name)

@@ -1,0 +1,175 @@
+"""Reference arm: nghttp2's h2load sending raw gRPC frames.
+
+``h2load -c<connections> -m<concurrency/connections>``, each request a POST of one gRPC
+length-prefixed BenchmarkRequest (K of them back to back when ``stream_messages`` > 1, which
+the echo servers answer with K messages) with ``content-type: application/grpc`` and
+``te: trailers``. Its summary gives the request rate, the failure counts and the latency's
+min/mean/sd/max. Percentiles and the one-second series need h2load's per-request log
+(``--log-file``, measured requests only): the arm option ``latency_log`` (matrix:
+``latency_log = true`` in an ``[arm.<name>]`` table; run(): ``options={"latency_log": True}``)
+turns it on, but writing a line per request slows h2load down a lot (about a third at
+128 B here), so it is off by default: h2load is the throughput reference.
+
+Caveats: h2load checks the HTTP status only, so a gRPC failure (HTTP 200 with a non-zero
+``grpc-status``) counts as a success (the status distribution says ``HTTP_2xx``), and it
+does not decode the responses. ``--rps`` is per connection and not corrected for
+coordinated omission.
+"""
+from __future__ import annotations
+
+import math
+import re
+import resource
+import shutil
+import subprocess
+import tempfile
+from typing import Dict, List, Optional, Tuple
+
+from .errors import BenchError
+from .messages import grpc_frame
+from .result import BenchResult, Latency, histogram_from_samples, series_from_completions
+from .spec import RunSpec
+
+__all__ = ["h2load", "h2load_command", "parse_h2load_output", "parse_h2load_log", "h2load_ms",
+           "H2loadSummary"]
+
+_FINISHED = re.compile(r"finished in ([\d.]+)(us|ms|s), ([\d.]+) req/s")
+_REQUESTS = re.compile(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
+                       r"(\d+) failed, (\d+) errored, (\d+) timeout")
+_STATUS = re.compile(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx")
+_TIME = re.compile(r"time for request:\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)")
+_UNITS_MS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def h2load_ms(text: str) -> float:
+    """An h2load duration (``736us``, ``5.31ms``, ``1.2s``) in milliseconds."""
+    match = re.fullmatch(r"([\d.]+)(us|ms|s)", text)
+    if not match:
+        raise ValueError(f"bad h2load duration {text!r}")
+    return float(match.group(1)) * _UNITS_MS[match.group(2)]
+
+
+class H2loadSummary(dict):
+    """The figures of h2load's text summary (a dict: req_per_s, done, failed, ...)."""
+
+
+def parse_h2load_output(out: str) -> Optional[H2loadSummary]:
+    """h2load's summary, or None when the output has none (h2load failed)."""
+    finished, requests, timing = _FINISHED.search(out), _REQUESTS.search(out), _TIME.search(out)
+    if not (finished and requests and timing):
+        return None
+    s = H2loadSummary()
+    s["finished_ms"] = float(finished.group(1)) * _UNITS_MS[finished.group(2)]
+    s["req_per_s"] = float(finished.group(3))
+    for key, value in zip(("total", "started", "done", "succeeded", "failed", "errored",
+                           "timeout"), requests.groups()):
+        s[key] = int(value)
+    status = _STATUS.search(out)
+    if status:
+        for key, value in zip(("2xx", "3xx", "4xx", "5xx"), status.groups()):
+            s["http_" + key] = int(value)
+    for key, value in zip(("min_ms", "max_ms", "mean_ms", "sd_ms"), timing.groups()):
+        s[key] = h2load_ms(value)
+    return s
+
+
+def parse_h2load_log(text: str) -> List[Tuple[int, int, int]]:
+    """(start_us since the epoch, HTTP status, duration_us) rows of ``--log-file``."""
+    rows = []
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and all(p.strip().lstrip("-").isdigit() for p in parts[:3]):
+            rows.append((int(parts[0]), int(parts[1]), int(parts[2])))
+    return rows
+
+
+def h2load_command(spec: RunSpec, body_path: str, log_path: str) -> List[str]:
+    """The h2load command line for ``spec``."""
+    per_connection = spec.concurrency // spec.connections
+    command = ["h2load", f"-c{spec.connections}", f"-m{per_connection}", "-t1"]
+    if spec.count:
+        command.append(f"-n{spec.count}")
+    else:
+        if spec.warmup > 0:
+            command.append(f"--warm-up-time={spec.warmup * 1000:.0f}ms")
+        command.append(f"-D{spec.duration * 1000:.0f}ms")
+    if spec.rate:
+        command.append(f"--rps={max(1.0, spec.rate / spec.connections):g}")
+    command += ["-d", body_path, "-H", "content-type: application/grpc", "-H", "te: trailers"]
+    if spec.options.get("latency_log"):
+        command += ["--log-file", log_path]
+    command.append(f"http://{spec.target}{spec.resolved_method()}")
+    return command
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def h2load(spec: RunSpec) -> BenchResult:
+    """Runs h2load for ``spec``; BenchError when h2load is missing or its output unreadable."""
+    if shutil.which("h2load") is None:
+        raise BenchError("h2load is not installed (Debian: apt-get install nghttp2-client)")
+    body = grpc_frame(spec.request_bytes()) * (spec.stream_messages if spec.streaming else 1)
+    with tempfile.NamedTemporaryFile(suffix=".grpc") as body_file, \
+            tempfile.NamedTemporaryFile(suffix=".log") as log_file:
+        body_file.write(body)
+        body_file.flush()
+        command = h2load_command(spec, body_file.name, log_file.name)
+        cpu_before = _children_cpu()
+        limit = spec.warmup + (spec.duration or 0) + 60 + (spec.count / 1000 if spec.count else 0)
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=limit)
+        except subprocess.TimeoutExpired:
+            raise BenchError(f"h2load did not finish within {limit:.0f} s") from None
+        cpu = _children_cpu() - cpu_before
+        log_text = open(log_file.name, encoding="ascii", errors="replace").read()
+    summary = parse_h2load_output(proc.stdout)
+    if summary is None:
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+        raise BenchError("h2load failed (exit %d): %s" % (proc.returncode, " | ".join(tail)))
+    rows = parse_h2load_log(log_text)
+    return _result(spec, summary, rows, cpu, command)
+
+
+def _result(spec: RunSpec, s: H2loadSummary, rows: List[Tuple[int, int, int]], cpu: float,
+            command: List[str]) -> BenchResult:
+    result = BenchResult(**spec.result_fields())
+    elapsed = (spec.duration if not spec.count else s["finished_ms"] / 1000.0)
+    result.elapsed_s = elapsed
+    result.calls = s["done"]
+    result.errors = s["failed"] + s["errored"] + s["timeout"]
+    result.qps = s["req_per_s"]
+    codes: Dict[str, int] = {}
+    for key in ("2xx", "3xx", "4xx", "5xx"):
+        if s.get("http_" + key):
+            codes["HTTP_" + key] = s["http_" + key]
+    for key in ("errored", "timeout"):
+        if s[key]:
+            codes[key.upper()] = s[key]
+    result.status_codes = codes
+    ok_ns = [d * 1000 for _, status, d in rows if 200 <= status < 300]
+    if ok_ns:
+        result.latency = result.latency_corrected = Latency.from_samples(ok_ns)
+        result.histogram = result.histogram_corrected = histogram_from_samples(ok_ns)
+    else:  # no log: h2load's own mean/sd/min/max
+        result.latency = result.latency_corrected = Latency(
+            count=s["succeeded"], min=s["min_ms"] * 1e6, mean=s["mean_ms"] * 1e6,
+            stdev=s["sd_ms"] * 1e6, max=s["max_ms"] * 1e6)
+
+    if rows:
+        start = min(r[0] for r in rows) / 1e6
+        result.series = series_from_completions(
+            (((st + d) / 1e6, d * 1000, 200 <= status < 300) for st, status, d in rows),
+            start, max(1, math.ceil(elapsed - 1e-6)))
+    result.cpu = {"h2load_s": cpu, "h2load_cores": cpu / elapsed if elapsed > 0 else 0.0}
+    if spec.streaming:
+        result.streams = result.calls
+        result.messages_sent = result.calls * spec.stream_messages
+        result.messages_per_s = result.qps * spec.stream_messages
+    result.extra = {"h2load": dict(s), "command": command, "log_rows": len(rows)}
+    result.notes.append("HTTP status only")
+    if result.errors:
+        result.notes.append(f"{result.errors} failed requests")
+    return result

@@ -1,0 +1,369 @@
+"""Command line: ``python -m triple_py.bench run|matrix|list``.
+
+``run``     one scenario with ghz-like flags; prints a ghz-style summary.
+``matrix``  a TOML matrix file or a built-in one (seed-unary, seed-stream): scenarios x
+            arms x interleaved rounds; summary tables on stdout, files in --out, then the
+            benchstat comparison of the baseline arm with each other arm.
+``list``    the arm kinds and the built-in matrices.
+
+Exit status: 0 success; 1 the run went wrong (unreachable target, a method the server does
+not implement, every call failed, or in a matrix an arm that failed or had errors); 2 bad
+input (a flag value, a matrix file). Errors are one line on stderr, never a traceback
+(set TRIPLE_PY_BENCH_DEBUG=1 to see one for an internal error).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence
+
+from .arms import KINDS, kind_of
+from .errors import BenchError, ConfigError
+from .units import parse_duration, parse_size
+
+__all__ = ["main"]
+
+PROG = "python -m triple_py.bench"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit status 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _arg(parse: Callable, what: str) -> Callable[[str], object]:
+    def convert(text: str) -> object:
+        try:
+            return parse(text)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = what
+    return convert
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"invalid integer {text!r}") from None
+    if value < 1:
+        raise ConfigError(f"must be >= 1, not {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"invalid integer {text!r}") from None
+    if value < 0:
+        raise ConfigError(f"must be >= 0, not {value}")
+    return value
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"invalid rate {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ConfigError(f"must be > 0 calls/s, not {text}")
+    return value
+
+
+def _list(item: Callable) -> Callable[[str], list]:
+    def convert(text: str) -> list:
+        parts = [p for p in text.replace(",", " ").split() if p]
+        if not parts:
+            raise ConfigError("empty list")
+        return [item(p) for p in parts]
+    return convert
+
+
+DURATION = _arg(parse_duration, "duration")
+SIZE = _arg(parse_size, "size")
+POSITIVE = _arg(_positive_int, "positive integer")
+NON_NEGATIVE = _arg(_non_negative_int, "integer")
+RATE = _arg(_rate, "rate")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Load runs and benchmark matrices for triple_py "
+                                            "(the default target is the embedded echo server).")
+    sub = parser.add_subparsers(dest="command", metavar="{run,matrix,list}",
+                                parser_class=_Parser)
+
+    run = sub.add_parser("run", help="one scenario, ghz-like flags",
+                         description="Run one scenario and print a ghz-style summary.")
+    run.add_argument("--call", metavar="METHOD",
+                     help="pkg.Service/Method (default: BenchmarkService/UnaryCall, "
+                          "StreamCall for bidi modes)")
+    run.add_argument("-c", "--concurrency", type=POSITIVE, default=50,
+                     help="calls (streams) in flight in total (50)")
+    run.add_argument("--connections", type=POSITIVE, default=1,
+                     help="HTTP/2 connections; concurrency is spread over them (1)")
+    run.add_argument("-z", "--duration", type=DURATION, default=None,
+                     help="measured time, e.g. 3s, 500ms (3s; with -n alone: none)")
+    run.add_argument("--warmup", type=DURATION, default=0.5,
+                     help="unmeasured warm-up first (0.5s)")
+    run.add_argument("-n", "--total", type=NON_NEGATIVE, default=0,
+                     help="measured calls in total (C modes and h2load)")
+    run.add_argument("--rps", type=RATE, default=None,
+                     help="open loop: calls/s in total (C modes; h2load: not CO-corrected)")
+    run.add_argument("--payload", type=SIZE, default=128,
+                     help="request payload: bytes, or 1KiB, 1MiB... (128)")
+    run.add_argument("--mode", default="fastpath", metavar="KIND",
+                     help="fastpath | stream-path | bidi | grpcio-sync | grpcio-aio | "
+                          "grpcio-aio-bidi | h2load | h2load-bidi | triple-py-sync | "
+                          "triple-py-bidi (fastpath)")
+    run.add_argument("--target", metavar="HOST:PORT",
+                     help="server to load (default: start the embedded echo server)")
+    run.add_argument("--wire", choices=("grpc", "triple"), default="grpc",
+                     help="wire protocol (grpc; triple: triple-py-sync only for now)")
+    run.add_argument("--stream-messages", type=POSITIVE, default=1,
+                     help="K, messages each way per stream, bidi modes (1)")
+    run.add_argument("--write-buffer", type=SIZE, default=32768,
+                     help="coalescing writer watermark in bytes, 0: off (32768)")
+    run.add_argument("--write-buffer-delay", type=NON_NEGATIVE, default=200,
+                     help="coalescing writer delay in µs (200)")
+    run.add_argument("-t", "--timeout", type=DURATION, default=10.0,
+                     help="per-call deadline (10s)")
+    run.add_argument("--json", metavar="OUT", type=Path,
+                     help="write the result as JSON (benchstat's harness schema, "
+                          "whole result and raw histograms included)")
+    run.add_argument("--csv", metavar="OUT", type=Path, help="write a one-row tidy CSV")
+    run.add_argument("--gobench", metavar="OUT", type=Path,
+                     help="write a Go benchmark format line")
+    run.add_argument("--no-check", action="store_true",
+                     help="skip the test call that fails fast on a wrong target or method")
+
+    matrix = sub.add_parser("matrix", help="a benchmark matrix (TOML file or built-in)",
+                            description="Run a benchmark matrix: a TOML file (format: "
+                                        "pydoc triple_py.bench.matrix) or a built-in one: "
+                                        "seed-unary, seed-stream.")
+    matrix.add_argument("source", metavar="FILE|seed-unary|seed-stream")
+    matrix.add_argument("--rounds", type=POSITIVE, help="rounds per scenario (matrix: 3)")
+    matrix.add_argument("-z", "--duration", type=DURATION,
+                        help="measured time per arm and round (matrix: 3s)")
+    matrix.add_argument("--warmup", type=DURATION, help="warm-up per arm and round (0.5s)")
+    matrix.add_argument("-t", "--timeout", type=DURATION, help="per-call deadline (10s)")
+    matrix.add_argument("--target", metavar="HOST:PORT",
+                        help="server to load (default: the embedded echo server)")
+    matrix.add_argument("--restart-server", action="store_true", default=None,
+                        help="a new embedded server every round")
+    matrix.add_argument("--arms", type=_arg(_list(str), "arms"), metavar="A,B,...",
+                        help="run only these arms, in this order")
+    matrix.add_argument("--baseline", metavar="ARM", help="the arm the others are compared with")
+    matrix.add_argument("--payload", type=_arg(_list(parse_size), "sizes"), metavar="S,...",
+                        help="replace the payload axis, e.g. 128,1KiB")
+    matrix.add_argument("-c", "--concurrency", type=_arg(_list(_positive_int), "integers"),
+                        metavar="N,...", help="replace the concurrency axis, e.g. 50,100")
+    matrix.add_argument("--out", type=Path, metavar="DIR",
+                        help="results directory (results/<matrix>-<timestamp>)")
+    matrix.add_argument("--no-check", action="store_true",
+                        help="skip the test call that fails fast on a wrong target or method")
+    matrix.add_argument("--show", action="store_true",
+                        help="print the matrix (TOML of a built-in) and its scenarios; run nothing")
+
+    sub.add_parser("list", help="arm kinds and built-in matrices",
+                   description="List the arm kinds and the built-in matrices.")
+    return parser
+
+
+# -- run ------------------------------------------------------------------------------------
+
+def _ticker(label: str, seconds: float) -> Callable[[], None]:
+    """A progress line for a single run (elapsed / expected); returns its stop function."""
+    from .progress import Progress
+
+    progress = Progress()
+    progress.start(label, seconds)
+    return progress.close
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .harness import ArmRun, MatrixRun
+    from .matrix import ArmSpec, Matrix, Scenario
+    from .report import format_run_summary, go_bench_text, results_doc, write_csv
+    from .runner import check_result, preflight, target_or_embedded
+    from .spec import RunSpec
+    from .arms import canonical_mode, run_spec
+    import json
+
+    mode = canonical_mode(args.mode)
+    duration = args.duration if args.duration is not None else (0.0 if args.total else 3.0)
+    spec = RunSpec(arm=mode, mode=mode, target=args.target or "127.0.0.1:0", method=args.call,
+                   payload_size=args.payload, concurrency=args.concurrency,
+                   connections=args.connections, duration=duration, warmup=args.warmup,
+                   count=args.total, rate=args.rps, stream_messages=args.stream_messages,
+                   write_buffer_size=args.write_buffer,
+                   write_buffer_delay_us=args.write_buffer_delay, timeout=args.timeout,
+                   wire=args.wire)
+    spec.validate()
+    started = time.time()
+    with target_or_embedded(args.target) as address:
+        spec.target = address
+        if not args.no_check:
+            preflight(address, spec.resolved_method(), spec.streaming, spec.wire,
+                      timeout=min(spec.timeout, 10.0))
+        stop = _ticker(f"{mode} {spec.payload_size} B x {spec.concurrency} on {address}",
+                       spec.warmup + spec.duration)
+        try:
+            result = run_spec(spec)
+        finally:
+            stop()
+    print(format_run_summary(result), end="", flush=True)
+    if args.json or args.csv or args.gobench:
+        from .environment import environment
+        matrix = Matrix(name="run", arms=[ArmSpec(mode, mode)], benchmark="Run",
+                        scenarios=[Scenario(spec.payload_size, spec.concurrency,
+                                            spec.connections, spec.stream_messages,
+                                            spec.rate or 0.0)],
+                        baseline=mode, rounds=1, duration=duration, warmup=spec.warmup)
+        arm_run = ArmRun(matrix.scenarios[0], matrix.label(matrix.scenarios[0]),
+                         matrix.arms[0], 1, 0, address, 1, started, result)
+        one = MatrixRun(matrix, [arm_run], environment(), started, time.time(),
+                        target=args.target)
+        for path, write in ((args.json, lambda p: p.write_text(
+                                json.dumps(results_doc(one), indent=1, default=str) + "\n")),
+                            (args.csv, lambda p: write_csv(one, p)),
+                            (args.gobench, lambda p: p.write_text(go_bench_text(one)))):
+            if path is not None:
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    write(path)
+                except OSError as exc:
+                    raise BenchError(f"cannot write {path}: {exc}") from None
+    check_result(result)
+    return 0
+
+
+# -- matrix ---------------------------------------------------------------------------------
+
+def _cmd_matrix(args: argparse.Namespace) -> int:
+    server_factory = getattr(args, "server_factory", None)
+    if server_factory is not None and args.target is not None:
+        raise ConfigError("--target cannot be used here: this script starts its own server")
+    from .matrix import BUILTIN, load_matrix
+    from .harness import run_matrix
+    from .progress import Progress
+    from .report import comparison, format_scenario_table, format_summary, summarize, \
+        write_results
+
+    matrix = load_matrix(args.source).with_overrides(
+        rounds=args.rounds, duration=args.duration, warmup=args.warmup, timeout=args.timeout,
+        restart_server=args.restart_server, arms=args.arms, baseline=args.baseline,
+        payloads=args.payload, concurrency=args.concurrency)
+    if args.target is not None:
+        from .target import split_target
+        split_target(args.target)
+    if args.show:
+        if args.source in BUILTIN:
+            print(BUILTIN[args.source])
+        for scenario in matrix.scenarios:
+            print(f"{matrix.benchmark}/{matrix.label(scenario)}: "
+                  f"{', '.join(a.name for a in matrix.arms)}")
+        return 0
+    per_arm = matrix.warmup + matrix.duration + 0.3
+    total = len(matrix.scenarios) * matrix.rounds * len(matrix.arms)
+    where = args.target or (getattr(args, "server_name", None) or "the embedded echo server") + (
+        " (restarted every round)" if matrix.restart_server else "")
+    print(f"matrix {matrix.name}: {len(matrix.scenarios)} scenarios x {len(matrix.arms)} arms "
+          f"({', '.join(a.name for a in matrix.arms)}) x {matrix.rounds} rounds of "
+          f"{matrix.duration:g} s (+{matrix.warmup:g} s warm-up) against {where}; "
+          f"about {total * per_arm / 60:.1f} min", flush=True)
+    out_dir = args.out or Path("results") / f"{matrix.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+    def on_scenario(run, scenario) -> None:
+        label = matrix.label(scenario)
+        arms = dict(summarize_one(run, scenario))
+        print("\n" + format_scenario_table(run, label, arms), flush=True)
+
+    def summarize_one(run, scenario):
+        for label, arms in summarize(run):
+            if label == matrix.label(scenario):
+                return arms
+        return {}
+
+    result = run_matrix(matrix, target=args.target, server_factory=server_factory,
+                        check=not args.no_check,
+                        progress=Progress(), on_scenario=on_scenario)
+    overview = format_summary(result).rsplit("\n\n", 1)[-1]
+    print("\n" + overview, flush=True)
+    compared = comparison(result)
+    print("\n" + compared, end="", flush=True)
+    try:
+        paths = write_results(result, out_dir, compared)
+    except OSError as exc:
+        raise BenchError(f"cannot write the results to {out_dir}: {exc}") from None
+    print(f"\nresults: {paths['json']}, {paths['csv'].name}, {paths['gobench'].name} "
+          f"(Go benchmark format), {paths['benchstat'].name}/<arm>.txt, summary.txt, "
+          f"comparison.txt in {out_dir}")
+    bad = [r for r in result.runs if r.failed or (r.result is not None and r.result.errors)]
+    if bad:
+        first = bad[0]
+        why = first.failed or f"{first.result.errors} errors ({first.result.first_error})"
+        print(f"{PROG}: error: {len(bad)} of {len(result.runs)} arm runs failed or had "
+              f"errors; first: {first.arm.name} {first.label} round {first.round}: {why}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from .matrix import BUILTIN, parse_matrix
+
+    print("arm kinds (--mode, or arms in a matrix):")
+    for kind in KINDS.values():
+        abilities = [a for a, ok in (("open loop", kind.open_loop), ("-n", kind.count),
+                                     ("counters", kind.ours)) if ok]
+        print(f"  {kind.name:<16} {kind.description}"
+              + (f" [{', '.join(abilities)}]" if abilities else ""))
+    print("\nbuilt-in matrices (python -m triple_py.bench matrix NAME --show):")
+    for name, text in BUILTIN.items():
+        m = parse_matrix(text, default_name=name)
+        print(f"  {name:<16} {m.description}: {len(m.scenarios)} scenarios x "
+              f"{len(m.arms)} arms, baseline {m.baseline}")
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None, *, server_factory=None,
+         server_name: Optional[str] = None) -> int:
+    """Entry point; returns the exit status.
+
+    ``server_factory`` (matrix only): a callable returning a context manager that starts a
+    server and yields its address, used instead of --target or the embedded server (and
+    restartable with --restart-server); ``server_name`` names it in the header line.
+    Benchmark scripts use it to run a matrix against a peer they start.
+    """
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a usage error (printed as one line) or --help
+        return exc.code if isinstance(exc.code, int) else 2
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    args.server_factory, args.server_name = server_factory, server_name
+    commands = {"run": _cmd_run, "matrix": _cmd_matrix, "list": _cmd_list}
+    try:
+        return commands[args.command](args)
+    except BenchError as exc:
+        print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: one line unless asked for the traceback
+        if os.environ.get("TRIPLE_PY_BENCH_DEBUG"):
+            raise
+        print(f"{PROG} {args.command}: internal error: {type(exc).__name__}: {exc} "
+              "(TRIPLE_PY_BENCH_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 1

@@ -1,0 +1,109 @@
+"""What a result depends on besides the code: versions, CPU, load, commit."""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+__all__ = ["environment", "cpu_model", "git_commit", "nghttp2_version", "openssl_version"]
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (platform.processor() elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def nghttp2_version() -> Optional[str]:
+    """libnghttp2's version as the dynamic loader finds it (the one the core links)."""
+    name = ctypes.util.find_library("nghttp2")
+    if not name:
+        return None
+
+    class Info(ctypes.Structure):
+        _fields_ = [("age", ctypes.c_int), ("version_num", ctypes.c_int),
+                    ("version_str", ctypes.c_char_p), ("proto_str", ctypes.c_char_p)]
+
+    try:
+        lib = ctypes.CDLL(name)
+        lib.nghttp2_version.restype = ctypes.POINTER(Info)
+        return lib.nghttp2_version(0).contents.version_str.decode()
+    except (OSError, AttributeError, ValueError):
+        return None
+
+
+def openssl_version() -> Optional[str]:
+    """libssl's version string (OpenSSL_version(OPENSSL_VERSION))."""
+    name = ctypes.util.find_library("ssl")
+    if not name:
+        return None
+    try:
+        lib = ctypes.CDLL(name)
+        lib.OpenSSL_version.restype = ctypes.c_char_p
+        lib.OpenSSL_version.argtypes = [ctypes.c_int]
+        return lib.OpenSSL_version(0).decode()
+    except (OSError, AttributeError):
+        return None
+
+
+def _run(command: list, cwd: Optional[Path] = None) -> Optional[str]:
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=10, cwd=cwd)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def git_commit(root: Path = _ROOT) -> Dict[str, Any]:
+    """{"commit", "dirty"} of the source tree, when it is a git checkout (read-only git)."""
+    if shutil.which("git") is None or not (root / ".git").exists():
+        return {"commit": None, "dirty": None}
+    commit = _run(["git", "rev-parse", "HEAD"], root)
+    status = _run(["git", "status", "--porcelain", "--untracked-files=no"], root)
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def environment() -> Dict[str, Any]:
+    """Everything worth keeping next to a result (cheap: about 50 ms)."""
+    try:
+        import grpc
+        grpcio = grpc.__version__
+    except Exception:  # the reference arms are optional
+        grpcio = None
+    try:
+        from .. import _triple, __version__
+        core = getattr(_triple, "CORE_VERSION", None)
+    except Exception:
+        __version__, core = None, None
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        affinity = None
+    import ssl
+
+    h2load = _run(["h2load", "--version"]) if shutil.which("h2load") else None
+    return {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "python": sys.version.split()[0], "python_implementation": platform.python_implementation(),
+        "executable": sys.executable, "triple_py": __version__, "triple_core": core,
+        "grpcio": grpcio, "nghttp2": nghttp2_version(), "h2load": h2load,
+        "openssl": openssl_version(), "python_ssl": ssl.OPENSSL_VERSION,
+        "platform": platform.platform(), "machine": platform.machine(),
+        "cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "cpu_affinity": affinity,
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "ci": bool(os.environ.get("CI")), **git_commit(),
+    }

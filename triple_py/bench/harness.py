@@ -1,0 +1,162 @@
+"""Running a matrix: servers, rounds, interleaved arms, failures kept as data.
+
+For each scenario, ``rounds`` rounds; in each round every arm runs once, in the order of
+:func:`~.matrix.round_order` (as listed, reversed every other round), all against the same
+server. With ``restart_server`` every round gets a new server from the server factory
+(the embedded EchoServer by default; a fixed ``--target`` cannot be restarted). An arm that
+raises is recorded as failed and the matrix goes on; an unreachable target or a method the
+server does not implement stops it before the first arm (the preflight).
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from typing import Callable, Dict, Iterator, List, Optional
+
+from .arms import kind_of, run_spec
+from .environment import environment
+from .errors import BenchError, ConfigError
+from .matrix import ArmSpec, Matrix, Scenario, round_order
+from .progress import Progress
+from .recorders import describe
+from .result import BenchResult
+from .runner import preflight
+from .spec import RunSpec
+from .target import ServerFactory, fixed_target
+
+__all__ = ["ArmRun", "MatrixRun", "run_matrix", "Runner"]
+
+#: Runs one spec (tests substitute a fake).
+Runner = Callable[[RunSpec], BenchResult]
+
+
+@dataclasses.dataclass
+class ArmRun:
+    """One arm in one round of one scenario."""
+
+    scenario: Scenario
+    label: str
+    arm: ArmSpec
+    round: int  # 1-based
+    position: int  # 0-based place in its round's order
+    target: str
+    server_generation: int  # which server (changes on restart)
+    started: float
+    result: Optional[BenchResult] = None
+    failed: Optional[str] = None
+
+    @property
+    def ok(self) -> bool:
+        """A result and no failed call."""
+        return self.result is not None and self.result.errors == 0
+
+
+@dataclasses.dataclass
+class MatrixRun:
+    """Everything a matrix run produced."""
+
+    matrix: Matrix
+    runs: List[ArmRun]
+    environment: Dict[str, object]
+    started: float
+    finished: float = 0.0
+    target: Optional[str] = None
+    load_after: Optional[List[float]] = None
+
+    def runs_of(self, scenario: Scenario, arm: str) -> List[ArmRun]:
+        """The rounds of one arm in one scenario, in round order."""
+        return [r for r in self.runs if r.scenario == scenario and r.arm.name == arm]
+
+    def scenario_runs(self, scenario: Scenario) -> List[ArmRun]:
+        """Every run of one scenario, in execution order."""
+        return [r for r in self.runs if r.scenario == scenario]
+
+
+def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
+               server_factory: Optional[ServerFactory] = None,
+               runner: Runner = run_spec, check: bool = True,
+               progress: Optional[Progress] = None,
+               on_scenario: Optional[Callable[[MatrixRun, Scenario], None]] = None,
+               capture_environment: bool = True) -> MatrixRun:
+    """Runs every scenario, round and arm of ``matrix``; returns all results.
+
+    ``target`` (host:port) or ``server_factory`` (a callable returning a context manager
+    that yields an address, e.g. one that starts a peer process) choose the server;
+    neither: the embedded echo server. ``check`` makes one test call per method first
+    (TargetError / RunFailed). ``on_scenario`` is called after each scenario (to print its
+    table). Raises ConfigError when ``restart_server`` is asked of a fixed target.
+    """
+    if target is not None and server_factory is not None:
+        raise ConfigError("give target or server_factory, not both")
+    if matrix.restart_server and target is not None:
+        raise ConfigError("--restart-server needs a server the harness starts (the embedded "
+                          "one, or a server factory), not a fixed --target")
+    factory = server_factory or fixed_target(target)
+    progress = progress or Progress(enabled=False)
+    progress.total = len(matrix.scenarios) * matrix.rounds * len(matrix.arms)
+    out = MatrixRun(matrix, [], environment() if capture_environment else {}, time.time(),
+                    target=target)
+    generation = 0
+    checked: set = set()
+
+    @contextlib.contextmanager
+    def server() -> Iterator[str]:
+        nonlocal generation
+        generation += 1
+        with factory() as address:
+            if check:
+                for arm in matrix.arms:
+                    spec = matrix.spec(matrix.scenarios[0], arm, address)
+                    key = (spec.resolved_method(), spec.streaming, spec.wire)
+                    if key not in checked:
+                        preflight(address, *key, timeout=min(matrix.timeout, 10.0))
+                        checked.add(key)
+            yield address
+
+    def one_round(scenario: Scenario, index: int, address: str) -> None:
+        order = round_order([a.name for a in matrix.arms], index)
+        for position, name in enumerate(order):
+            arm = matrix.arm(name)
+            spec = matrix.spec(scenario, arm, address)
+            run = ArmRun(scenario, matrix.label(scenario), arm, index + 1, position, address,
+                         generation, time.time())
+            progress.start(f"{run.label} round {index + 1}/{matrix.rounds} {name}",
+                           matrix.warmup + matrix.duration)
+            try:
+                run.result = runner(spec)
+            except ConfigError:
+                raise  # a configuration the matrix check let through: stop
+            except BenchError as exc:
+                run.failed = str(exc)
+            except Exception as exc:  # the arm failed; the matrix goes on
+                run.failed = describe(exc)
+            progress.finish(run.result, name, run.failed)
+            out.runs.append(run)
+
+    try:
+        if matrix.restart_server:
+            for scenario in matrix.scenarios:
+                for index in range(matrix.rounds):
+                    with server() as address:
+                        one_round(scenario, index, address)
+                if on_scenario:
+                    on_scenario(out, scenario)
+        else:
+            with server() as address:
+                for scenario in matrix.scenarios:
+                    for index in range(matrix.rounds):
+                        one_round(scenario, index, address)
+                    if on_scenario:
+                        on_scenario(out, scenario)
+    finally:
+        progress.close()
+        out.finished = time.time()
+        import os
+        out.load_after = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    return out
+
+
+def is_ours(run: ArmRun) -> bool:
+    """True when the arm is our client (its write syscalls are reported)."""
+    return kind_of(run.arm.mode).ours

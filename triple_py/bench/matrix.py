@@ -1,0 +1,480 @@
+'''Benchmark matrices: scenarios x arms x rounds, described in TOML.
+
+A matrix is every combination of the ``[scenarios]`` lists (the cartesian product), and in
+each scenario every arm, repeated ``rounds`` times. Rounds interleave the arms and reverse
+their order every other round; all arms of a round run against the same server.
+
+The format (every key but ``arms``/``mode`` and ``[scenarios]`` is optional)::
+
+    # my_matrix.toml: python -m triple_py.bench matrix my_matrix.toml
+    name = "unary-sizes"        # results directory name (default: the file name)
+    description = "fast path vs stream path"
+    benchmark = "Unary"         # Go benchmark name: BenchmarkUnary/<scenario>/<arm>-<ncpu>
+    baseline = "stream-path"    # the arm the others are compared with (default: the first)
+    rounds = 3                  # default 3
+    duration = "3s"             # measured per arm and round: seconds or "500ms", "3s", "1m"
+    warmup = "0.5s"             # excluded from the figures (default 0.5 s)
+    timeout = "10s"             # per call (default 10 s)
+    restart_server = false      # a new embedded server every round (default false)
+    method = "/benchmark.BenchmarkService/UnaryCall"  # default: UnaryCall, StreamCall for bidi
+    wire = "grpc"               # "grpc" (default) or "triple" (triple-py-sync arms only)
+    arms = ["stream-path", "fastpath", "grpcio-sync", "grpcio-aio", "h2load"]
+
+    [scenarios]                 # each list is an axis; a single value is a one-value axis
+    payload = [128, "1KiB", "16KiB", "1MiB"]   # bytes, or with B / KiB / MiB
+    concurrency = [50, 100]     # calls (streams) in flight in total
+    connections = [1]           # HTTP/2 connections; concurrency is spread over them
+    stream_messages = [1]       # K, messages each way per stream (bidi kinds only)
+    rate = [0]                  # open loop calls/s (C kinds only); 0: closed loop
+    write_buffer_size = [32768] # C core coalescing writer; 0: off
+
+    [arm.writer-off]            # a named arm: a kind plus overrides
+    mode = "bidi"               # the arm kind (see triple_py.bench.arms)
+    write_buffer_size = 0       # also: method, wire, write_buffer_delay_us, timeout,
+                                # shared_request, threads (triple-py-bidi),
+                                # latency_log (h2load: percentiles, but slower)
+
+``arms`` lists arm kinds (``fastpath``, ``grpcio-aio``...: the arm is named after its kind)
+and names defined in ``[arm.<name>]`` tables; an entry may also be an inline table
+``{name = "writer-off", mode = "bidi", write_buffer_size = 0}``. Without ``arms``, the
+``[arm.*]`` tables in file order are the arms. ``mode = [...]`` (at the top level or in
+``[scenarios]``) is a synonym of ``arms`` for plain kinds: the modes are then the arms,
+the last axis of the product. Arm names are letters, digits, ``.``, ``_`` and ``-`` and
+must not end in ``-<digits>`` (Go's GOMAXPROCS suffix).
+
+The scenario label in the outputs joins the axes that matter: ``128B/c50``, ``128B/m512/c32``
+(``m``: stream messages, shown when an arm streams), ``/conn4`` (connections other than 1),
+``/rps2000`` (open loop), ``/wb0`` (a write_buffer_size axis).
+
+Built-in matrices: ``seed-unary`` and ``seed-stream`` (see BUILTIN; ``python -m
+triple_py.bench matrix --show seed-unary`` prints their TOML).
+'''
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+from .arms import KINDS, canonical_mode, kind_of
+from .errors import ConfigError
+from .spec import WIRES, RunSpec
+from .units import format_size, parse_duration, parse_size
+
+__all__ = ["Matrix", "ArmSpec", "Scenario", "BUILTIN", "load_matrix", "parse_matrix",
+           "round_order", "AXES"]
+
+SEED_UNARY = '''\
+# The seeds' unary table (001): dubbo-go's duplex path vs the unary fast path,
+# plus reference clients, all against the same server in the same run.
+name = "seed-unary"
+description = "unary: fast path vs stream path (the seeds' duplex), plus grpcio and h2load"
+benchmark = "Unary"
+baseline = "stream-path"
+rounds = 3
+duration = "3s"
+warmup = "0.5s"
+arms = ["stream-path", "fastpath", "grpcio-sync", "grpcio-aio", "h2load"]
+
+[scenarios]
+payload = [128, "1KiB", "16KiB", "1MiB"]
+concurrency = [50, 100]
+'''
+
+SEED_STREAM = '''\
+# The seeds' streaming A/B (004, dubbo-go PR #3746): each stream sends K messages of
+# 128 B, half-closes, drains K echoes. Coalescing writer off (baseline) vs on.
+name = "seed-stream"
+description = "bidi streams: coalescing writer off vs on, plus grpcio.aio stream_stream"
+benchmark = "Stream"
+baseline = "writer-off"
+rounds = 3
+duration = "3s"
+warmup = "0.5s"
+arms = ["writer-off", "writer-on", "grpcio-aio"]
+
+[scenarios]
+payload = [128]
+stream_messages = [128, 512]
+concurrency = [32, 128]
+
+[arm.writer-off]
+mode = "bidi"
+write_buffer_size = 0
+
+[arm.writer-on]
+mode = "bidi"
+write_buffer_size = 32768
+
+[arm.grpcio-aio]
+mode = "grpcio-aio-bidi"
+'''
+
+#: Built-in matrices by name: TOML text in the documented format.
+BUILTIN: Dict[str, str] = {"seed-unary": SEED_UNARY, "seed-stream": SEED_STREAM}
+
+#: Scenario axes and their defaults.
+AXES = ("payload", "concurrency", "connections", "stream_messages", "rate",
+        "write_buffer_size")
+_TOP_KEYS = {"name", "description", "benchmark", "baseline", "rounds", "duration", "warmup",
+             "timeout", "restart_server", "method", "wire", "arms", "mode", "scenarios", "arm"}
+_ARM_KEYS = {"name", "mode", "method", "wire", "write_buffer_size", "write_buffer_delay_us",
+             "timeout", "shared_request", "threads", "latency_log"}
+_OPTION_KEYS = ("threads", "latency_log")  # RunSpec.options
+_ARM_NAME = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*")
+_BENCH_NAME = re.compile(r"[A-Za-z0-9_]+")
+
+
+@dataclasses.dataclass
+class ArmSpec:
+    """One arm of a matrix: a name, a kind, and settings that override the scenario's."""
+
+    name: str
+    mode: str
+    overrides: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def ours(self) -> bool:
+        """True for our client's arms (the C core's counters are reported)."""
+        return kind_of(self.mode).ours
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    """One combination of the axes."""
+
+    payload: int = 128
+    concurrency: int = 50
+    connections: int = 1
+    stream_messages: int = 1
+    rate: float = 0.0
+    write_buffer_size: Optional[int] = None  # None: the arm's (or the core's) default
+
+    def label(self, streaming: bool = False, show_write_buffer: bool = False) -> str:
+        """``128B/c50``, ``128B/m512/c32``, ``1KiB/c100/conn4/rps2000``..."""
+        parts = [format_size(self.payload)]
+        if streaming:
+            parts.append(f"m{self.stream_messages}")
+        parts.append(f"c{self.concurrency}")
+        if self.connections != 1:
+            parts.append(f"conn{self.connections}")
+        if self.rate:
+            parts.append(f"rps{self.rate:g}")
+        if show_write_buffer and self.write_buffer_size is not None:
+            parts.append(f"wb{self.write_buffer_size}")
+        return "/".join(parts)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The axes as a dict."""
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class Matrix:
+    """A parsed, validated matrix (see the module docstring for the file format)."""
+
+    name: str
+    arms: List[ArmSpec]
+    scenarios: List[Scenario]
+    benchmark: str = "Bench"
+    baseline: str = ""
+    description: str = ""
+    rounds: int = 3
+    duration: float = 3.0
+    warmup: float = 0.5
+    timeout: float = 10.0
+    restart_server: bool = False
+    method: Optional[str] = None
+    wire: str = "grpc"
+    source: str = ""
+    axes_given: Sequence[str] = ()
+
+    @property
+    def streaming(self) -> bool:
+        """True when an arm streams (scenario labels then show K)."""
+        return any(kind_of(a.mode).streaming for a in self.arms)
+
+    def label(self, scenario: Scenario) -> str:
+        """The scenario's label in tables and benchmark names."""
+        return scenario.label(self.streaming, "write_buffer_size" in self.axes_given)
+
+    def arm(self, name: str) -> ArmSpec:
+        """The arm called ``name`` (KeyError if none)."""
+        for arm in self.arms:
+            if arm.name == name:
+                return arm
+        raise KeyError(name)
+
+    def spec(self, scenario: Scenario, arm: ArmSpec, target: str) -> RunSpec:
+        """The RunSpec of one arm in one scenario."""
+        o = arm.overrides
+        write_buffer = o.get("write_buffer_size", scenario.write_buffer_size)
+        spec = RunSpec(
+            arm=arm.name, mode=arm.mode, target=target, method=o.get("method", self.method),
+            payload_size=scenario.payload, concurrency=scenario.concurrency,
+            connections=scenario.connections, duration=self.duration, warmup=self.warmup,
+            rate=scenario.rate or None, stream_messages=scenario.stream_messages,
+            write_buffer_size=32768 if write_buffer is None else write_buffer,
+            write_buffer_delay_us=o.get("write_buffer_delay_us", 200),
+            timeout=o.get("timeout", self.timeout), wire=o.get("wire", self.wire),
+            shared_request=o.get("shared_request", False),
+            options={k: o[k] for k in _OPTION_KEYS if k in o})
+        return spec
+
+    def with_overrides(self, *, rounds: Optional[int] = None, duration: Optional[float] = None,
+                       warmup: Optional[float] = None, timeout: Optional[float] = None,
+                       restart_server: Optional[bool] = None,
+                       arms: Optional[Sequence[str]] = None, baseline: Optional[str] = None,
+                       payloads: Optional[Sequence[int]] = None,
+                       concurrency: Optional[Sequence[int]] = None) -> "Matrix":
+        """A copy with command-line overrides applied (and re-validated)."""
+        m = dataclasses.replace(self)
+        if rounds is not None:
+            m.rounds = rounds
+        if duration is not None:
+            m.duration = duration
+        if warmup is not None:
+            m.warmup = warmup
+        if timeout is not None:
+            m.timeout = timeout
+        if restart_server is not None:
+            m.restart_server = restart_server
+        if arms is not None:
+            chosen = []
+            for name in arms:
+                try:
+                    chosen.append(self.arm(name))
+                except KeyError:
+                    raise ConfigError(f"--arms: no arm {name!r} in {self.name} (its arms: "
+                                      f"{', '.join(a.name for a in self.arms)})") from None
+            m.arms = chosen
+            if baseline is None and self.baseline not in arms:
+                m.baseline = chosen[0].name
+        if baseline is not None:
+            m.baseline = baseline
+        if payloads is not None or concurrency is not None:
+            seen = []
+            for s in self.scenarios:
+                p = list(payloads) if payloads is not None else [s.payload]
+                c = list(concurrency) if concurrency is not None else [s.concurrency]
+                for pv, cv in itertools.product(p, c):
+                    new = dataclasses.replace(s, payload=pv, concurrency=cv)
+                    if new not in seen:
+                        seen.append(new)
+            m.scenarios = seen
+        _check(m)
+        return m
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The matrix as plain data (for the results JSON)."""
+        return {"name": self.name, "description": self.description,
+                "benchmark": self.benchmark, "baseline": self.baseline, "rounds": self.rounds,
+                "duration": self.duration, "warmup": self.warmup, "timeout": self.timeout,
+                "restart_server": self.restart_server, "method": self.method,
+                "wire": self.wire, "source": self.source,
+                "arms": [{"name": a.name, "mode": a.mode, **a.overrides} for a in self.arms],
+                "scenarios": [dict(s.to_dict(), label=self.label(s)) for s in self.scenarios]}
+
+
+def round_order(arms: Sequence[str], round_index: int) -> List[str]:
+    """The arms' order in round ``round_index`` (0-based): as given, reversed every other."""
+    return list(arms) if round_index % 2 == 0 else list(reversed(arms))
+
+
+# -- parsing ----------------------------------------------------------------------------------
+
+def load_matrix(source: Union[str, Path]) -> Matrix:
+    """A built-in matrix by name (``seed-unary``, ``seed-stream``) or a TOML file.
+
+    Raises ConfigError, naming the file, for a missing file, bad TOML or a bad matrix.
+    """
+    text_source = str(source)
+    if text_source in BUILTIN:
+        return parse_matrix(BUILTIN[text_source], source=f"builtin:{text_source}",
+                            default_name=text_source)
+    path = Path(source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such matrix file (built-in matrices: "
+                          f"{', '.join(BUILTIN)})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    return parse_matrix(text, source=str(path), default_name=path.stem)
+
+
+def parse_matrix(text: str, source: str = "<matrix>", default_name: str = "matrix") -> Matrix:
+    """Parses and validates matrix TOML; ConfigError (prefixed with ``source``) if bad."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: bad TOML: {exc}") from None
+    try:
+        return _build(doc, source, default_name)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def _build(doc: Mapping[str, Any], source: str, default_name: str) -> Matrix:
+    unknown = sorted(set(doc) - _TOP_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(_TOP_KEYS))})")
+    scenarios_doc = doc.get("scenarios", {})
+    if not isinstance(scenarios_doc, dict):
+        raise ConfigError("[scenarios] must be a table of lists")
+    scenarios_doc = dict(scenarios_doc)
+    modes = scenarios_doc.pop("mode", None)
+    if modes is not None and "mode" in doc:
+        raise ConfigError("give mode either at the top level or in [scenarios], not both")
+    modes = doc.get("mode", modes)
+    bad_axes = sorted(set(scenarios_doc) - set(AXES))
+    if bad_axes:
+        raise ConfigError(f"unknown scenario axis {bad_axes[0]!r} (known: {', '.join(AXES)}, "
+                          "mode)")
+    axes: Dict[str, List[Any]] = {}
+    for axis in AXES:
+        if axis not in scenarios_doc:
+            continue
+        values = scenarios_doc[axis]
+        values = values if isinstance(values, list) else [values]
+        if not values:
+            raise ConfigError(f"scenarios.{axis} is empty")
+        axes[axis] = [_axis_value(axis, v) for v in values]
+    if "payload" not in axes or "concurrency" not in axes:
+        raise ConfigError("[scenarios] needs payload and concurrency lists")
+    names = list(axes)
+    scenarios = [Scenario(**dict(zip(names, combo)))
+                 for combo in itertools.product(*(axes[n] for n in names))]
+
+    arm_tables = doc.get("arm", {})
+    if not isinstance(arm_tables, dict) or not all(isinstance(v, dict)
+                                                   for v in arm_tables.values()):
+        raise ConfigError("[arm.<name>] entries must be tables")
+    entries = doc.get("arms")
+    if entries is not None and modes is not None:
+        raise ConfigError("give either arms or mode, not both")
+    if entries is None:
+        entries = modes if modes is not None else list(arm_tables)
+    if isinstance(entries, str):
+        entries = [entries]
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError("no arms: give arms = [...] (arm kinds or [arm.<name>] names)")
+    arms = [_arm(entry, arm_tables) for entry in entries]
+    for name in arm_tables:  # unused tables are checked too: a typo should not pass silently
+        _arm(name, arm_tables)
+
+    benchmark = _string(doc, "benchmark", "Bench")
+    if not _BENCH_NAME.fullmatch(benchmark):
+        raise ConfigError(f"benchmark {benchmark!r} must be letters, digits and _")
+    wire = _string(doc, "wire", "grpc")
+    if wire not in WIRES:
+        raise ConfigError(f"wire must be grpc or triple, not {wire!r}")
+    rounds = doc.get("rounds", 3)
+    if isinstance(rounds, bool) or not isinstance(rounds, int):
+        raise ConfigError(f"rounds must be an integer, not {rounds!r}")
+    restart = doc.get("restart_server", False)
+    if not isinstance(restart, bool):
+        raise ConfigError(f"restart_server must be true or false, not {restart!r}")
+    matrix = Matrix(
+        name=_string(doc, "name", default_name), arms=arms, scenarios=scenarios,
+        benchmark=benchmark, baseline=_string(doc, "baseline", arms[0].name),
+        description=_string(doc, "description", ""), rounds=rounds,
+        duration=parse_duration(doc.get("duration", 3.0), "duration"),
+        warmup=parse_duration(doc.get("warmup", 0.5), "warmup"),
+        timeout=parse_duration(doc.get("timeout", 10.0), "timeout"),
+        restart_server=restart, method=doc.get("method"), wire=wire, source=source,
+        axes_given=tuple(names))
+    if matrix.method is not None and not isinstance(matrix.method, str):
+        raise ConfigError(f"method must be a string, not {matrix.method!r}")
+    _check(matrix)
+    return matrix
+
+
+def _string(doc: Mapping[str, Any], key: str, default: str) -> str:
+    value = doc.get(key, default)
+    if not isinstance(value, str):
+        raise ConfigError(f"{key} must be a string, not {value!r}")
+    return value
+
+
+def _axis_value(axis: str, value: Any) -> Any:
+    if axis == "payload":
+        return parse_size(value)
+    if axis == "rate":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ConfigError(f"scenarios.rate: bad value {value!r} (calls/s, 0: closed loop)")
+        return float(value)
+    if axis == "write_buffer_size":
+        if isinstance(value, str):
+            return parse_size(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if axis ==
+                                                                         "write_buffer_size"
+                                                                         else 1):
+        raise ConfigError(f"scenarios.{axis}: bad value {value!r} (expected a positive integer)")
+    return value
+
+
+def _arm(entry: Any, tables: Mapping[str, Mapping[str, Any]]) -> ArmSpec:
+    if isinstance(entry, str):
+        if entry in tables:
+            settings = dict(tables[entry])
+            settings.setdefault("name", entry)
+        else:
+            try:
+                kind = canonical_mode(entry)
+            except ConfigError:
+                raise ConfigError(f"unknown arm {entry!r}: not an arm kind (one of: "
+                                  f"{', '.join(KINDS)}) nor an [arm.{entry}] table") from None
+            settings = {"name": kind, "mode": kind}
+    elif isinstance(entry, dict):
+        settings = dict(entry)
+        if "name" not in settings and "mode" in settings:
+            settings["name"] = settings["mode"]
+    else:
+        raise ConfigError(f"bad arm {entry!r} (expected a name or a table)")
+    unknown = sorted(set(settings) - _ARM_KEYS)
+    if unknown:
+        raise ConfigError(f"arm {settings.get('name')!r}: unknown key {unknown[0]!r} "
+                          f"(known: {', '.join(sorted(_ARM_KEYS))})")
+    name = settings.pop("name")
+    if not isinstance(name, str) or not _ARM_NAME.fullmatch(name) or \
+            re.search(r"-\d+$", name):
+        raise ConfigError(f"bad arm name {name!r} (letters, digits, . _ -; no -<digits> end)")
+    mode = settings.pop("mode", None)
+    if mode is None:
+        raise ConfigError(f"arm {name!r} has no mode (an arm kind, e.g. fastpath or bidi)")
+    try:
+        mode = canonical_mode(mode)
+    except ConfigError as exc:
+        raise ConfigError(f"arm {name!r}: {exc}") from None
+    for key in ("timeout",):
+        if key in settings:
+            settings[key] = parse_duration(settings[key], f"arm {name!r} {key}")
+    if "write_buffer_size" in settings and isinstance(settings["write_buffer_size"], str):
+        settings["write_buffer_size"] = parse_size(settings["write_buffer_size"])
+    return ArmSpec(name, mode, settings)
+
+
+def _check(m: Matrix) -> None:
+    """Cross-field checks, and every (scenario, arm) spec validated before anything runs."""
+    names = [a.name for a in m.arms]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise ConfigError(f"arm {dup!r} is listed twice")
+    if m.baseline not in names:
+        raise ConfigError(f"baseline {m.baseline!r} is not an arm (arms: {', '.join(names)})")
+    if not 1 <= m.rounds <= 1000:
+        raise ConfigError(f"rounds must be 1..1000, not {m.rounds}")
+    if m.duration <= 0:
+        raise ConfigError("duration must be > 0 seconds")
+    if not m.scenarios:
+        raise ConfigError("no scenarios")
+    for scenario in m.scenarios:
+        for arm in m.arms:
+            try:
+                m.spec(scenario, arm, "127.0.0.1:1").validate()
+            except ConfigError as exc:
+                raise ConfigError(f"arm {arm.name!r} in scenario {m.label(scenario)}: "
+                                  f"{exc}") from None

@@ -1,0 +1,111 @@
+"""``run()``: one scenario of one arm, against a target or the embedded echo server."""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Dict, Iterator, Optional
+
+from .arms import canonical_mode, kind_of, run_spec
+from .errors import RunFailed, TargetError
+from .messages import benchmark_request
+from .result import BenchResult
+from .spec import RunSpec
+from .target import embedded_server, split_target
+
+__all__ = ["run", "preflight", "check_result", "target_or_embedded"]
+
+
+@contextlib.contextmanager
+def target_or_embedded(target: Optional[str]) -> Iterator[str]:
+    """Yields ``target``, or the address of an EchoServer started for the block."""
+    if target is not None:
+        split_target(target)
+        yield target
+        return
+    with embedded_server() as address:
+        yield address
+
+
+def run(target: Optional[str] = None, method: Optional[str] = None, payload_size: int = 128,
+        mode: str = "fastpath", concurrency: int = 50, connections: int = 1,
+        duration: float = 3.0, warmup: float = 0.5, rate: Optional[float] = None,
+        stream_messages: int = 1, write_buffer_size: int = 32768,
+        write_buffer_delay_us: int = 200, timeout: float = 10.0, count: int = 0, *,
+        wire: str = "grpc", arm: Optional[str] = None, shared_request: bool = False,
+        hist_digits: int = 3, options: Optional[Dict[str, Any]] = None) -> BenchResult:
+    """Runs one scenario and returns its :class:`~.result.BenchResult`.
+
+    ``target`` is ``host:port``; None starts the embedded echo server
+    (triple_py.testing.EchoServer) for the run. ``method`` defaults to
+    ``/benchmark.BenchmarkService/UnaryCall`` (``StreamCall`` for the bidi modes).
+    ``mode`` is an arm kind (see :mod:`triple_py.bench.arms`): ``fastpath``,
+    ``stream-path`` or ``bidi`` run the C load generator with the GIL released; the
+    reference kinds (``grpcio-sync``, ``grpcio-aio``, ``h2load``...) work too.
+    ``concurrency`` is the total number of calls in flight, spread evenly over
+    ``connections``. ``duration`` seconds are measured after ``warmup`` seconds; ``count``
+    > 0 caps the measured calls (``duration`` 0: count only). ``rate`` (calls/s) makes the
+    loop open, with latency also measured from the intended send time.
+    ``stream_messages`` is K for the bidi modes; ``write_buffer_size`` 0 turns the
+    coalescing writer off.
+
+    Raises ConfigError (a ValueError) for bad parameters and TargetError (a
+    ConnectionError) when the target cannot be reached by the C modes. Calls that fail
+    are counted in the result (``errors``, ``status_codes``), not raised.
+    """
+    mode = canonical_mode(mode)
+    spec = RunSpec(arm=arm or mode, mode=mode, target=target or "127.0.0.1:0", method=method,
+                   payload_size=payload_size, concurrency=concurrency,
+                   connections=connections, duration=duration, warmup=warmup, count=count,
+                   rate=rate, stream_messages=stream_messages,
+                   write_buffer_size=write_buffer_size,
+                   write_buffer_delay_us=write_buffer_delay_us, timeout=timeout, wire=wire,
+                   shared_request=shared_request, hist_digits=hist_digits,
+                   options=dict(options or {}))
+    spec.validate()  # before a server is started
+    with target_or_embedded(target) as address:
+        spec.target = address
+        return run_spec(spec)
+
+
+def preflight(target: str, method: str, streaming: bool, wire: str = "grpc",
+              payload_size: int = 16, timeout: float = 5.0) -> None:
+    """One call of ``method`` on ``target`` through triple_py; raises on failure.
+
+    TargetError: the target is unreachable. RunFailed: the call failed, e.g. UNIMPLEMENTED
+    for a method the server does not have. Meant to fail fast before a long run.
+    """
+    import triple_py
+
+    request = benchmark_request(payload_size)
+    try:
+        with triple_py.insecure_channel(target, options=[("triple.wire", wire)]) as channel:
+            if streaming:
+                call = channel.stream_stream(method)(timeout=timeout)
+                call.write(request)
+                call.done_writing()
+                for _ in call:
+                    pass
+                call.code()
+            else:
+                channel.unary_unary(method)(request, timeout=timeout)
+    except triple_py.RpcError as exc:
+        code = exc.code()
+        if code == triple_py.StatusCode.UNAVAILABLE:
+            raise TargetError(f"cannot reach {target}: {exc.details()}") from None
+        if code == triple_py.StatusCode.UNIMPLEMENTED:
+            raise RunFailed(f"{target} does not implement {method} (UNIMPLEMENTED: "
+                            f"{exc.details() or 'unknown method'})") from None
+        raise RunFailed(f"a test call of {method} on {target} failed: {code.name}: "
+                        f"{exc.details()}") from None
+    except OSError as exc:
+        raise TargetError(f"cannot reach {target}: {exc}") from None
+
+
+def check_result(result: BenchResult) -> None:
+    """RunFailed when every measured call failed (e.g. UNIMPLEMENTED from an unknown method)."""
+    if result.calls and result.errors == result.calls:
+        status = result.first_error or "errors"
+        hint = " (is the method right? check --call)" if status == "UNIMPLEMENTED" else ""
+        raise RunFailed(f"every call failed: {result.errors} x {status} from {result.method} "
+                        f"on {result.target}{hint}")
+    if not result.calls and kind_of(result.mode).ours:
+        raise RunFailed(f"no call completed in the measured window on {result.target}")

@@ -1,0 +1,467 @@
+"""The interop peers: how each is built, started and stopped, and what it can do.
+
+Every peer is a real gRPC stack serving ``grpc.testing.TestService`` (sources in
+``tests/interop/peers/``), built by the run into ``.build/interop/`` (cached: a rebuild
+happens only when a source, a proto or the build recipe changed), started on 127.0.0.1
+with a free port, and stopped by the run:
+
+======== ========================================== ==============================
+peer     stack                                      wires
+======== ========================================== ==============================
+grpcio   python3-grpcio (Debian), generic handlers   grpc
+cpp      libgrpc++ (Debian), built with g++          grpc
+go       grpc-go 1.33 (Debian), GOPATH build         grpc
+connect  connect-node 1.7 (npm), node:http2 h2c      grpc, triple (Connect unary)
+embedded triple_py's C server (csrc/tri_server.c)    grpc, triple
+======== ========================================== ==============================
+
+A subprocess peer prints ``LISTENING <port>`` once it accepts connections and serves until
+SIGTERM or EOF on its stdin (tests/peers/README.md's convention); its stderr goes to a log
+under ``.build/interop/logs/``, kept when the peer did not exit cleanly.
+
+A peer that cannot be built or started here raises ``Unavailable`` with the reason; the
+runner reports it, it is never silently dropped.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import queue
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from . import protos
+
+PYTHON = "/usr/bin/python3"  # Debian's Python, with python3-grpcio and python3-protobuf
+GOPATH_SYSTEM = "/usr/share/gocode"  # Debian's Go packages (golang-google-grpc-dev, ...)
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 5.0
+BUILD_TIMEOUT = 600.0
+
+# Capabilities a case may need from a peer (Case.needs); PeerSpec.lacks says why one is
+# missing.
+EXPECT_COMPRESSED = "expect_compressed"  # checks each request message's compression
+RESPONSE_COMPRESSION = "response_compression"  # response_compressed per call and message
+
+
+class Unavailable(Exception):
+    """The peer cannot be built or started on this machine (the message says why)."""
+
+
+def default_root() -> Path:
+    """The repository root: $TRIPLE_PY_ROOT, or the checkout this package lives in."""
+    env = os.environ.get("TRIPLE_PY_ROOT")
+    return Path(env).resolve() if env else Path(__file__).resolve().parents[2]
+
+
+# --- running peers ---------------------------------------------------------------------------
+
+class RunningPeer:
+    """A started peer: ``address`` is "127.0.0.1:PORT"; ``stop()`` ends it (idempotent)."""
+
+    def __init__(self, name: str, host: str, port: int) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def alive(self) -> Optional[str]:
+        """None while the peer runs; otherwise what happened to it."""
+        return None
+
+    def stop(self) -> None:
+        pass
+
+    def __enter__(self) -> "RunningPeer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ProcessPeer(RunningPeer):
+    """A peer subprocess (stdin is a pipe from us: it also ends if we die)."""
+
+    def __init__(self, name: str, host: str, port: int, process: subprocess.Popen,
+                 log_path: Path) -> None:
+        super().__init__(name, host, port)
+        self.process = process
+        self.log_path = log_path
+
+    def alive(self) -> Optional[str]:
+        code = self.process.poll()
+        if code is None:
+            return None
+        return f"{self.name} peer exited with {code}; log {self.log_path}:\n{_tail(self.log_path)}"
+
+    def stop(self) -> None:
+        _terminate(self.process)
+        if self.process.returncode in (0, -signal.SIGTERM):
+            self.log_path.unlink(missing_ok=True)
+
+
+def _tail(path: Path, limit: int = 3000) -> str:
+    try:
+        return path.read_text(errors="replace")[-limit:]
+    except OSError:
+        return ""
+
+
+def _terminate(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        try:
+            process.stdin.close()  # EOF on stdin: every peer's polite stop
+        except (OSError, AttributeError):
+            pass
+        try:
+            process.wait(1.0)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+def start_process(name: str, command: Sequence[str], root: Path, host: str = "127.0.0.1",
+                  env: Optional[Mapping[str, str]] = None,
+                  timeout: float = START_TIMEOUT) -> ProcessPeer:
+    """Start ``command`` and wait for its ``LISTENING <port>`` line."""
+    logs = root / ".build" / "interop" / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    log = tempfile.NamedTemporaryFile(dir=logs, prefix=f"{name}-", suffix=".log", delete=False)
+    with log:
+        try:
+            process = subprocess.Popen(list(command), stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, stderr=log, text=True,
+                                       cwd=root, env=None if env is None else dict(env))
+        except OSError as exc:
+            raise Unavailable(f"cannot start {command[0]}: {exc}") from None
+    lines: "queue.Queue[Optional[str]]" = queue.Queue()
+
+    def pump() -> None:  # keep draining stdout so the peer never blocks on it
+        for line in process.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, name=f"{name}-stdout", daemon=True).start()
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise Unavailable(f"{name} peer did not print LISTENING within {timeout:.0f} s")
+            try:
+                line = lines.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            if line is None:
+                process.wait(STOP_TIMEOUT)
+                raise Unavailable(f"{name} peer exited with {process.returncode} before "
+                                  f"listening: {shlex.join(command)}\n{_tail(Path(log.name))}")
+            if line.startswith("LISTENING "):
+                return ProcessPeer(name, host, int(line.split()[1]), process, Path(log.name))
+    except BaseException:
+        _terminate(process)
+        raise
+
+
+# --- build helpers -----------------------------------------------------------------------------
+
+def _run(command: Sequence[str], what: str, cwd: Path,
+         env: Optional[Mapping[str, str]] = None) -> None:
+    try:
+        result = subprocess.run(list(command), cwd=cwd, capture_output=True, text=True,
+                                stdin=subprocess.DEVNULL, timeout=BUILD_TIMEOUT,
+                                env=None if env is None else dict(env))
+    except FileNotFoundError as exc:
+        raise Unavailable(f"{what}: {exc.filename} not found") from None
+    except subprocess.TimeoutExpired:
+        raise Unavailable(f"{what}: took more than {BUILD_TIMEOUT:.0f} s") from None
+    if result.returncode != 0:
+        output = (result.stdout + result.stderr).strip()
+        raise Unavailable(f"{what} failed ({shlex.join(command)}):\n{output[-3000:]}")
+
+
+def _need(tool: str, package: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise Unavailable(f"'{tool}' not found (Debian package {package})")
+    return path
+
+
+def _fingerprint(*parts: object) -> str:
+    """A hash of file contents (Paths) and strings: a build's identity."""
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, Path):
+            h.update(str(part).encode())
+            h.update(part.read_bytes())
+        else:
+            h.update(repr(part).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+class _BuildLock:
+    """An exclusive lock on a build directory, across processes."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self._path = directory / ".lock"
+
+    def __enter__(self) -> "_BuildLock":
+        self._file = open(self._path, "w")
+        fcntl.flock(self._file, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.close()
+
+
+def _up_to_date(stamp: Path, fingerprint: str, *outputs: Path) -> bool:
+    return (all(p.exists() for p in outputs) and stamp.is_file()
+            and stamp.read_text() == fingerprint)
+
+
+def _proto_args(root: Path) -> List[str]:
+    return [f"--proto_path={root / 'proto'}", *protos.PROTO_FILES]
+
+
+# --- the peers -------------------------------------------------------------------------------
+
+Starter = Callable[[str], RunningPeer]  # host -> a started peer
+
+
+@dataclass(frozen=True)
+class PeerSpec:
+    """One interop peer: what it is, what it speaks, what it cannot do, how to get it."""
+
+    name: str
+    stack: str
+    source: str  # the peer's source, relative to the repository root
+    wires: Tuple[str, ...]
+    prepare: Callable[[Path], Starter]  # builds (cached); raises Unavailable
+    lacks: Mapping[str, str] = field(default_factory=dict)  # capability -> why it's missing
+
+
+def _prepare_grpcio(root: Path) -> Starter:
+    script = root / "tests" / "interop" / "peers" / "grpcio_testservice.py"
+    if not script.is_file():
+        raise Unavailable(f"{script} not found")
+    if not Path(PYTHON).exists():
+        raise Unavailable(f"{PYTHON} not found (Debian python3)")
+    _run([PYTHON, "-c", "import grpc, google.protobuf"], "importing grpcio in " + PYTHON, root)
+    try:
+        pb_dir = protos.compile_python(root)
+    except protos.ProtoError as exc:
+        raise Unavailable(str(exc)) from None
+
+    def start(host: str) -> RunningPeer:
+        return start_process("grpcio", [PYTHON, str(script), "--pb-dir", str(pb_dir),
+                                        "--host", host, "--port", "0"], root, host)
+    return start
+
+
+CXXFLAGS = ["-std=c++17", "-O1", "-g0"]
+
+
+def _prepare_cpp(root: Path) -> Starter:
+    source = root / "tests" / "interop" / "peers" / "cpp" / "test_server.cc"
+    if not source.is_file():
+        raise Unavailable(f"{source} not found")
+    cxx = _need("g++", "g++ / build-essential")
+    protoc = _need("protoc", "protobuf-compiler")
+    plugin = _need("grpc_cpp_plugin", "protobuf-compiler-grpc")
+    _need("pkg-config", "pkg-config")
+    try:
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "grpc++", "protobuf"],
+                               capture_output=True, text=True, check=True).stdout.split()
+    except subprocess.CalledProcessError as exc:
+        raise Unavailable(f"pkg-config grpc++ protobuf failed (Debian packages libgrpc++-dev, "
+                          f"libprotobuf-dev): {exc.stderr.strip()}") from None
+    cflags = [f for f in flags if not f.startswith(("-l", "-L", "-Wl"))]
+    libs = [f for f in flags if f.startswith(("-l", "-L", "-Wl"))]
+    out = root / ".build" / "interop" / "cpp"
+    gen = out / "gen"
+    binary = out / "test_server"
+    sources = protos.proto_sources(root)
+    with _BuildLock(out):
+        gen_print = _fingerprint(*sources, cxx, plugin, CXXFLAGS, cflags)
+        gen_stamp = out / "gen.stamp"
+        units = ["empty.pb", "messages.pb", "test.pb", "test.grpc.pb"]
+        objects = [out / f"{unit}.o" for unit in units]
+        if not _up_to_date(gen_stamp, gen_print, *objects):
+            gen_stamp.unlink(missing_ok=True)
+            shutil.rmtree(gen, ignore_errors=True)
+            gen.mkdir(parents=True)
+            _run([protoc, f"--cpp_out={gen}", f"--grpc_out={gen}",
+                  f"--plugin=protoc-gen-grpc={plugin}", *_proto_args(root)],
+                 "protoc --cpp_out --grpc_out", root)
+            with ThreadPoolExecutor(max_workers=2) as pool:  # the machine has few cores
+                jobs = [pool.submit(_run, [cxx, *CXXFLAGS, f"-I{gen}", *cflags, "-c",
+                                           str(gen / "grpc" / "testing" / f"{unit}.cc"),
+                                           "-o", str(obj)], f"compiling {unit}.cc", root)
+                        for unit, obj in zip(units, objects)]
+                for job in jobs:
+                    job.result()
+            gen_stamp.write_text(gen_print)
+        bin_print = _fingerprint(source, gen_print, libs)
+        bin_stamp = out / "test_server.stamp"
+        if not _up_to_date(bin_stamp, bin_print, binary):
+            bin_stamp.unlink(missing_ok=True)
+            tmp = out / "test_server.tmp"
+            _run([cxx, *CXXFLAGS, f"-I{gen}", *cflags, "-o", str(tmp), str(source),
+                  *map(str, objects), *libs, "-lpthread"], "building the C++ peer", root)
+            tmp.replace(binary)
+            bin_stamp.write_text(bin_print)
+
+    def start(host: str) -> RunningPeer:
+        return start_process("cpp", [str(binary), "--host", host, "--port", "0"], root, host)
+    return start
+
+
+GO_IMPORT = "triplepy.interop/grpc/testing"
+
+
+def _prepare_go(root: Path) -> Starter:
+    source = root / "tests" / "interop" / "peers" / "go" / "test_server.go"
+    if not source.is_file():
+        raise Unavailable(f"{source} not found")
+    go = _need("go", "golang-go")
+    protoc = _need("protoc", "protobuf-compiler")
+    plugin = _need("protoc-gen-go", "golang-goprotobuf-dev (protoc-gen-go 1.3)")
+    if not Path(GOPATH_SYSTEM, "src", "google.golang.org", "grpc").is_dir():
+        raise Unavailable(f"grpc-go not found under {GOPATH_SYSTEM} "
+                          "(Debian package golang-google-grpc-dev)")
+    out = root / ".build" / "interop" / "go"
+    gopath = out / "gopath"
+    binary = out / "test_server"
+    # The Go build cache is shared with tests/peers/build_go.sh: grpc-go compiles once.
+    gocache = root / ".build" / "peers" / "gocache"
+    env = {**os.environ, "GO111MODULE": "off", "GOPATH": f"{gopath}:{GOPATH_SYSTEM}",
+           "GOCACHE": str(gocache), "GOFLAGS": ""}
+    with _BuildLock(out):
+        fingerprint = _fingerprint(source, *protos.proto_sources(root), go, plugin)
+        stamp = out / "test_server.stamp"
+        if not _up_to_date(stamp, fingerprint, binary):
+            stamp.unlink(missing_ok=True)
+            package_root = gopath / "src" / GO_IMPORT.split("/")[0]
+            shutil.rmtree(package_root, ignore_errors=True)
+            package_root.mkdir(parents=True)
+            mapping = ",".join(f"M{name}={GO_IMPORT}" for name in protos.PROTO_FILES)
+            # protoc-gen-go 1.3 (golang/protobuf): plugins=grpc also writes the service code.
+            _run([protoc, f"--plugin=protoc-gen-go={plugin}",
+                  f"--go_out=plugins=grpc,paths=source_relative,{mapping}:{package_root}",
+                  *_proto_args(root)], "protoc --go_out=plugins=grpc", root)
+            gocache.mkdir(parents=True, exist_ok=True)
+            tmp = out / "test_server.tmp"
+            _run([go, "build", "-o", str(tmp), str(source)], "go build (GOPATH mode)", root, env)
+            tmp.replace(binary)
+            stamp.write_text(fingerprint)
+
+    def start(host: str) -> RunningPeer:
+        return start_process("go", [str(binary), "-host", host, "-port", "0"], root, host)
+    return start
+
+
+def _prepare_connect(root: Path) -> Starter:
+    directory = root / "tests" / "interop" / "peers" / "node"
+    script = directory / "test_server.mjs"
+    if not script.is_file():
+        raise Unavailable(f"{script} not found")
+    node = _need("node", "nodejs (Node.js 20)")
+    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+    try:
+        major = int(version.lstrip("v").split(".")[0])
+    except ValueError:
+        major = 0
+    if major < 18:
+        raise Unavailable(f"Node.js {version or '?'} is too old: connect-node needs 18 or later")
+    _need("npm", "npm")
+    npm_cache = root / ".build" / "peers" / "npm-cache"  # shared with tests/peers/node/
+    with _BuildLock(root / ".build" / "interop" / "node"):
+        _run(["sh", str(directory / "install.sh"), str(npm_cache)],
+             "npm ci (tests/interop/peers/node/install.sh)", root)
+
+    def start(host: str) -> RunningPeer:
+        return start_process("connect", [node, str(script), "--host", host, "--port", "0"],
+                             root, host)
+    return start
+
+
+EMBEDDED_MARKER = "grpc.testing.TestService"
+
+
+class EmbeddedPeer(RunningPeer):
+    """triple_py's embedded C server, in this process."""
+
+    def __init__(self, server: object, host: str) -> None:
+        super().__init__("embedded", host, server.port)  # type: ignore[attr-defined]
+        self._server = server
+
+    def stop(self) -> None:
+        self._server.stop()  # type: ignore[attr-defined]
+
+
+def _prepare_embedded(root: Path) -> Starter:
+    header = root / "csrc" / "tri_server.h"
+    if not header.is_file() or EMBEDDED_MARKER not in header.read_text(errors="replace"):
+        raise Unavailable("triple_py's embedded server (csrc/tri_server.c) implements only "
+                          "benchmark.BenchmarkService, not grpc.testing.TestService")
+    from ..testing import EchoServer  # the lead's addition would serve TestService here
+
+    def start(host: str) -> RunningPeer:
+        try:
+            server = EchoServer(host, 0).start()
+        except OSError as exc:
+            raise Unavailable(f"embedded server: {exc}") from None
+        return EmbeddedPeer(server, host)
+    return start
+
+
+_NO_REQUEST_CHECK = ("grpcio's ServicerContext does not tell whether a request message "
+                     "arrived compressed, so expect_compressed cannot be checked")
+_GO_NO_RESPONSE_CHOICE = ("grpc-go 1.33 picks the response compressor before the handler "
+                          "runs (the request's grpc-encoding or a server-wide option): no "
+                          "per-call or per-message response_compressed (SetSendCompressor "
+                          "is grpc-go 1.54+)")
+_CONNECT_NO_RESPONSE_CHOICE = ("connect-node compresses every response message of at least "
+                               "compressMinBytes once the client accepts gzip: no per-call or "
+                               "per-message response_compressed")
+
+PEERS: Dict[str, PeerSpec] = {spec.name: spec for spec in (
+    PeerSpec("grpcio", "python3-grpcio 1.51 (Debian)",
+             "tests/interop/peers/grpcio_testservice.py", ("grpc",), _prepare_grpcio,
+             {EXPECT_COMPRESSED: _NO_REQUEST_CHECK}),
+    PeerSpec("cpp", "gRPC C++ 1.51 (Debian libgrpc++), g++",
+             "tests/interop/peers/cpp/test_server.cc", ("grpc",), _prepare_cpp),
+    PeerSpec("go", "grpc-go 1.33 (Debian), protoc-gen-go 1.3",
+             "tests/interop/peers/go/test_server.go", ("grpc",), _prepare_go,
+             {RESPONSE_COMPRESSION: _GO_NO_RESPONSE_CHOICE}),
+    PeerSpec("connect", "connect-node 1.7 (npm), Node.js",
+             "tests/interop/peers/node/test_server.mjs", ("grpc", "triple"), _prepare_connect,
+             {RESPONSE_COMPRESSION: _CONNECT_NO_RESPONSE_CHOICE}),
+    PeerSpec("embedded", "triple_py's embedded C server (in process)",
+             "csrc/tri_server.c", ("grpc", "triple"), _prepare_embedded),
+)}
