@@ -14,37 +14,46 @@ Each arm warms up (excluded), then measures a fixed window. The Python arms time
 reverse their order every other round; tables show the median over rounds, and the JSON
 file (--out) holds every round's figures.
 
+The arms are triple_py.bench's (triple-py-sync, grpcio-sync, grpcio-aio, h2load in
+triple_py/bench/arms_*.py); this script adapts their BenchResult to its Measurement. For
+the C load generator and matrices with JSON/CSV/benchstat output, see
+`python -m triple_py.bench matrix seed-unary --target HOST:PORT` (`make bench`).
+
 Usage: .venv/bin/python benchmarks/unary_peers.py [--duration 3] [--rounds 3] [--warmup 1]
-       (any Python with grpcio: /usr/bin/python3 works; the triple_py arm needs triple_py)
+       (needs an importable triple_py for the shared arms: the .venv, or the in-tree build)
 """
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import json
-import math
 import os
 import platform
-import re
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import grpc
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from peers import UNARY_METHOD, encode_payload, frame  # noqa: E402
+sys.path.insert(1, str(ROOT))  # the in-tree triple_py when it is not installed
+from peers import UNARY_METHOD, encode_payload  # noqa: E402
 from peers.launch import Peer, start_peer  # noqa: E402
+
+from triple_py.bench import arms_grpcio, arms_h2load, recorders  # noqa: E402
+from triple_py.bench.arms_h2load import h2load_ms  # noqa: E402,F401  (kept for importers)
+from triple_py.bench.recorders import (  # noqa: E402,F401  (re-exported for the other scripts)
+    MEASURE, STOP, WARMUP, describe, percentile)
+from triple_py.bench.result import BenchResult  # noqa: E402
+from triple_py.bench.spec import RunSpec  # noqa: E402
 
 try:
     import triple_py
+    from triple_py.bench import arms_triple_py
     TRIPLE_PY_SKIPPED: Optional[str] = None
 except Exception as exc:  # not built yet, or a broken build: run the other arms
     triple_py = None
@@ -53,7 +62,6 @@ except Exception as exc:  # not built yet, or a broken build: run the other arms
 ARMS = ("triple_py", "grpcio-sync", "grpcio-aio", "h2load")
 BASELINE = "grpcio-sync"
 CALL_TIMEOUT = 10.0
-WARMUP, MEASURE, STOP = "warmup", "measure", "stop"
 
 
 @dataclasses.dataclass
@@ -75,38 +83,11 @@ class Measurement:
     failed: Optional[str] = None  # why the arm produced no figures
 
 
-class Recorder:
-    """Counts calls that complete inside the measured window and keeps their latencies."""
-
-    def __init__(self) -> None:
-        self.phase = WARMUP
-        self.latencies: List[float] = []  # list.append is atomic under the GIL
-        self.errors = 0
-        self.error_sample: Optional[str] = None
-        self._lock = threading.Lock()
-        self._started = self._stopped = 0.0
-
-    def record(self, ok: bool, seconds: float, error: Optional[BaseException] = None) -> None:
-        if self.phase != MEASURE:
-            return
-        if ok:
-            self.latencies.append(seconds)
-            return
-        with self._lock:
-            self.errors += 1
-            if self.error_sample is None:
-                self.error_sample = describe(error) if error else "response != request"
-
-    def start_window(self) -> None:
-        self._started = time.perf_counter()
-        self.phase = MEASURE
-
-    def stop(self) -> None:
-        self.phase = STOP
-        self._stopped = time.perf_counter()
+class Recorder(recorders.Recorder):
+    """triple_py.bench's Recorder, plus measurement(): this script's Measurement."""
 
     def measurement(self, arm: str) -> Measurement:
-        seconds = self._stopped - self._started
+        seconds = self.window
         lat = sorted(self.latencies)
         m = Measurement(arm, qps=len(lat) / seconds, calls=len(lat), errors=self.errors,
                         seconds=seconds)
@@ -118,112 +99,57 @@ class Recorder:
         return m
 
 
-def describe(error: BaseException) -> str:
-    """One line for an error: the status code and details of an RpcError-like error."""
-    if callable(getattr(error, "code", None)) and callable(getattr(error, "details", None)):
-        return f"{error.code()}: {error.details()}"
-    return f"{type(error).__name__}: {error}"
+def _ms(ns: Optional[float]) -> Optional[float]:
+    return None if ns is None else ns / 1e6
 
 
-def percentile(sorted_values: List[float], q: float) -> float:
-    """Nearest-rank percentile of an ascending list."""
-    return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]
+def measurement(result: BenchResult) -> Measurement:
+    """This script's Measurement of a triple_py.bench BenchResult.
 
-
-def run_threads(arm: str, call: Callable[[bytes], bytes], request: bytes, concurrency: int,
-                warmup: float, duration: float,
-                probe: Callable[[], Dict[str, int]] = dict) -> Measurement:
-    """Run `concurrency` threads calling call(request) in a loop; measure one window.
-
-    probe() is read at the start and the end of the window; the difference goes into
-    Measurement.stats_delta.
+    qps counts the successful calls only (as this script always did; BenchResult.qps
+    counts failed calls too, like ghz).
     """
-    recorder = Recorder()
+    lat = result.latency
+    m = Measurement(result.arm, qps=result.ok_calls / result.elapsed_s if result.elapsed_s
+                    else None, calls=result.ok_calls, errors=result.errors,
+                    seconds=result.elapsed_s, p50_ms=_ms(lat.p50), p99_ms=_ms(lat.p99),
+                    mean_ms=_ms(lat.mean), sd_ms=_ms(lat.stdev) if lat.p50 is None else None,
+                    max_ms=_ms(lat.max), write_syscalls_per_call=result.write_syscalls_per_call,
+                    stats_delta=result.counters or None)
+    if result.mode == "h2load":  # h2load: its own req/s (requests done / measured time)
+        m.qps, m.calls = result.qps, result.ok_calls
+    failures = [n for n in result.notes if "failed" in n]
+    if failures:
+        m.failed = failures[0]
+    return m
 
-    def worker() -> None:
-        while recorder.phase != STOP:
-            started = time.perf_counter()
-            try:
-                ok, error = call(request) == request, None
-            except Exception as exc:  # counted and reported, the arm goes on
-                ok, error = False, exc
-            recorder.record(ok, time.perf_counter() - started, error)
 
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
-    for thread in threads:
-        thread.start()
-    time.sleep(warmup)
-    before = probe()
-    recorder.start_window()
-    time.sleep(duration)
-    recorder.stop()
-    after = probe()
-    for thread in threads:
-        thread.join(CALL_TIMEOUT + 5)
-    result = recorder.measurement(arm)
-    result.stats_delta = {k: after[k] - before[k] for k in after if isinstance(after[k], int)}
-    return result
+def _spec(arm: str, mode: str, address: str, request: bytes, concurrency: int,
+          warmup: float, duration: float) -> RunSpec:
+    return RunSpec(arm=arm, mode=mode, target=address, method=UNARY_METHOD,
+                   payload_size=len(request), concurrency=concurrency, connections=1,
+                   duration=duration, warmup=warmup, timeout=CALL_TIMEOUT, request=request)
 
 
 def triple_py_arm(address: str, request: bytes, concurrency: int, warmup: float,
                   duration: float) -> Measurement:
     """N threads on one triple_py channel; also write syscalls per call from ch.stats()."""
-    with triple_py.insecure_channel(address) as channel:
-        call = channel.unary_unary(UNARY_METHOD)
-        result = run_threads("triple_py", lambda req: call(req, timeout=CALL_TIMEOUT), request,
-                             concurrency, warmup, duration, probe=channel.stats)
-    delta = result.stats_delta
-    if delta.get("calls"):
-        result.write_syscalls_per_call = delta["write_syscalls"] / delta["calls"]
-    return result
+    return measurement(arms_triple_py.triple_py_sync_unary(
+        _spec("triple_py", "triple-py-sync", address, request, concurrency, warmup, duration)))
 
 
 def grpcio_sync_arm(address: str, request: bytes, concurrency: int, warmup: float,
                     duration: float) -> Measurement:
     """N threads on one grpc channel (one connection)."""
-    with grpc.insecure_channel(address) as channel:
-        call = channel.unary_unary(UNARY_METHOD)
-        return run_threads("grpcio-sync", lambda req: call(req, timeout=CALL_TIMEOUT), request,
-                           concurrency, warmup, duration)
+    return measurement(arms_grpcio.grpcio_sync_unary(
+        _spec("grpcio-sync", "grpcio-sync", address, request, concurrency, warmup, duration)))
 
 
 def grpcio_aio_arm(address: str, request: bytes, concurrency: int, warmup: float,
                    duration: float) -> Measurement:
     """N asyncio tasks on one grpc.aio channel (one connection)."""
-
-    async def main() -> Measurement:
-        recorder = Recorder()
-        async with grpc.aio.insecure_channel(address) as channel:
-            call = channel.unary_unary(UNARY_METHOD)
-
-            async def worker() -> None:
-                while recorder.phase != STOP:
-                    started = time.perf_counter()
-                    try:
-                        ok, error = await call(request, timeout=CALL_TIMEOUT) == request, None
-                    except Exception as exc:
-                        ok, error = False, exc
-                    recorder.record(ok, time.perf_counter() - started, error)
-
-            tasks = [asyncio.create_task(worker()) for _ in range(concurrency)]
-            await asyncio.sleep(warmup)
-            recorder.start_window()
-            await asyncio.sleep(duration)
-            recorder.stop()
-            await asyncio.wait_for(asyncio.gather(*tasks), CALL_TIMEOUT + 5)
-        return recorder.measurement("grpcio-aio")
-
-    return asyncio.run(main())
-
-
-H2LOAD_TIME = re.compile(r"time for request:\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)")
-UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
-
-
-def h2load_ms(text: str) -> float:
-    """h2load duration ("736us", "5.31ms", "1.2s") in milliseconds."""
-    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()
-    return float(number) * UNITS[unit]
+    return measurement(arms_grpcio.grpcio_aio_unary(
+        _spec("grpcio-aio", "grpcio-aio", address, request, concurrency, warmup, duration)))
 
 
 def h2load_arm(address: str, request: bytes, concurrency: int, warmup: float,
@@ -232,26 +158,8 @@ def h2load_arm(address: str, request: bytes, concurrency: int, warmup: float,
 
     h2load checks the HTTP status only (not grpc-status) and reports mean/sd/max latency.
     """
-    with tempfile.NamedTemporaryFile(suffix=".grpc") as body:
-        body.write(frame(request))
-        body.flush()
-        command = ["h2load", "-c1", f"-m{concurrency}",
-                   f"--warm-up-time={warmup * 1000:.0f}ms", f"-D{duration * 1000:.0f}ms",
-                   "-d", body.name, "-H", "content-type: application/grpc",
-                   "-H", "te: trailers", f"http://{address}{UNARY_METHOD}"]
-        out = subprocess.run(command, capture_output=True, text=True,
-                             timeout=warmup + duration + 60).stdout
-    finished = re.search(r"finished in [\d.]+s, ([\d.]+) req/s", out)  # req/s: measured part
-    requests = re.search(r"requests: .* (\d+) succeeded, (\d+) failed, (\d+) errored", out)
-    timing = H2LOAD_TIME.search(out)
-    if not (finished and requests and timing):
-        return Measurement("h2load", failed=f"cannot parse h2load output: {out[-500:]!r}")
-    lat_min, lat_max, lat_mean, lat_sd = (h2load_ms(t) for t in timing.groups())
-    succeeded, failed, errored = (int(n) for n in requests.groups())
-    return Measurement("h2load", qps=float(finished.group(1)), calls=succeeded,
-                       errors=failed + errored, seconds=duration,
-                       mean_ms=lat_mean, sd_ms=lat_sd, max_ms=lat_max,
-                       failed=f"{failed + errored} failed requests" if failed + errored else None)
+    return measurement(arms_h2load.h2load(
+        _spec("h2load", "h2load", address, request, concurrency, warmup, duration)))
 
 
 ARM_FUNCTIONS = {"triple_py": triple_py_arm, "grpcio-sync": grpcio_sync_arm,

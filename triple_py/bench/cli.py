@@ -14,15 +14,13 @@ input (a flag value, a matrix file). Errors are one line on stderr, never a trac
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
-from .arms import KINDS, kind_of
+from .arms import KINDS
 from .errors import BenchError, ConfigError
 from .units import parse_duration, parse_size
 
@@ -295,6 +293,11 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     result = run_matrix(matrix, target=args.target, server_factory=server_factory,
                         check=not args.no_check,
                         progress=Progress(), on_scenario=on_scenario)
+    if result.interrupted:
+        print(f"\ninterrupted after {len(result.runs)} of {total} arm runs; keeping them",
+              flush=True)
+    if not result.runs:
+        raise KeyboardInterrupt
     overview = format_summary(result).rsplit("\n\n", 1)[-1]
     print("\n" + overview, flush=True)
     compared = comparison(result)
@@ -306,6 +309,9 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     print(f"\nresults: {paths['json']}, {paths['csv'].name}, {paths['gobench'].name} "
           f"(Go benchmark format), {paths['benchstat'].name}/<arm>.txt, summary.txt, "
           f"comparison.txt in {out_dir}")
+    if result.interrupted:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
     bad = [r for r in result.runs if r.failed or (r.result is not None and r.result.errors)]
     if bad:
         first = bad[0]

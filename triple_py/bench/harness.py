@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import time
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Callable, ContextManager, Dict, Iterator, List, Optional
 
-from .arms import kind_of, run_spec
+from .arms import run_spec
 from .environment import environment
 from .errors import BenchError, ConfigError
 from .matrix import ArmSpec, Matrix, Scenario, round_order
@@ -63,6 +64,7 @@ class MatrixRun:
     finished: float = 0.0
     target: Optional[str] = None
     load_after: Optional[List[float]] = None
+    interrupted: bool = False  # Ctrl-C: the runs so far are kept
 
     def runs_of(self, scenario: Scenario, arm: str) -> List[ArmRun]:
         """The rounds of one arm in one scenario, in round order."""
@@ -135,28 +137,31 @@ def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
             out.runs.append(run)
 
     try:
-        if matrix.restart_server:
-            for scenario in matrix.scenarios:
-                for index in range(matrix.rounds):
-                    with server() as address:
-                        one_round(scenario, index, address)
-                if on_scenario:
-                    on_scenario(out, scenario)
-        else:
-            with server() as address:
-                for scenario in matrix.scenarios:
-                    for index in range(matrix.rounds):
-                        one_round(scenario, index, address)
-                    if on_scenario:
-                        on_scenario(out, scenario)
+        _run_all(matrix, server, one_round, out, on_scenario)
+    except KeyboardInterrupt:
+        out.interrupted = True
     finally:
         progress.close()
         out.finished = time.time()
-        import os
         out.load_after = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     return out
 
 
-def is_ours(run: ArmRun) -> bool:
-    """True when the arm is our client (its write syscalls are reported)."""
-    return kind_of(run.arm.mode).ours
+def _run_all(matrix: Matrix, server: Callable[[], ContextManager[str]],
+             one_round: Callable[[Scenario, int, str], None], out: MatrixRun,
+             on_scenario: Optional[Callable[[MatrixRun, Scenario], None]]) -> None:
+    """Scenarios x rounds, on one server or a new one per round."""
+    if matrix.restart_server:
+        for scenario in matrix.scenarios:
+            for index in range(matrix.rounds):
+                with server() as address:
+                    one_round(scenario, index, address)
+            if on_scenario:
+                on_scenario(out, scenario)
+        return
+    with server() as address:
+        for scenario in matrix.scenarios:
+            for index in range(matrix.rounds):
+                one_round(scenario, index, address)
+            if on_scenario:
+                on_scenario(out, scenario)

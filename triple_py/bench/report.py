@@ -24,7 +24,6 @@ seeds' did.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 import os
@@ -348,6 +347,8 @@ def comparison(run: MatrixRun, units: str = ".unit:(sec/op OR p99-sec)") -> str:
     matrix = run.matrix
     base_text = go_bench_text(run, matrix.baseline)
     blocks = []
+    if not any(r.result for r in run.runs if r.arm.name == matrix.baseline):
+        return f"== no results for the baseline arm {matrix.baseline}: nothing to compare ==\n"
     rounds = min((len([r for r in run.runs_of(s, a.name) if r.result]) for s in matrix.scenarios
                   for a in matrix.arms), default=0)
     for arm in matrix.arms:
@@ -358,9 +359,10 @@ def comparison(run: MatrixRun, units: str = ".unit:(sec/op OR p99-sec)") -> str:
             blocks.append(f"== {matrix.baseline} vs {arm.name}: no results for {arm.name} ==")
             continue
         warnings: List[str] = []
+        arm_units = units if " p99-ns" in text else ".unit:sec/op"  # h2load: no percentiles
         try:
-            rendered = render([(matrix.baseline, base_text), (arm.name, text)], filter=units,
-                              on_warning=warnings.append)
+            rendered = render([(matrix.baseline, base_text), (arm.name, text)],
+                              filter=arm_units, on_warning=warnings.append)
         except BenchstatError as exc:
             rendered = f"benchstat: {exc}"
         blocks.append(f"== benchstat: {matrix.baseline} (base) vs {arm.name} ==\n"
@@ -425,7 +427,8 @@ def format_run_summary(result: BenchResult) -> str:
              f"  Slowest:      {_dur(lat.max)}",
              f"  Fastest:      {_dur(lat.min)}",
              f"  Average:      {_dur(lat.mean)}",
-             f"  Requests/sec: {result.qps:,.2f}"]
+             (f"  Streams/sec:  {result.qps:,.2f}" if unit == "streams" else
+              f"  Requests/sec: {result.qps:,.2f}")]
     if result.messages_per_s:
         lines.append(f"  Messages/sec: {result.messages_per_s:,.0f}")
     if result.rate:

@@ -139,7 +139,10 @@ class BenchResult:
     ``elapsed_s``; failed calls count, as in ghz. Latency: ``latency`` is measured from the
     actual send, ``latency_corrected`` from the intended send (open loop, ``rate`` set; in a
     closed loop both are the same). The convenience properties (``p50``, ``p99``...) give the
-    corrected figures in nanoseconds. Costs: ``counters`` are the C core's counters over the
+    corrected figures in nanoseconds. The C modes' latency covers every measured call, failed
+    ones included; the Python arms' covers the OK calls (ghz's default); h2load's needs its
+    ``latency_log`` option (otherwise only min/mean/stdev/max). Costs: ``counters`` are the
+    C core's counters over the
     measured part (write syscalls, bytes, heap allocations...), ``per_call`` and
     ``per_message`` divide them by calls and by messages written; they are empty for the
     reference arms. ``histogram`` is the raw latency histogram as (value_ns, count) pairs.

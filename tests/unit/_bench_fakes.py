@@ -1,0 +1,56 @@
+"""Fakes shared by the test_bench_* tests: a runner that records what it was asked to run."""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, List
+
+from triple_py.bench.result import BenchResult, Latency
+from triple_py.bench.spec import RunSpec
+
+
+class FakeRunner:
+    """Returns a made-up BenchResult per spec and remembers the order of the calls.
+
+    QPS depends on the arm (fastpath faster than stream-path) plus a little per-call jitter,
+    so comparisons have something to compare.
+    """
+
+    BASE = {"stream-path": 1000.0, "fastpath": 1500.0}
+
+    def __init__(self, fail: str = "") -> None:
+        self.calls: List[RunSpec] = []
+        self.fail = fail
+
+    def __call__(self, spec: RunSpec) -> BenchResult:
+        self.calls.append(spec)
+        if spec.arm == self.fail:
+            raise RuntimeError("boom")
+        qps = self.BASE.get(spec.arm, 500.0) + 10 * len(self.calls)
+        lat = Latency(count=100, min=1e4, mean=5e4, p50=4e4, p90=8e4, p99=1e5, p99_9=2e5,
+                      p99_99=3e5, max=4e5)
+        return BenchResult(
+            arm=spec.arm, mode=spec.mode, target=spec.target, method=spec.resolved_method(),
+            payload_size=spec.payload_size, concurrency=spec.concurrency,
+            duration_s=spec.duration, elapsed_s=spec.duration, calls=int(qps * spec.duration),
+            errors=0, qps=qps, status_codes={"OK": int(qps * spec.duration)}, latency=lat,
+            latency_corrected=lat, histogram=[(40000, 50), (100000, 50)],
+            per_call={"write_syscalls": 0.25, "allocations": 0.0} if spec.mode in
+            ("fastpath", "stream-path") else {})
+
+
+class FakeServers:
+    """A server factory handing out 127.0.0.1:1001, :1002, ... (one per start)."""
+
+    def __init__(self) -> None:
+        self.started: List[str] = []
+        self.live = 0
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[str]:
+        address = f"127.0.0.1:{1001 + len(self.started)}"
+        self.started.append(address)
+        self.live += 1
+        try:
+            yield address
+        finally:
+            self.live -= 1
