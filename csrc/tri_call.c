@@ -792,7 +792,9 @@ int tri_call_write(tri_call *c, const uint8_t *msg, size_t n) {
 
 int tri_call_write_would_not_block(tri_call *c, size_t n) {
   int64_t unsent = atomic_load(&c->unsent);
-  pthread_mutex_lock(&c->writer.lock);
+  /* Another thread inside the writer may be waiting for room itself: never
+   * wait for it here (the binding calls this holding the GIL). */
+  if (pthread_mutex_trylock(&c->writer.lock)) return 0;
   int64_t pending = c->writer.chunk ? (int64_t)c->writer.chunk->len : 0;
   pthread_mutex_unlock(&c->writer.lock);
   /* Nothing queued anywhere: a write never waits (the sink lets one batch
@@ -874,6 +876,14 @@ int tri_call_read(tri_call *c, int64_t timeout_ns, tri_buf **msg) {
   int flushed = 0;
   for (;;) {
     uint32_t seen = atomic_load(&c->recv_seq);
+    if (atomic_load(&c->cancel_req) == 1 && !tri_call_done(c)) {
+      /* cancel() was accepted: wait for it to take effect instead of
+       * handing out responses that arrived before it. */
+      int64_t left = timeout_ns < 0 ? -1 : end - tri__now();
+      if (timeout_ns == 0 || (left >= 0 && left <= 0) ||
+          tri_call_wait(c, left) != 0)
+        return TRI_ERR_TIMEOUT;
+    }
     if (cancelled_by_caller(c)) return 0; /* what was queued is dropped */
     if ((*msg = pop_message(c))) return 1;
     if (tri_call_done(c)) return (*msg = pop_message(c)) ? 1 : 0;

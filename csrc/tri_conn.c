@@ -612,7 +612,7 @@ static void process_ops(tri_conn *conn) {
       c = container_of(op, tri_call, timer_op);
       /* Flushed already (a read or a full chunk beat us here, the usual case
        * in a ping-pong): no timer, no later wake-up. */
-      if (conn->dead || c->completed || !tri_writer_has_pending(&c->writer)) {
+      if (conn->dead || c->completed || !tri_writer_pending_nowait(&c->writer)) {
         atomic_store(&c->timer_queued, 0);
         tri__call_unref(c);
       } else {

@@ -38,7 +38,9 @@
 #include "tri_buf.h"
 #include "tri_error.h"
 #include "tri_frame.h"
+#include "tri_gzip.h"
 #include "tri_mem.h"
+#include "tri_tjson.h"
 #include "tri_wire.h"
 
 #define RBUF_SIZE (256u << 10)      /* one read() per worker buffer */
@@ -51,13 +53,91 @@
 #define MAX_STATUS_MSG 4096         /* longest status message kept */
 #define MAX_THREADS 64
 #define SPARE_STREAMS 1024          /* stream objects kept per worker */
+#define GOAWAY_LINGER_MIN_MS 100    /* x-misbehave: goaway: open at least... */
+#define GOAWAY_LINGER_MAX_MS 1000   /* ...and at most this long after it */
 
-static const char SERVICE_PREFIX[] = "/benchmark.BenchmarkService/";
 
 /* ==== 1. types ========================================================== */
 
 enum { WIRE_NONE = 0, WIRE_GRPC, WIRE_TRIPLE };
-enum { M_UNKNOWN = 0, M_UNARY, M_STREAM };
+enum { ENC_NONE = 0, ENC_IDENTITY, ENC_GZIP, ENC_OTHER };
+/* Methods: benchmark.BenchmarkService (M_*) and grpc.testing.TestService
+ * (T_*). */
+enum {
+  M_UNKNOWN = 0,
+  M_UNARY,
+  M_STREAM,
+  T_EMPTY,  /* EmptyCall */
+  T_UNARY,  /* UnaryCall */
+  T_SOUT,   /* StreamingOutputCall */
+  T_SIN,    /* StreamingInputCall */
+  T_FULL,   /* FullDuplexCall */
+  T_HALF,   /* HalfDuplexCall */
+  T_UNIMPL  /* UnimplementedCall */
+};
+
+static const struct {
+  const char *name;
+  uint8_t method;
+} ROUTES[] = {
+    {"/benchmark.BenchmarkService/UnaryCall", M_UNARY},
+    {"/benchmark.BenchmarkService/StreamCall", M_STREAM},
+    {"/grpc.testing.TestService/EmptyCall", T_EMPTY},
+    {"/grpc.testing.TestService/UnaryCall", T_UNARY},
+    {"/grpc.testing.TestService/StreamingOutputCall", T_SOUT},
+    {"/grpc.testing.TestService/StreamingInputCall", T_SIN},
+    {"/grpc.testing.TestService/FullDuplexCall", T_FULL},
+    {"/grpc.testing.TestService/HalfDuplexCall", T_HALF},
+    {"/grpc.testing.TestService/UnimplementedCall", T_UNIMPL},
+};
+
+/* The request is one message (unary or server streaming). */
+static int single_request(int m) {
+  return m == M_UNARY || m == T_EMPTY || m == T_UNARY || m == T_SOUT ||
+         m == T_UNIMPL;
+}
+/* The response headers go out at once (streaming calls). */
+static int early_headers(int m) {
+  return m == M_STREAM || m == T_SOUT || m == T_SIN || m == T_FULL ||
+         m == T_HALF;
+}
+/* Served on the Triple (unary) wire too. */
+static int triple_ok(int m) {
+  return m == M_UNARY || m == T_EMPTY || m == T_UNARY || m == T_UNIMPL;
+}
+/* Answers come from the job queue (StreamingOutputCall and the duplexes). */
+static int job_method(int m) { return m == T_SOUT || m == T_FULL || m == T_HALF; }
+
+/* One queued answer of a streaming TestService call: a response message
+ * after interval_us, or the end of the call with `code` (st->msg). */
+typedef struct srv_job {
+  uint32_t size;
+  int32_t interval_us;
+  int32_t type;  /* PayloadType of the response */
+  int32_t code;  /* JOB_STATUS */
+  int8_t gz;     /* -1: the default rule */
+  uint8_t kind;
+} srv_job;
+enum { JOB_MSG = 0, JOB_STATUS };
+
+/* x-misbehave modes (tri_server.h). */
+enum {
+  MB_NONE = 0,
+  MB_RST_MID,     /* rst-mid-response */
+  MB_GOAWAY,      /* goaway */
+  MB_BAD_HPACK,   /* bad-hpack */
+  MB_BAD_STATUS,  /* bad-grpc-status */
+  MB_WRONG_CT,    /* wrong-content-type */
+  MB_TINY_WINDOW, /* tiny-window */
+  MB_NEVER        /* never-answer */
+};
+
+static const char *const MISBEHAVE[] = {
+    "", "rst-mid-response", "goaway", "bad-hpack", "bad-grpc-status",
+    "wrong-content-type", "tiny-window", "never-answer"};
+
+/* Where an echoed metadata pair goes. */
+enum { MD_INITIAL = 1, MD_TRAILING = 2, MD_BOTH = 3 };
 
 typedef struct srv_conn srv_conn;
 typedef struct srv_worker srv_worker;
@@ -77,7 +157,16 @@ struct srv_stream {
   uint8_t wire, method;
   unsigned is_post : 1, json : 1, go : 1, req_ended : 1, finished : 1,
       headers_sent : 1, deferred : 1, on_owing : 1, q_ref : 1, reset : 1,
-      msg_bin : 1, grpc_encoded : 1, body_encoded : 1;
+      msg_bin : 1;
+  /* Compression (gzip only): what the request said and what we answer. */
+  uint8_t grpc_enc, content_enc; /* ENC_*: grpc-encoding, content-encoding */
+  unsigned grpc_accept_gz : 1, http_accept_gz : 1, x_compress : 1,
+      req_gz : 1,   /* the request is compressed (its encoding is gzip) */
+      accept_gz : 1, /* the client accepts gzip responses (on its wire) */
+      gz_out : 1,   /* compress every response (the default rule) */
+      gz_hdr : 1,   /* gRPC: send grpc-encoding: gzip */
+      cur_gz : 1,   /* the message being received has flag 0x01 */
+      body_gz : 1;  /* the unary request message arrived compressed */
   int bad_code;            /* first header problem, answered at end (0: none) */
   char bad_msg[160];
   char ct[96];             /* request content-type (Triple echoes it) */
@@ -88,7 +177,8 @@ struct srv_stream {
   int64_t delay_ms;        /* x-delay-ms */
   int64_t resp_size;       /* x-response-size, -1: echo */
   int64_t clen;            /* content-length, -1: none */
-  tri_buf *md;             /* x-echo-* records: u32 klen, u32 vlen, k, v */
+  tri_buf *md;             /* echoed metadata records: u32 klen, u32 vlen,
+                              u8 MD_* (where it goes), k, v */
   size_t echo_n;
   tri_buf *msg;            /* status message (raw bytes) */
 
@@ -98,6 +188,21 @@ struct srv_stream {
   tri_buf *body;           /* gRPC unary request message / Triple body */
   int nmsg;                /* gRPC messages received */
   int64_t owed;            /* bytes received, not yet credited to the peer */
+
+  /* TestService: queued answers of a streaming call (jobs[jobs_head ..
+   * jobs_n)), the time the head one is due (0: not timed), and the total
+   * of StreamingInputCall. */
+  srv_job *jobs;
+  uint32_t jobs_head, jobs_n, jobs_cap;
+  int64_t job_due;
+  int64_t agg;
+  uint8_t mb;                /* x-misbehave: MB_* */
+  unsigned rst_armed : 1,    /* rst-mid-response: RST once the queue drains */
+      never : 1,             /* never-answer: the stream is left alone */
+      plain_end : 1,         /* END_STREAM on the last DATA, no trailers */
+      pump_blocked : 1,      /* jobs wait for queued output to drain */
+      status_queued : 1;     /* a JOB_STATUS is queued: later requests are
+                                ignored */
 
   /* Response. */
   int status;              /* final code, once finished */
@@ -128,6 +233,9 @@ struct srv_conn {
   srv_stream *streams;
   srv_stream *owing; /* streams with owed > 0 */
   int64_t conn_owed; /* bytes of closed streams to credit to the connection */
+  int n_blocked;     /* streams with pump_blocked */
+  int64_t linger_min, linger_max; /* after our x-misbehave GOAWAY (0: none) */
+  unsigned tiny : 1; /* tiny-window was applied */
   unsigned epollout : 1, dirty : 1, dead : 1;
   srv_conn *prev, *next, *dirty_next;
 };
@@ -147,6 +255,7 @@ struct srv_worker {
   srv_conn *conns, *dirty;
   srv_stream **heap;
   size_t heap_n, heap_cap;
+  int n_linger;      /* connections with linger_max set */
   srv_stream *spare; /* free stream objects, linked by next */
   size_t spare_n;
   tri_buf *scratch;  /* header strings being built */
@@ -157,6 +266,7 @@ struct tri_server {
   char hostbuf[256];
   tri_stats stats;
   tri_pool pool;
+  tri_gzip_pool zp; /* gzip streams shared by the workers (thread-safe) */
   int lfd, stop_fd, port;
   int started, stopped, acceptor_running;
   pthread_t acceptor;
@@ -166,6 +276,11 @@ struct tri_server {
   unsigned rr; /* acceptor thread only */
   char errstr[200];
 };
+
+/* Forward declarations (the sections below call each other). */
+static tri_buf *inflate_to(srv_stream *st, const uint8_t *in, size_t n,
+                           size_t headroom, const char *what);
+static void pump(srv_stream *st);
 
 /* ==== 2. small helpers ================================================== */
 
@@ -198,16 +313,40 @@ static int prefix_is(const uint8_t *v, size_t n, const char *lit) {
   return n >= k && memcmp(v, lit, k) == 0;
 }
 
-/* The Connect / Triple name of a code (docs/triple-wire.md §5 table A). */
-static const char *connect_name(int code) {
-  static const char *const names[] = {
-      "ok",                 "canceled",            "unknown",
-      "invalid_argument",   "deadline_exceeded",   "not_found",
-      "already_exists",     "permission_denied",   "resource_exhausted",
-      "failed_precondition", "aborted",            "out_of_range",
-      "unimplemented",      "internal",            "unavailable",
-      "data_loss",          "unauthenticated"};
-  return code >= 0 && code <= 16 ? names[code] : "unknown";
+static int token_is(const uint8_t *v, size_t n, const char *lit) {
+  size_t k = strlen(lit);
+  if (n != k) return 0;
+  for (size_t i = 0; i < n; i++) {
+    uint8_t ch = v[i];
+    if (ch >= 'A' && ch <= 'Z') ch = (uint8_t)(ch + 32);
+    if (ch != (uint8_t)lit[i]) return 0;
+  }
+  return 1;
+}
+
+/* A grpc-encoding / content-encoding value: ENC_IDENTITY, ENC_GZIP or
+ * ENC_OTHER (blanks around it are ignored; case-insensitive). */
+static uint8_t encoding_of(const uint8_t *v, size_t n) {
+  while (n && (v[0] == ' ' || v[0] == '\t')) v++, n--;
+  while (n && (v[n - 1] == ' ' || v[n - 1] == '\t')) n--;
+  if (token_is(v, n, "identity")) return ENC_IDENTITY;
+  if (token_is(v, n, "gzip")) return ENC_GZIP;
+  return ENC_OTHER;
+}
+
+/* Nonzero when a (grpc-)accept-encoding list names gzip: tokens split on
+ * commas and blanks, parameters (";q=...") ignored. */
+static int lists_gzip(const uint8_t *v, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    while (i < n && (v[i] == ',' || v[i] == ' ' || v[i] == '\t')) i++;
+    size_t b = i;
+    while (i < n && v[i] != ',' && v[i] != ' ' && v[i] != '\t' && v[i] != ';')
+      i++;
+    if (token_is(v + b, i - b, "gzip")) return 1;
+    while (i < n && v[i] != ',') i++; /* parameters */
+  }
+  return 0;
 }
 
 /* dubbo-go's code -> HTTP status (§5 table A, dubbo-go column). */
@@ -215,6 +354,250 @@ static int triple_http_status(int code) {
   static const int http[] = {200, 408, 500, 400, 408, 404, 409, 403, 429,
                              412, 409, 400, 404, 500, 503, 500, 401};
   return code >= 0 && code <= 16 ? http[code] : 500;
+}
+
+/* ==== grpc.testing protobuf (tri_server.h) ============================= */
+
+typedef struct {
+  const uint8_t *p, *end;
+} pbr;
+
+static int pb_varint(pbr *r, uint64_t *v) {
+  uint64_t x = 0;
+  for (int shift = 0; shift <= 63; shift += 7) {
+    if (r->p >= r->end) return -1;
+    uint8_t b = *r->p++;
+    if (shift == 63 && (b & 0x7e)) return -1; /* over 64 bits */
+    x |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *v = x;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+/* The next field: its number and wire type; the varint in *v (wire type 0)
+ * or the bytes in data[0..len) (wire type 2); fixed32/64 are skipped.
+ * Returns 1, 0 at the end, -1 when malformed (groups included). */
+static int pb_next(pbr *r, uint32_t *field, int *wt, uint64_t *v,
+                   const uint8_t **data, size_t *len) {
+  if (r->p == r->end) return 0;
+  uint64_t key;
+  if (pb_varint(r, &key) || (key >> 3) == 0 || (key >> 3) > 0x1fffffff)
+    return -1;
+  *field = (uint32_t)(key >> 3);
+  *wt = (int)(key & 7);
+  size_t left = (size_t)(r->end - r->p);
+  switch (*wt) {
+  case 0:
+    return pb_varint(r, v) ? -1 : 1;
+  case 1:
+    if (left < 8) return -1;
+    r->p += 8;
+    return 1;
+  case 5:
+    if (left < 4) return -1;
+    r->p += 4;
+    return 1;
+  case 2:
+    if (pb_varint(r, v) || *v > (uint64_t)(r->end - r->p)) return -1;
+    *data = r->p;
+    *len = (size_t)*v;
+    r->p += *len;
+    return 1;
+  default:
+    return -1;
+  }
+}
+
+/* Iterates the fields of p[0..n) into the named locals; `known(f, w)` is
+ * the wire type field f must have (-1: unknown, skipped). */
+#define PB_FIELDS(p, n)                                                    \
+  pbr r_ = {(p), (p) + (n)};                                               \
+  uint32_t f;                                                              \
+  int wt, rv_;                                                             \
+  uint64_t v = 0;                                                          \
+  const uint8_t *d = NULL;                                                 \
+  size_t dl = 0;                                                           \
+  while ((rv_ = pb_next(&r_, &f, &wt, &v, &d, &dl)) == 1)
+#define PB_END()                                                           \
+  if (rv_ < 0) return -1
+
+static int pb_boolvalue(const uint8_t *p, size_t n, int *out) {
+  *out = 0;
+  PB_FIELDS(p, n) {
+    if (f == 1) {
+      if (wt != 0) return -1;
+      *out = v != 0;
+    }
+  }
+  PB_END();
+  return 0;
+}
+
+static int pb_payload(const uint8_t *p, size_t n, size_t *body_len) {
+  *body_len = 0;
+  PB_FIELDS(p, n) {
+    if ((f == 1 && wt != 0) || (f == 2 && wt != 2)) return -1;
+    if (f == 2) *body_len = dl;
+  }
+  PB_END();
+  return 0;
+}
+
+static int pb_status(const uint8_t *p, size_t n, tri_ts_request *r) {
+  r->has_status = 1;
+  PB_FIELDS(p, n) {
+    if ((f == 1 && wt != 0) || (f == 2 && wt != 2)) return -1;
+    if (f == 1) r->status_code = (int32_t)(uint32_t)v;
+    if (f == 2) r->status_msg = d, r->status_msg_len = dl;
+  }
+  PB_END();
+  return 0;
+}
+
+static void ts_request_init(tri_ts_request *r) {
+  memset(r, 0, sizeof(*r));
+  r->response_compressed = r->expect_compressed = -1;
+}
+
+int tri_ts_decode_simple(const uint8_t *p, size_t n, tri_ts_request *r) {
+  ts_request_init(r);
+  PB_FIELDS(p, n) {
+    int want = f == 1 || f == 2 || f == 4 || f == 5   ? 0
+               : f == 3 || f == 6 || f == 7 || f == 8 ? 2
+                                                      : -1;
+    if (want >= 0 && wt != want) return -1;
+    switch (f) {
+    case 1: r->response_type = (int32_t)(uint32_t)v; break;
+    case 2: r->response_size = (int32_t)(uint32_t)v; break;
+    case 3: if (pb_payload(d, dl, &r->payload_len)) return -1; break;
+    case 4: r->fill_username = v != 0; break;
+    case 5: r->fill_oauth_scope = v != 0; break;
+    case 6: if (pb_boolvalue(d, dl, &r->response_compressed)) return -1; break;
+    case 7: if (pb_status(d, dl, r)) return -1; break;
+    case 8: if (pb_boolvalue(d, dl, &r->expect_compressed)) return -1; break;
+    }
+  }
+  PB_END();
+  return 0;
+}
+
+static int pb_params(const uint8_t *p, size_t n, tri_ts_params *o) {
+  o->size = o->interval_us = 0;
+  o->compressed = -1;
+  PB_FIELDS(p, n) {
+    int want = f == 1 || f == 2 ? 0 : f == 3 ? 2 : -1;
+    if (want >= 0 && wt != want) return -1;
+    if (f == 1) o->size = (int32_t)(uint32_t)v;
+    if (f == 2) o->interval_us = (int32_t)(uint32_t)v;
+    if (f == 3 && pb_boolvalue(d, dl, &o->compressed)) return -1;
+  }
+  PB_END();
+  return 0;
+}
+
+int tri_ts_decode_output(const uint8_t *p, size_t n, tri_ts_request *r) {
+  ts_request_init(r);
+  PB_FIELDS(p, n) {
+    int want = f == 1 ? 0 : f == 2 || f == 3 || f == 7 ? 2 : -1;
+    if (want >= 0 && wt != want) return -1;
+    tri_ts_params prm;
+    switch (f) {
+    case 1: r->response_type = (int32_t)(uint32_t)v; break;
+    case 2:
+      if (pb_params(d, dl, &prm)) return -1;
+      r->nparams++;
+      break;
+    case 3: if (pb_payload(d, dl, &r->payload_len)) return -1; break;
+    case 7: if (pb_status(d, dl, r)) return -1; break;
+    }
+  }
+  PB_END();
+  return 0;
+}
+
+int tri_ts_decode_input(const uint8_t *p, size_t n, tri_ts_request *r) {
+  ts_request_init(r);
+  PB_FIELDS(p, n) {
+    if ((f == 1 || f == 2) && wt != 2) return -1;
+    if (f == 1 && pb_payload(d, dl, &r->payload_len)) return -1;
+    if (f == 2 && pb_boolvalue(d, dl, &r->expect_compressed)) return -1;
+  }
+  PB_END();
+  return 0;
+}
+
+int tri_ts_next_params(const uint8_t *p, size_t n, size_t *off,
+                       tri_ts_params *out) {
+  if (*off > n) return -1;
+  pbr r = {p + *off, p + n};
+  uint32_t f;
+  int wt, rv;
+  uint64_t v;
+  const uint8_t *d = NULL;
+  size_t dl = 0;
+  while ((rv = pb_next(&r, &f, &wt, &v, &d, &dl)) == 1) {
+    if (f != 2) continue;
+    if (wt != 2 || pb_params(d, dl, out)) return -1;
+    *off = (size_t)(r.p - p);
+    return 1;
+  }
+  *off = n;
+  return rv;
+}
+
+static size_t varint_len(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) v >>= 7, n++;
+  return n;
+}
+
+static size_t varint_put(uint8_t *o, uint64_t v) {
+  size_t n = 0;
+  while (v >= 0x80) {
+    o[n++] = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  o[n++] = (uint8_t)v;
+  return n;
+}
+
+/* Payload{1: type, 2: size zero bytes} without its key and length. */
+static size_t payload_len(uint32_t size, int32_t type) {
+  size_t n = 0;
+  if (type) n += 1 + varint_len((uint64_t)(int64_t)type);
+  if (size) n += 1 + varint_len(size) + size;
+  return n;
+}
+
+size_t tri_ts_payload_msg_len(uint32_t size, int32_t type) {
+  size_t inner = payload_len(size, type);
+  return 1 + varint_len(inner) + inner;
+}
+
+size_t tri_ts_payload_msg_put(uint8_t *out, uint32_t size, int32_t type) {
+  size_t inner = payload_len(size, type), n = 0;
+  out[n++] = 0x0a; /* field 1, length-delimited */
+  n += varint_put(out + n, inner);
+  if (type) {
+    out[n++] = 0x08; /* Payload.type */
+    n += varint_put(out + n, (uint64_t)(int64_t)type);
+  }
+  if (size) {
+    out[n++] = 0x12; /* Payload.body */
+    n += varint_put(out + n, size);
+    memset(out + n, 0, size);
+    n += size;
+  }
+  return n;
+}
+
+size_t tri_ts_aggregated_put(uint8_t *out, int32_t total) {
+  if (!total) return 0;
+  out[0] = 0x08;
+  return 1 + varint_put(out + 1, (uint64_t)(int64_t)total);
 }
 
 /* ==== header lists ====================================================== */
@@ -241,6 +624,8 @@ static int nvl_init(srv_worker *w, nvlist *l, size_t nvs, size_t bytes) {
   return 0;
 }
 
+#define NVL_LIT(l, n, v) nvl_add(l, n, sizeof(n) - 1, v, strlen(v))
+
 static void nvl_add(nvlist *l, const char *name, size_t nlen, const char *value,
                     size_t vlen) {
   if (l->n >= l->cap) return; /* sized by the caller; never happens */
@@ -252,8 +637,6 @@ static void nvl_add(nvlist *l, const char *name, size_t nlen, const char *value,
   nv->flags = NGHTTP2_NV_FLAG_NONE;
 }
 
-#define NVL_LIT(l, n, v) nvl_add(l, n, sizeof(n) - 1, v, strlen(v))
-
 static char *nvl_space(nvlist *l, size_t n) {
   if (l->sp_len + n > l->sp_cap) return NULL;
   char *p = l->sp + l->sp_len;
@@ -261,8 +644,10 @@ static char *nvl_space(nvlist *l, size_t n) {
   return p;
 }
 
-/* Adds the x-echo-* pairs, with `prefix` ("" or "trailer-") on the keys. */
-static void nvl_add_echo(nvlist *l, const srv_stream *st, const char *prefix) {
+/* Adds the echoed pairs that go `where` (MD_INITIAL or MD_TRAILING), with
+ * `prefix` ("" or "trailer-") on the keys. */
+static void nvl_add_echo(nvlist *l, const srv_stream *st, const char *prefix,
+                         int where) {
   if (!st->md) return;
   size_t plen = strlen(prefix);
   const uint8_t *p = tri_buf_begin(st->md), *end = p + st->md->len;
@@ -270,7 +655,10 @@ static void nvl_add_echo(nvlist *l, const srv_stream *st, const char *prefix) {
     uint32_t kl, vl;
     memcpy(&kl, p, 4);
     memcpy(&vl, p + 4, 4);
-    const char *k = (const char *)p + 8, *v = k + kl;
+    int goes = p[8];
+    const char *k = (const char *)p + 9, *v = k + kl;
+    p += 9 + kl + vl;
+    if (!(goes & where)) continue;
     if (plen) {
       char *name = nvl_space(l, plen + kl);
       if (!name) return;
@@ -280,12 +668,15 @@ static void nvl_add_echo(nvlist *l, const srv_stream *st, const char *prefix) {
     } else {
       nvl_add(l, k, kl, v, vl);
     }
-    p += 8 + kl + vl;
   }
 }
 
 /* Adds grpc-status and, when there is a message, grpc-message. */
 static void nvl_add_status(nvlist *l, const srv_stream *st) {
+  if (st->mb == MB_BAD_STATUS) { /* x-misbehave: not a number */
+    NVL_LIT(l, "grpc-status", "abc");
+    return;
+  }
   char *code = nvl_space(l, 4);
   if (!code) return;
   int n = snprintf(code, 4, "%d", st->status);
@@ -312,6 +703,7 @@ static int64_t timer_at(const srv_stream *st) {
   if (st->finished) return 0;
   int64_t t = 0;
   if (!st->go && st->hold_until) t = st->hold_until;
+  if (st->job_due && (!t || st->job_due < t)) t = st->job_due;
   if (st->deadline && (!t || st->deadline < t)) t = st->deadline;
   return t;
 }
@@ -532,9 +924,11 @@ static void conn_flush(srv_conn *c) {
     if (!nghttp2_session_want_write(c->sess)) break;
   }
   set_epollout(c, 0);
-  /* After a GOAWAY (ours or the peer's) both end once everything is out. */
+  /* After a GOAWAY (ours or the peer's) both end once everything is out
+   * (but an x-misbehave GOAWAY lingers a little: misbehave_goaway). */
   if (!nghttp2_session_want_read(c->sess) &&
-      !nghttp2_session_want_write(c->sess))
+      !nghttp2_session_want_write(c->sess) &&
+      !(c->linger_min && now_ns() < c->linger_min))
     conn_kill(c);
 }
 
@@ -593,6 +987,14 @@ static void wake_data(srv_stream *st) {
 
 /* Queues a response buffer (taking it). */
 static void q_push(srv_stream *st, tri_buf *b) {
+  if (st->mb == MB_RST_MID) { /* half of the first message, then RST */
+    if (st->rst_armed) {
+      tri_pool_put(pool_of(st->conn), b);
+      return;
+    }
+    st->rst_armed = 1;
+    b->len = (b->len + 1) / 2;
+  }
   b->next = NULL;
   if (st->q_tail) st->q_tail->next = b;
   else st->q_head = b;
@@ -626,7 +1028,7 @@ static int submit_trailers(srv_stream *st) {
   nvlist l;
   if (nvl_init(st->conn->w, &l, 4 + st->echo_n, nvl_bytes(st))) return -1;
   nvl_add_status(&l, st);
-  nvl_add_echo(&l, st, "");
+  nvl_add_echo(&l, st, "", MD_TRAILING);
   return nghttp2_submit_trailer(st->conn->sess, st->id, l.nv, l.n) ? -1 : 0;
 }
 
@@ -634,7 +1036,7 @@ static int submit_trailers(srv_stream *st) {
  * no END_STREAM and the trailers after it (gRPC). */
 static int end_data(srv_stream *st, uint32_t *flags) {
   *flags |= NGHTTP2_DATA_FLAG_EOF;
-  if (st->wire != WIRE_GRPC) return 0;
+  if (st->wire != WIRE_GRPC || st->plain_end) return 0;
   *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
   return submit_trailers(st);
 }
@@ -649,11 +1051,15 @@ static ssize_t read_cb(nghttp2_session *s, int32_t id, uint8_t *buf,
   srv_conn *c = user;
   srv_stream *st = src->ptr;
   tri_buf *h = st->q_head;
+  /* rst-mid-response: the half message went out; nghttp2 answers this
+   * return with RST_STREAM(INTERNAL_ERROR). */
+  if (!h && st->rst_armed) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   if (h && (h->len - st->q_off >= NOCOPY_MIN || st->q_ref)) {
     size_t rem = h->len - st->q_off;
     size_t n = rem < length ? rem : length;
     *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
-    if (n == rem && !h->next && st->finished && end_data(st, flags))
+    if (n == rem && !h->next && st->finished && !st->rst_armed &&
+        end_data(st, flags))
       return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     return (ssize_t)n;
   }
@@ -673,7 +1079,7 @@ static ssize_t read_cb(nghttp2_session *s, int32_t id, uint8_t *buf,
     tri_pool_put(pool_of(c), h);
     h = st->q_head;
   }
-  if (!st->q_head) {
+  if (!st->q_head && !st->rst_armed) {
     if (st->finished) {
       if (end_data(st, flags)) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     } else if (n == 0) {
@@ -731,16 +1137,16 @@ static nghttp2_data_provider provider(srv_stream *st) {
  * the stream ends there. */
 static void grpc_headers(srv_stream *st, int trailers_only) {
   nvlist l;
-  if (nvl_init(st->conn->w, &l, 6 + st->echo_n, nvl_bytes(st))) {
+  if (nvl_init(st->conn->w, &l, 8 + st->echo_n, nvl_bytes(st))) {
     submit_failed(st);
     return;
   }
   NVL_LIT(&l, ":status", "200");
   NVL_LIT(&l, "content-type", "application/grpc");
-  /* Issue 5: list gzip here once decode_hook inflates messages. */
-  NVL_LIT(&l, "grpc-accept-encoding", "identity");
+  NVL_LIT(&l, "grpc-accept-encoding", "gzip");
+  if (st->gz_hdr) NVL_LIT(&l, "grpc-encoding", "gzip");
   if (trailers_only) nvl_add_status(&l, st);
-  nvl_add_echo(&l, st, "");
+  nvl_add_echo(&l, st, "", trailers_only ? MD_BOTH : MD_INITIAL);
   nghttp2_data_provider prd = provider(st);
   if (nghttp2_submit_response(st->conn->sess, st->id, l.nv, l.n,
                               trailers_only ? NULL : &prd)) {
@@ -764,8 +1170,9 @@ static void grpc_finish(srv_stream *st, int code, const char *msg, size_t n) {
     return;
   }
   if (code != TRI_CODE_OK) q_drop_unstarted(st);
+  if (st->mb == MB_RST_MID) st->rst_armed = 1; /* headers, then RST */
   /* Trailers-only unless metadata must be echoed in both places. */
-  grpc_headers(st, !st->q_head && !st->echo_n);
+  grpc_headers(st, !st->q_head && !st->echo_n && !st->rst_armed);
 }
 
 /* The JSON error body {"code":"<name>","message":"..."} of the Triple wire. */
@@ -774,7 +1181,7 @@ static tri_buf *triple_error_body(srv_stream *st) {
   tri_buf *b = tri_pool_get(pool_of(st->conn), 64 + 6 * ml, 0);
   if (!b) return NULL;
   char *p = (char *)tri_buf_begin(b);
-  size_t n = (size_t)sprintf(p, "{\"code\":\"%s\"", connect_name(st->status));
+  size_t n = (size_t)sprintf(p, "{\"code\":\"%s\"", tri_tjson_code_name(st->status));
   if (ml) {
     n += (size_t)sprintf(p + n, ",\"message\":\"");
     const uint8_t *m = tri_buf_begin(st->msg);
@@ -811,8 +1218,24 @@ static void triple_respond(srv_stream *st, int code, tri_buf *body) {
     tri_pool_put(pool, body);
     body = triple_error_body(st);
   }
+  /* The whole body is gzip'd (never an error body, never an empty one). */
+  int gz = code == TRI_CODE_OK && st->gz_out && body && body->len;
+  if (gz) {
+    tri_server *s = st->conn->w->srv;
+    tri_buf *z = NULL;
+    int rv = tri_gzip_compress(&s->zp, pool, tri_buf_begin(body), body->len,
+                               0, &z);
+    tri_pool_put(pool, body);
+    body = z;
+    if (rv) {
+      st->finished = 0;
+      set_msg(st, "out of memory", 13);
+      triple_respond(st, TRI_CODE_RESOURCE_EXHAUSTED, NULL);
+      return;
+    }
+  }
   nvlist l;
-  if (nvl_init(st->conn->w, &l, 4 + 2 * st->echo_n, nvl_bytes(st))) {
+  if (nvl_init(st->conn->w, &l, 6 + 2 * st->echo_n, nvl_bytes(st))) {
     tri_pool_put(pool, body);
     submit_failed(st);
     return;
@@ -824,12 +1247,15 @@ static void triple_respond(srv_stream *st, int code, tri_buf *body) {
   if (code == TRI_CODE_OK) nvl_add(&l, "content-type", 12, st->ct, st->ct_len);
   else NVL_LIT(&l, "content-type", "application/json");
   nvl_add(&l, "content-length", 14, clen, (size_t)cn);
-  nvl_add_echo(&l, st, "");
-  nvl_add_echo(&l, st, "trailer-");
+  NVL_LIT(&l, "accept-encoding", "gzip");
+  if (gz) NVL_LIT(&l, "content-encoding", "gzip");
+  nvl_add_echo(&l, st, "", MD_INITIAL);
+  nvl_add_echo(&l, st, "trailer-", MD_TRAILING);
   nghttp2_data_provider prd = provider(st);
   int has_body = body && body->len;
   if (has_body) q_push(st, body);
   else tri_pool_put(pool, body);
+  if (st->mb == MB_RST_MID) has_body = st->rst_armed = 1; /* then RST */
   if (nghttp2_submit_response(st->conn->sess, st->id, l.nv, l.n,
                               has_body ? &prd : NULL)) {
     submit_failed(st);
@@ -881,6 +1307,30 @@ __attribute__((format(printf, 3, 4))) static void fail(srv_stream *st,
   } else {
     grpc_finish(st, code, fmt ? m : NULL, (size_t)n);
   }
+}
+
+/* Queues one gRPC response message `m` (prefix + payload, flags 0; taken),
+ * gzip'd first when `gz` (then flag 0x01; the headers say grpc-encoding:
+ * gzip whenever a message may be compressed). */
+static void grpc_emit(srv_stream *st, tri_buf *m, int gz) {
+  tri_server *s = st->conn->w->srv;
+  if (gz) {
+    tri_buf *z = NULL;
+    int rv = tri_gzip_compress(&s->zp, &s->pool,
+                               tri_buf_begin(m) + TRI_FRAME_PREFIX,
+                               m->len - TRI_FRAME_PREFIX, TRI_FRAME_PREFIX, &z);
+    tri_pool_put(&s->pool, m);
+    if (rv) {
+      fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+      return;
+    }
+    z->off -= TRI_FRAME_PREFIX;
+    z->len += TRI_FRAME_PREFIX;
+    tri_frame_put_prefix(tri_buf_begin(z), TRI_FRAME_FLAG_COMPRESSED,
+                         (uint32_t)(z->len - TRI_FRAME_PREFIX));
+    m = z;
+  }
+  q_push(st, m);
 }
 
 /* x-response-size: BenchmarkResponse{payload: N x 'a'}, in an envelope for
@@ -997,6 +1447,8 @@ static void stream_free(srv_stream *st, int conn_dying) {
     tri_pool_put(pool, b);
     b = next;
   }
+  if (st->pump_blocked) c->n_blocked--;
+  tri_mem_free(st->jobs);
   tri_pool_put(pool, st->cur);
   tri_pool_put(pool, st->body);
   tri_pool_put(pool, st->md);
@@ -1023,16 +1475,17 @@ __attribute__((format(printf, 3, 4))) static void header_error(
 }
 
 static void md_add(srv_stream *st, const uint8_t *k, size_t kl,
-                   const uint8_t *v, size_t vl) {
+                   const uint8_t *v, size_t vl, int where) {
   tri_pool *pool = pool_of(st->conn);
-  if (!st->md && !(st->md = tri_pool_get(pool, 8 + kl + vl, 0))) goto nomem;
+  if (!st->md && !(st->md = tri_pool_get(pool, 9 + kl + vl, 0))) goto nomem;
   uint32_t l32[2] = {(uint32_t)kl, (uint32_t)vl};
-  if (tri_buf_reserve(pool, &st->md, 8 + kl + vl)) goto nomem;
+  if (tri_buf_reserve(pool, &st->md, 9 + kl + vl)) goto nomem;
   uint8_t *p = tri_buf_begin(st->md) + st->md->len;
   memcpy(p, l32, 8);
-  memcpy(p + 8, k, kl);
-  memcpy(p + 8 + kl, v, vl);
-  st->md->len += 8 + kl + vl;
+  p[8] = (uint8_t)where;
+  memcpy(p + 9, k, kl);
+  memcpy(p + 9 + kl, v, vl);
+  st->md->len += 9 + kl + vl;
   st->echo_n++;
   return;
 nomem:
@@ -1044,6 +1497,23 @@ static void set_deadline(srv_stream *st, int64_t ns) {
   int64_t now = now_ns();
   int64_t d = ns > INT64_MAX - now ? INT64_MAX : now + ns;
   if (!st->deadline || d < st->deadline) st->deadline = d;
+}
+
+/* The method of a :path: exact, or with the method's first letter
+ * lower-cased (dubbo-go's second lookup).  M_UNKNOWN when none. */
+static uint8_t route(const uint8_t *v, size_t vl) {
+  for (size_t i = 0; i < sizeof(ROUTES) / sizeof(ROUTES[0]); i++) {
+    const char *r = ROUTES[i].name;
+    size_t rl = strlen(r);
+    if (vl != rl) continue;
+    const char *slash = strrchr(r, '/');
+    size_t at = (size_t)(slash - r) + 1; /* the method's first letter */
+    if (memcmp(v, r, at) || memcmp(v + at + 1, r + at + 1, rl - at - 1))
+      continue;
+    if (v[at] == (uint8_t)r[at] || v[at] == (uint8_t)(r[at] + 32))
+      return ROUTES[i].method;
+  }
+  return M_UNKNOWN;
 }
 
 /* One request header (initial HEADERS only; names are lower-case). */
@@ -1059,17 +1529,7 @@ static void req_header(srv_stream *st, const uint8_t *name, size_t nl,
       memcpy(st->path, v, k);
       st->path[k] = 0;
       st->path_len = k;
-      size_t pl = sizeof(SERVICE_PREFIX) - 1;
-      if (vl > pl && memcmp(v, SERVICE_PREFIX, pl) == 0) {
-        const uint8_t *m = v + pl;
-        size_t ml = vl - pl;
-        if (ml == 9 && (m[0] == 'U' || m[0] == 'u') &&
-            memcmp(m + 1, "naryCall", 8) == 0)
-          st->method = M_UNARY;
-        else if (ml == 10 && (m[0] == 'S' || m[0] == 's') &&
-                 memcmp(m + 1, "treamCall", 9) == 0)
-          st->method = M_STREAM;
-      }
+      st->method = route(v, vl);
     }
     return;
   }
@@ -1107,12 +1567,21 @@ static void req_header(srv_stream *st, const uint8_t *name, size_t nl,
       header_error(st, TRI_CODE_INVALID_ARGUMENT,
                    "unsupported triple-protocol-version");
   } else if (IS("grpc-encoding")) {
-    /* Issue 5: remember the codec for decode_hook. */
-    st->grpc_encoded = !(vl == 8 && memcmp(v, "identity", 8) == 0);
+    st->grpc_enc = encoding_of(v, vl);
   } else if (IS("content-encoding")) {
-    st->body_encoded = !(vl == 8 && memcmp(v, "identity", 8) == 0);
+    st->content_enc = encoding_of(v, vl);
+  } else if (IS("grpc-accept-encoding")) {
+    st->grpc_accept_gz |= lists_gzip(v, vl);
+  } else if (IS("accept-encoding")) {
+    st->http_accept_gz |= lists_gzip(v, vl);
+  } else if (IS("x-compress-response")) {
+    st->x_compress = parse_uint(v, vl, INT32_MAX, &x) == 0 && x != 0;
   } else if (nl > 7 && memcmp(name, "x-echo-", 7) == 0) {
-    md_add(st, name, nl, v, vl);
+    md_add(st, name, nl, v, vl, MD_BOTH);
+  } else if (IS("x-grpc-test-echo-initial")) {
+    md_add(st, name, nl, v, vl, MD_INITIAL);
+  } else if (IS("x-grpc-test-echo-trailing-bin")) {
+    md_add(st, name, nl, v, vl, MD_TRAILING);
   } else if (IS("x-status")) {
     if (parse_uint(v, vl, 16, &x))
       header_error(st, TRI_CODE_INVALID_ARGUMENT, "bad x-status %.*s",
@@ -1143,49 +1612,617 @@ static void req_header(srv_stream *st, const uint8_t *name, size_t nl,
                    (int)(vl < 32 ? vl : 32), (const char *)v);
     else
       st->resp_size = x;
+  } else if (IS("x-misbehave")) {
+    st->mb = MB_NONE;
+    for (int i = 1; i < (int)(sizeof(MISBEHAVE) / sizeof(MISBEHAVE[0])); i++)
+      if (token_is(v, vl, MISBEHAVE[i])) st->mb = (uint8_t)i;
+    if (st->mb == MB_NONE)
+      header_error(st, TRI_CODE_INVALID_ARGUMENT, "unknown x-misbehave %.*s",
+                   (int)(vl < 32 ? vl : 32), (const char *)v);
   } else if (IS("x-reset")) {
     st->reset = parse_uint(v, vl, INT32_MAX, &x) == 0 && x != 0;
   }
 #undef IS
 }
 
-/* The request is complete and the delay is over: answer it. */
-static void complete_request(srv_stream *st) {
-  if (st->finished) return;
+/* ==== 7a. grpc.testing.TestService ===================================== */
+
+/* Whether a TestService response is compressed: what the request asked
+ * (response_compressed / ResponseParameters.compressed; -1: absent) when
+ * the client accepts gzip, else the default rule. */
+static int ts_gz(const srv_stream *st, int asked) {
+  if (asked < 0) return st->gz_out;
+  return asked && st->accept_gz;
+}
+
+/* A response message in a new buffer: gRPC with its prefix (flags 0),
+ * Triple bare.  NULL when out of memory (the call failed). */
+static tri_buf *msg_buf(srv_stream *st, size_t n) {
+  size_t pre = st->wire == WIRE_GRPC ? TRI_FRAME_PREFIX : 0;
+  tri_buf *b = tri_pool_get(pool_of(st->conn), pre + n, 0);
+  if (!b) {
+    fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+    return NULL;
+  }
+  if (pre) tri_frame_put_prefix(tri_buf_begin(b), 0, (uint32_t)n);
+  b->off += pre; /* the caller writes the message at tri_buf_begin */
+  return b;
+}
+
+/* Finishes msg_buf's buffer once its n bytes are written. */
+static tri_buf *msg_done(srv_stream *st, tri_buf *b, size_t n) {
+  size_t pre = st->wire == WIRE_GRPC ? TRI_FRAME_PREFIX : 0;
+  b->off -= pre;
+  b->len = pre + n;
+  return b;
+}
+
+/* {payload: `size` zero bytes}: SimpleResponse / StreamingOutputCallResponse.
+ * NULL when the call failed (bad size, out of memory). */
+static tri_buf *ts_payload(srv_stream *st, int64_t size, int32_t type) {
+  int64_t max = st->conn->w->srv->opts.max_message;
+  if (size < 0) {
+    fail(st, TRI_CODE_INVALID_ARGUMENT, "negative response size %lld",
+         (long long)size);
+    return NULL;
+  }
+  if (size > max) {
+    fail(st, TRI_CODE_RESOURCE_EXHAUSTED,
+         "response size %lld is larger than the limit of %lld",
+         (long long)size, (long long)max);
+    return NULL;
+  }
+  size_t n = tri_ts_payload_msg_len((uint32_t)size, type);
+  tri_buf *b = msg_buf(st, n);
+  if (!b) return NULL;
+  tri_ts_payload_msg_put(tri_buf_begin(b), (uint32_t)size, type);
+  return msg_done(st, b, n);
+}
+
+/* Ends a unary TestService call with `m` (taken; NULL: no message, or an
+ * empty body on the Triple wire), compressed when `gz`. */
+static void ts_answer(srv_stream *st, tri_buf *m, int gz) {
   if (st->wire == WIRE_TRIPLE) {
-    tri_buf *body = st->body;
-    st->body = NULL;
-    if (st->resp_size >= 0) {
-      tri_pool_put(pool_of(st->conn), body);
-      if (!(body = generated_response(st))) {
-        fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
-        return;
+    st->gz_out = gz ? 1 : 0;
+    triple_respond(st, TRI_CODE_OK, m);
+    return;
+  }
+  if (m) grpc_emit(st, m, gz);
+  grpc_finish(st, TRI_CODE_OK, NULL, 0);
+}
+
+/* EchoStatus code as a status: 1..16, anything else UNKNOWN. */
+static int32_t echo_code(int32_t code) {
+  return code >= 1 && code <= 16 ? code : TRI_CODE_UNKNOWN;
+}
+
+/* response_status with a nonzero code ends the call with it: returns 1. */
+static int ts_status(srv_stream *st, const tri_ts_request *r) {
+  if (!r->has_status || r->status_code == 0) return 0;
+  set_msg(st, r->status_msg, r->status_msg_len);
+  fail(st, echo_code(r->status_code), NULL);
+  return 1;
+}
+
+/* expect_compressed that does not match the request: INVALID_ARGUMENT. */
+static int ts_expect(srv_stream *st, int expect, int compressed) {
+  if (expect < 0 || expect == (compressed != 0)) return 0;
+  fail(st, TRI_CODE_INVALID_ARGUMENT,
+       expect ? "expect_compressed: the request message was not compressed"
+              : "expect_compressed false: the request message was compressed");
+  return 1;
+}
+
+/* An unparsable request: INTERNAL on the gRPC wire (as gRPC servers say),
+ * INVALID_ARGUMENT on the Triple wire (as dubbo-go and Connect say). */
+static void ts_unparsable(srv_stream *st, const char *type) {
+  fail(st, st->wire == WIRE_TRIPLE ? TRI_CODE_INVALID_ARGUMENT
+                                   : TRI_CODE_INTERNAL,
+       "cannot parse the request as grpc.testing.%s", type);
+}
+
+/* UnaryCall: SimpleRequest in p[0..n) (gz: it arrived compressed). */
+static void ts_unary(srv_stream *st, const uint8_t *p, size_t n, int gz) {
+  tri_ts_request r;
+  if (tri_ts_decode_simple(p, n, &r)) {
+    ts_unparsable(st, "SimpleRequest");
+    return;
+  }
+  if (ts_expect(st, r.expect_compressed, gz) || ts_status(st, &r)) return;
+  tri_buf *m = ts_payload(st, r.response_size, r.response_type);
+  if (m) ts_answer(st, m, ts_gz(st, r.response_compressed));
+}
+
+/* ---- the JSON codec of the Triple wire (protojson), UnaryCall only ---- */
+
+typedef struct {
+  const char *p, *end;
+} jcur;
+
+static void jws(jcur *c) {
+  while (c->p < c->end &&
+         (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+    c->p++;
+}
+
+static int jlit(jcur *c, const char *lit) {
+  size_t k = strlen(lit);
+  if ((size_t)(c->end - c->p) < k || memcmp(c->p, lit, k)) return -1;
+  c->p += k;
+  return 0;
+}
+
+static int jhex4(const char *s, unsigned *v) {
+  *v = 0;
+  for (int i = 0; i < 4; i++) {
+    char ch = s[i];
+    unsigned d = ch >= '0' && ch <= '9'   ? (unsigned)(ch - '0')
+                 : ch >= 'a' && ch <= 'f' ? (unsigned)(ch - 'a' + 10)
+                 : ch >= 'A' && ch <= 'F' ? (unsigned)(ch - 'A' + 10)
+                                          : 16u;
+    if (d > 15) return -1;
+    *v = *v << 4 | d;
+  }
+  return 0;
+}
+
+/* A JSON string at c->p: its UTF-8 into out[0..cap) (truncated; out may
+ * be NULL) and the full decoded length in *len.  Returns 0 or -1. */
+static int jstring(jcur *c, char *out, size_t cap, size_t *len) {
+  if (c->p >= c->end || *c->p != '"') return -1;
+  c->p++;
+  size_t n = 0;
+  while (c->p < c->end && *c->p != '"') {
+    char tmp[4];
+    size_t k = 1;
+    unsigned char ch = (unsigned char)*c->p++;
+    if (ch < 0x20) return -1;
+    tmp[0] = (char)ch;
+    if (ch == '\\') {
+      if (c->p >= c->end) return -1;
+      char e = *c->p++;
+      switch (e) {
+      case '"': case '\\': case '/': tmp[0] = e; break;
+      case 'b': tmp[0] = '\b'; break;
+      case 'f': tmp[0] = '\f'; break;
+      case 'n': tmp[0] = '\n'; break;
+      case 'r': tmp[0] = '\r'; break;
+      case 't': tmp[0] = '\t'; break;
+      case 'u': {
+        unsigned u, lo;
+        if (c->end - c->p < 4 || jhex4(c->p, &u)) return -1;
+        c->p += 4;
+        if (u >= 0xd800 && u <= 0xdbff && c->end - c->p >= 6 &&
+            c->p[0] == '\\' && c->p[1] == 'u' && jhex4(c->p + 2, &lo) == 0 &&
+            lo >= 0xdc00 && lo <= 0xdfff) {
+          c->p += 6;
+          u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+        } else if (u >= 0xd800 && u <= 0xdfff) {
+          u = 0xfffd; /* a lone surrogate */
+        }
+        if (u < 0x80) {
+          tmp[0] = (char)u;
+        } else if (u < 0x800) {
+          tmp[0] = (char)(0xc0 | u >> 6), tmp[1] = (char)(0x80 | (u & 0x3f));
+          k = 2;
+        } else if (u < 0x10000) {
+          tmp[0] = (char)(0xe0 | u >> 12);
+          tmp[1] = (char)(0x80 | ((u >> 6) & 0x3f));
+          tmp[2] = (char)(0x80 | (u & 0x3f));
+          k = 3;
+        } else {
+          tmp[0] = (char)(0xf0 | u >> 18);
+          tmp[1] = (char)(0x80 | ((u >> 12) & 0x3f));
+          tmp[2] = (char)(0x80 | ((u >> 6) & 0x3f));
+          tmp[3] = (char)(0x80 | (u & 0x3f));
+          k = 4;
+        }
+        break;
+      }
+      default:
+        return -1;
       }
     }
+    for (size_t i = 0; i < k; i++, n++)
+      if (out && n < cap) out[n] = tmp[i];
+  }
+  if (c->p >= c->end) return -1;
+  c->p++;
+  *len = n;
+  return 0;
+}
+
+/* Skips one JSON value. */
+static int jskip(jcur *c, int depth) {
+  jws(c);
+  if (c->p >= c->end || depth > 64) return -1;
+  char ch = *c->p;
+  size_t n;
+  if (ch == '"') return jstring(c, NULL, 0, &n);
+  if (ch == '{' || ch == '[') {
+    char close = ch == '{' ? '}' : ']';
+    c->p++;
+    jws(c);
+    if (c->p < c->end && *c->p == close) {
+      c->p++;
+      return 0;
+    }
+    for (;;) {
+      if (ch == '{') {
+        jws(c);
+        if (jstring(c, NULL, 0, &n)) return -1;
+        jws(c);
+        if (jlit(c, ":")) return -1;
+      }
+      if (jskip(c, depth + 1)) return -1;
+      jws(c);
+      if (c->p < c->end && *c->p == ',') {
+        c->p++;
+        continue;
+      }
+      return jlit(c, close == '}' ? "}" : "]");
+    }
+  }
+  if (jlit(c, "true") == 0 || jlit(c, "false") == 0 || jlit(c, "null") == 0)
+    return 0;
+  const char *b = c->p;
+  while (c->p < c->end && (strchr("+-.eE", *c->p) || (*c->p >= '0' && *c->p <= '9')))
+    c->p++;
+  return c->p > b ? 0 : -1;
+}
+
+/* An int32 as protojson writes it: a number, or a decimal string. */
+static int jint(jcur *c, int32_t *out) {
+  jws(c);
+  int quoted = c->p < c->end && *c->p == '"';
+  if (quoted) c->p++;
+  int neg = c->p < c->end && *c->p == '-';
+  if (neg) c->p++;
+  int64_t x = 0;
+  const char *b = c->p;
+  while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
+    x = x * 10 + (*c->p++ - '0');
+    if (x > (int64_t)INT32_MAX + 1) return -1;
+  }
+  if (c->p == b || (quoted && jlit(c, "\""))) return -1;
+  x = neg ? -x : x;
+  if (x > INT32_MAX) return -1;
+  *out = (int32_t)x;
+  return 0;
+}
+
+/* A bool, or a BoolValue (a bool or null). */
+static int jbool(jcur *c, int *out) {
+  jws(c);
+  if (jlit(c, "true") == 0) *out = 1;
+  else if (jlit(c, "false") == 0) *out = 0;
+  else if (jlit(c, "null") == 0) *out = -1;
+  else return -1;
+  return 0;
+}
+
+/* Matches a key by its proto name or its lowerCamelCase JSON name. */
+static int jkey(const char *k, size_t kl, const char *proto, const char *camel) {
+  return (kl == strlen(proto) && memcmp(k, proto, kl) == 0) ||
+         (kl == strlen(camel) && memcmp(k, camel, kl) == 0);
+}
+
+/* Iterates the members of an object: calls member(c, key, klen, arg). */
+static int jobject(jcur *c, int (*member)(jcur *, const char *, size_t, void *),
+                   void *arg) {
+  jws(c);
+  if (jlit(c, "{")) return -1;
+  jws(c);
+  if (jlit(c, "}") == 0) return 0;
+  for (;;) {
+    char key[64];
+    size_t kl;
+    jws(c);
+    if (jstring(c, key, sizeof(key), &kl)) return -1;
+    if (kl > sizeof(key)) kl = 0; /* a long key: not ours, skipped */
+    jws(c);
+    if (jlit(c, ":") || member(c, key, kl, arg)) return -1;
+    jws(c);
+    if (jlit(c, ",") == 0) continue;
+    return jlit(c, "}");
+  }
+}
+
+static int j_payload(jcur *c, const char *k, size_t kl, void *arg) {
+  tri_ts_request *r = arg;
+  if (jkey(k, kl, "body", "body")) {
+    jws(c);
+    if (jlit(c, "null") == 0) return 0;
+    size_t n;
+    if (jstring(c, NULL, 0, &n)) return -1;
+    r->payload_len = n / 4 * 3; /* about right: the body is not used */
+    return 0;
+  }
+  return jskip(c, 1);
+}
+
+static int j_status(jcur *c, const char *k, size_t kl, void *arg) {
+  tri_ts_request *r = arg;
+  if (jkey(k, kl, "code", "code")) return jint(c, &r->status_code);
+  if (jkey(k, kl, "message", "message")) {
+    static _Thread_local char msg[MAX_STATUS_MSG];
+    jws(c);
+    if (jstring(c, msg, sizeof(msg), &r->status_msg_len)) return -1;
+    if (r->status_msg_len > sizeof(msg)) r->status_msg_len = sizeof(msg);
+    r->status_msg = (const uint8_t *)msg;
+    return 0;
+  }
+  return jskip(c, 1);
+}
+
+static int j_simple(jcur *c, const char *k, size_t kl, void *arg) {
+  tri_ts_request *r = arg;
+  if (jkey(k, kl, "response_type", "responseType")) {
+    jws(c);
+    if (c->p < c->end && *c->p == '"' && jlit(c, "\"COMPRESSABLE\"") == 0) {
+      r->response_type = 0;
+      return 0;
+    }
+    return jint(c, &r->response_type);
+  }
+  if (jkey(k, kl, "response_size", "responseSize"))
+    return jint(c, &r->response_size);
+  if (jkey(k, kl, "payload", "payload")) return jobject(c, j_payload, r);
+  if (jkey(k, kl, "response_compressed", "responseCompressed"))
+    return jbool(c, &r->response_compressed);
+  if (jkey(k, kl, "expect_compressed", "expectCompressed"))
+    return jbool(c, &r->expect_compressed);
+  if (jkey(k, kl, "response_status", "responseStatus")) {
+    r->has_status = 1;
+    return jobject(c, j_status, r);
+  }
+  return jskip(c, 1);
+}
+
+/* A JSON body in a new buffer. */
+static tri_buf *ts_json_text(srv_stream *st, const char *text) {
+  size_t n = strlen(text);
+  tri_buf *b = msg_buf(st, n);
+  if (!b) return NULL;
+  memcpy(tri_buf_begin(b), text, n);
+  return msg_done(st, b, n);
+}
+
+/* UnaryCall with the JSON codec: {"payload":{"body":"<base64 zeros>"}}. */
+static void ts_unary_json(srv_stream *st, const uint8_t *p, size_t n, int gz) {
+  tri_ts_request r;
+  ts_request_init(&r);
+  jcur c = {(const char *)p, (const char *)p + n};
+  if (!n || jobject(&c, j_simple, &r) || (jws(&c), c.p != c.end)) {
+    ts_unparsable(st, "SimpleRequest (JSON)");
+    return;
+  }
+  if (ts_expect(st, r.expect_compressed, gz) || ts_status(st, &r)) return;
+  int64_t max = st->conn->w->srv->opts.max_message;
+  if (r.response_size < 0 || r.response_size > max) {
+    fail(st, r.response_size < 0 ? TRI_CODE_INVALID_ARGUMENT
+                                 : TRI_CODE_RESOURCE_EXHAUSTED,
+         "bad response size %d", (int)r.response_size);
+    return;
+  }
+  size_t size = (size_t)r.response_size, b64 = (size + 2) / 3 * 4;
+  tri_buf *b = msg_buf(st, b64 + 64);
+  if (!b) return;
+  char *o = (char *)tri_buf_begin(b);
+  size_t k = 0;
+  if (r.response_type)
+    k = (size_t)sprintf(o, "{\"payload\":{\"type\":%d", (int)r.response_type);
+  else
+    k = (size_t)sprintf(o, "{\"payload\":{");
+  if (size) {
+    k += (size_t)sprintf(o + k, "%s\"body\":\"", r.response_type ? "," : "");
+    for (size_t i = 0; i < size / 3; i++, k += 4) memcpy(o + k, "AAAA", 4);
+    if (size % 3 == 1) memcpy(o + k, "AA==", 4), k += 4;
+    if (size % 3 == 2) memcpy(o + k, "AAA=", 4), k += 4;
+    o[k++] = '"';
+  }
+  memcpy(o + k, "}}", 2);
+  k += 2;
+  ts_answer(st, msg_done(st, b, k), ts_gz(st, r.response_compressed));
+}
+
+/* Appends a job.  Returns -1 (the call failed) when out of memory. */
+static int ts_push_job(srv_stream *st, const srv_job *j) {
+  if (st->jobs_n == st->jobs_cap) {
+    if (st->jobs_head) { /* reuse the room of done jobs */
+      st->jobs_n -= st->jobs_head;
+      memmove(st->jobs, st->jobs + st->jobs_head, st->jobs_n * sizeof(*j));
+      st->jobs_head = 0;
+    } else {
+      uint32_t cap = st->jobs_cap ? 2 * st->jobs_cap : 8;
+      srv_job *a = tri_mem_alloc(stats_of(st->conn), cap * sizeof(*a));
+      if (!a) {
+        fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+        return -1;
+      }
+      if (st->jobs_n) memcpy(a, st->jobs, st->jobs_n * sizeof(*a));
+      tri_mem_free(st->jobs);
+      st->jobs = a;
+      st->jobs_cap = cap;
+    }
+  }
+  st->jobs[st->jobs_n++] = *j;
+  return 0;
+}
+
+/* A StreamingOutputCallRequest (StreamingOutputCall, FullDuplexCall,
+ * HalfDuplexCall): queues its answers, or the status it asks for. */
+static void ts_output_request(srv_stream *st, const uint8_t *p, size_t n) {
+  if (st->finished || st->status_queued) return;
+  tri_ts_request r;
+  if (tri_ts_decode_output(p, n, &r)) {
+    ts_unparsable(st, "StreamingOutputCallRequest");
+    return;
+  }
+  if (r.has_status && r.status_code != 0) {
+    set_msg(st, r.status_msg, r.status_msg_len);
+    srv_job j = {.kind = JOB_STATUS, .code = echo_code(r.status_code)};
+    if (ts_push_job(st, &j) == 0) st->status_queued = 1;
+    return;
+  }
+  int64_t max = st->conn->w->srv->opts.max_message;
+  size_t off = 0;
+  tri_ts_params prm;
+  int rv;
+  while ((rv = tri_ts_next_params(p, n, &off, &prm)) == 1) {
+    if (prm.size < 0 || prm.size > max) {
+      fail(st, prm.size < 0 ? TRI_CODE_INVALID_ARGUMENT
+                            : TRI_CODE_RESOURCE_EXHAUSTED,
+           "bad response size %d (limit %lld)", (int)prm.size, (long long)max);
+      return;
+    }
+    srv_job j = {.kind = JOB_MSG,
+                 .size = (uint32_t)prm.size,
+                 .interval_us = prm.interval_us > 0 ? prm.interval_us : 0,
+                 .type = r.response_type,
+                 .gz = (int8_t)prm.compressed};
+    if (ts_push_job(st, &j)) return;
+  }
+  if (rv < 0) ts_unparsable(st, "StreamingOutputCallRequest");
+}
+
+/* A StreamingInputCallRequest: adds its payload to the total. */
+static void ts_input_message(srv_stream *st, const uint8_t *p, size_t n,
+                             int gz) {
+  tri_ts_request r;
+  if (tri_ts_decode_input(p, n, &r)) {
+    ts_unparsable(st, "StreamingInputCallRequest");
+    return;
+  }
+  if (ts_expect(st, r.expect_compressed, gz)) return;
+  st->agg += (int64_t)r.payload_len;
+  if (st->agg > INT32_MAX) st->agg = INT32_MAX;
+}
+
+/* Runs the job queue: each response after its interval (a timer, never a
+ * sleep), while the stream's queued output is under STREAM_OUT_LIMIT; the
+ * call ends OK once the client half-closed and every job ran.
+ * HalfDuplexCall starts only after the half-close. */
+static void pump(srv_stream *st) {
+  srv_worker *w = st->conn->w;
+  while (!st->finished && st->go && job_method(st->method) &&
+         !(st->method == T_HALF && !st->req_ended)) {
+    if (st->jobs_head == st->jobs_n) {
+      st->jobs_head = st->jobs_n = 0;
+      if (st->req_ended) grpc_finish(st, TRI_CODE_OK, NULL, 0);
+      break;
+    }
+    if (st->q_bytes >= STREAM_OUT_LIMIT) {
+      if (!st->pump_blocked) {
+        st->pump_blocked = 1;
+        st->conn->n_blocked++;
+      }
+      break;
+    }
+    srv_job j = st->jobs[st->jobs_head];
+    if (j.kind == JOB_MSG && j.interval_us > 0) {
+      int64_t now = now_ns();
+      if (!st->job_due) st->job_due = now + (int64_t)j.interval_us * 1000;
+      if (st->job_due > now) break; /* run_timers calls again */
+    }
+    st->job_due = 0;
+    st->jobs_head++;
+    if (j.kind == JOB_STATUS) {
+      fail(st, j.code, NULL);
+      break;
+    }
+    tri_buf *m = ts_payload(st, j.size, j.type);
+    if (!m) break;
+    grpc_emit(st, m, ts_gz(st, j.gz));
+  }
+  if (!st->finished && heap_update(w, st))
+    fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+}
+
+/* ==== 7b. answering ===================================================== */
+
+/* benchmark UnaryCall: the echo (or x-response-size).  Takes `body`. */
+static void bench_unary(srv_stream *st, tri_buf *body) {
+  if (st->resp_size >= 0) {
+    tri_pool_put(pool_of(st->conn), body);
+    if (!(body = generated_response(st))) {
+      fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+      return;
+    }
+  }
+  if (st->wire == WIRE_TRIPLE) {
     triple_respond(st, TRI_CODE_OK, body);
     return;
   }
-  if (tri_frame_decoder_partial(&st->dec)) {
+  grpc_emit(st, body, st->gz_out);
+  grpc_finish(st, TRI_CODE_OK, NULL, 0);
+}
+
+/* The request is complete and the delay is over: answer it. */
+static void complete_request(srv_stream *st) {
+  if (st->finished) return;
+  tri_pool *pool = pool_of(st->conn);
+  if (st->wire == WIRE_GRPC && tri_frame_decoder_partial(&st->dec)) {
     fail(st, TRI_CODE_INTERNAL, "malformed request: truncated message");
     return;
   }
-  if (st->method == M_UNARY) {
-    if (!st->body) {
-      fail(st, TRI_CODE_INTERNAL, "UnaryCall request has no message");
+  tri_buf *body = st->body;
+  st->body = NULL;
+  const uint8_t *p = NULL;
+  size_t n = 0;
+  int gz;
+  if (st->wire == WIRE_TRIPLE) {
+    if (st->req_gz && body && body->len) { /* content-encoding: gzip */
+      tri_buf *plain = inflate_to(st, tri_buf_begin(body), body->len, 0, "body");
+      tri_pool_put(pool, body);
+      if (!(body = plain)) return;
+    }
+    gz = st->req_gz;
+    if (body) p = tri_buf_begin(body), n = body->len;
+  } else {
+    if (single_request(st->method) && !body) {
+      fail(st, TRI_CODE_INTERNAL, "%s request has no message",
+           st->method == M_UNARY ? "UnaryCall" : "the");
       return;
     }
-    tri_buf *resp = st->body;
-    st->body = NULL;
-    if (st->resp_size >= 0) {
-      tri_pool_put(pool_of(st->conn), resp);
-      if (!(resp = generated_response(st))) {
-        fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
-        return;
-      }
-    }
-    q_push(st, resp);
+    gz = st->body_gz;
+    if (body) p = tri_buf_begin(body) + TRI_FRAME_PREFIX, n = body->len - TRI_FRAME_PREFIX;
   }
-  grpc_finish(st, TRI_CODE_OK, NULL, 0);
+  switch (st->method) {
+  case M_UNARY:
+    bench_unary(st, body);
+    return;
+  case M_STREAM:
+    grpc_finish(st, TRI_CODE_OK, NULL, 0);
+    break;
+  case T_EMPTY:
+    if (st->wire == WIRE_GRPC) ts_answer(st, empty_message(st), st->gz_out);
+    else if (st->json) ts_answer(st, ts_json_text(st, "{}"), st->gz_out);
+    else ts_answer(st, NULL, 0);
+    break;
+  case T_UNARY:
+    if (st->json) ts_unary_json(st, p, n, gz);
+    else ts_unary(st, p, n, gz);
+    break;
+  case T_SOUT:
+    ts_output_request(st, p, n);
+    pump(st);
+    break;
+  case T_SIN: {
+    uint8_t out[16];
+    size_t k = tri_ts_aggregated_put(out, (int32_t)st->agg);
+    tri_buf *m = msg_buf(st, k);
+    if (!m) break;
+    memcpy(tri_buf_begin(m), out, k);
+    ts_answer(st, msg_done(st, m, k), st->gz_out);
+    break;
+  }
+  case T_FULL:
+  case T_HALF:
+    pump(st);
+    break;
+  }
+  tri_pool_put(pool, body);
 }
 
 /* The start of the answer, once x-delay-ms has passed. */
@@ -1207,14 +2244,15 @@ static void stream_go(srv_stream *st) {
     }
     if (st->method == M_UNARY) {
       tri_buf *b = empty_message(st);
-      if (b) q_push(st, b);
+      if (b) grpc_emit(st, b, st->gz_out);
     }
     grpc_finish(st, TRI_CODE_OK, NULL, 0);
     return;
   }
   /* A stream's headers go now: a client may wait for them before sending. */
-  if (st->wire == WIRE_GRPC && st->method == M_STREAM) grpc_headers(st, 0);
+  if (st->wire == WIRE_GRPC && early_headers(st->method)) grpc_headers(st, 0);
   if (st->req_ended) complete_request(st);
+  else pump(st); /* FullDuplexCall requests that came during the delay */
 }
 
 static void stream_deadline(srv_stream *st) {
@@ -1226,6 +2264,121 @@ static void stream_deadline(srv_stream *st) {
   }
   q_drop_unstarted(st);
   grpc_finish(st, TRI_CODE_DEADLINE_EXCEEDED, "Deadline Exceeded", 17);
+}
+
+/* ==== 7c. x-misbehave =================================================== */
+
+/* goaway: GOAWAY(NO_ERROR) with the last stream id just below this stream,
+ * so this one (and any later one) is refused while the streams below it go
+ * on.  The connection then closes once those are done, but not before
+ * GOAWAY_LINGER_MIN_MS (the client reads the GOAWAY before the FIN, and
+ * nothing unread makes our close a reset) and not after
+ * GOAWAY_LINGER_MAX_MS (what is still open then is cut). */
+static void misbehave_goaway(srv_stream *st) {
+  srv_conn *c = st->conn;
+  int32_t last = st->id > 2 ? st->id - 2 : 0;
+  static const char why[] = "x-misbehave: goaway";
+  st->finished = 1; /* nghttp2 closes it once the GOAWAY is sent */
+  heap_remove(c->w, st);
+  if (nghttp2_submit_goaway(c->sess, NGHTTP2_FLAG_NONE, last, NGHTTP2_NO_ERROR,
+                            (const uint8_t *)why, sizeof(why) - 1)) {
+    conn_kill(c);
+    return;
+  }
+  if (!c->linger_max) {
+    int64_t now = now_ns();
+    c->linger_min = now + GOAWAY_LINGER_MIN_MS * 1000000LL;
+    c->linger_max = now + GOAWAY_LINGER_MAX_MS * 1000000LL;
+    c->w->n_linger++;
+  }
+  mark_dirty(c);
+}
+
+/* bad-hpack: a HEADERS frame for this stream whose header block is one
+ * HPACK "indexed header field" with index 0, which RFC 7541 §6.1 makes a
+ * decoding error.  The frame is written raw into the output queue between
+ * nghttp2's frames (always at a frame boundary); our HPACK encoder state
+ * is untouched.  The client must fail the connection (COMPRESSION_ERROR). */
+static void misbehave_hpack(srv_stream *st) {
+  uint32_t id = (uint32_t)st->id;
+  const uint8_t frame[10] = {0, 0, 1, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS,
+                             (uint8_t)(id >> 24 & 0x7f), (uint8_t)(id >> 16),
+                             (uint8_t)(id >> 8), (uint8_t)id, 0x80};
+  st->finished = 1;
+  heap_remove(st->conn->w, st);
+  if (out_copy(st->conn, frame, sizeof(frame))) conn_kill(st->conn);
+  mark_dirty(st->conn);
+}
+
+/* wrong-content-type: 200, content-type text/html, an HTML body, the end
+ * of the stream (no trailers, no grpc-status). */
+static void misbehave_content_type(srv_stream *st) {
+  static const char html[] = "<html><body>not a gRPC server</body></html>\n";
+  tri_buf *b = tri_pool_get(pool_of(st->conn), sizeof(html) - 1, 0);
+  if (!b) {
+    fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+    return;
+  }
+  memcpy(tri_buf_begin(b), html, sizeof(html) - 1);
+  b->len = sizeof(html) - 1;
+  st->finished = 1;
+  st->plain_end = 1;
+  heap_remove(st->conn->w, st);
+  q_push(st, b);
+  nghttp2_nv nv[] = {
+      {(uint8_t *)":status", (uint8_t *)"200", 7, 3, NGHTTP2_NV_FLAG_NONE},
+      {(uint8_t *)"content-type", (uint8_t *)"text/html; charset=utf-8", 12, 24,
+       NGHTTP2_NV_FLAG_NONE}};
+  nghttp2_data_provider prd = provider(st);
+  if (nghttp2_submit_response(st->conn->sess, st->id, nv, 2, &prd)) {
+    submit_failed(st);
+    return;
+  }
+  st->headers_sent = 1;
+  mark_dirty(st->conn);
+}
+
+/* tiny-window: SETTINGS_INITIAL_WINDOW_SIZE = 1 for the rest of this
+ * connection (see tri_server.h). */
+static void tiny_window(srv_conn *c) {
+  if (c->tiny) return;
+  nghttp2_settings_entry iv = {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1};
+  if (nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, &iv, 1) == 0)
+    c->tiny = 1;
+  mark_dirty(c);
+}
+
+/* Applies x-misbehave at the end of the request headers.  Returns 1 when
+ * the mode took the stream over (nothing else is to be done with it). */
+static int misbehave(srv_stream *st) {
+  switch (st->mb) {
+  case MB_NEVER: /* no answer, no deadline: only the client ends it */
+    st->never = 1;
+    st->deadline = 0;
+    heap_remove(st->conn->w, st);
+    return 1;
+  case MB_GOAWAY:
+    misbehave_goaway(st);
+    return 1;
+  case MB_BAD_HPACK:
+    misbehave_hpack(st);
+    return 1;
+  case MB_WRONG_CT:
+    misbehave_content_type(st);
+    return 1;
+  case MB_TINY_WINDOW:
+    tiny_window(st->conn);
+    return 0;
+  case MB_BAD_STATUS:
+    if (st->wire == WIRE_TRIPLE) {
+      fail(st, TRI_CODE_INVALID_ARGUMENT,
+           "x-misbehave: bad-grpc-status is a gRPC-wire mode");
+      return 1;
+    }
+    return 0;
+  default: /* rst-mid-response acts on the answer */
+    return 0;
+  }
 }
 
 /* The request headers are complete. */
@@ -1242,21 +2395,37 @@ static void headers_done(srv_stream *st) {
     fail(st, st->bad_code, "%s", st->bad_msg);
     return;
   }
+  if (st->mb && misbehave(st)) return;
   if (st->method == M_UNKNOWN) {
     fail(st, TRI_CODE_UNIMPLEMENTED, "unknown method %s", st->path);
     return;
   }
-  if (st->wire == WIRE_TRIPLE && st->method == M_STREAM) {
-    fail(st, TRI_CODE_UNIMPLEMENTED,
-         "StreamCall is served on the gRPC wire only");
+  if (st->method == T_UNIMPL) {
+    fail(st, TRI_CODE_UNIMPLEMENTED, "%s is not implemented", st->path);
     return;
   }
-  if (st->wire == WIRE_TRIPLE && st->body_encoded) {
-    /* Issue 5: inflate whole Triple bodies (Content-Encoding: gzip). */
-    fail(st, TRI_CODE_UNIMPLEMENTED,
-         "unknown compression: supported encodings are identity");
+  if (st->wire == WIRE_TRIPLE && !triple_ok(st->method)) {
+    fail(st, TRI_CODE_UNIMPLEMENTED, "%s is served on the gRPC wire only",
+         st->path);
     return;
   }
+  /* Compression: gzip or identity.  The default response rule: compress
+   * when the client accepts gzip and compressed its request or asked with
+   * x-compress-response: 1. */
+  uint8_t enc = st->wire == WIRE_GRPC ? st->grpc_enc : st->content_enc;
+  if (enc == ENC_OTHER) {
+    fail(st, TRI_CODE_UNIMPLEMENTED,
+         "unknown compression: supported encodings are gzip, identity");
+    return;
+  }
+  st->req_gz = enc == ENC_GZIP;
+  st->accept_gz =
+      st->wire == WIRE_GRPC ? st->grpc_accept_gz : st->http_accept_gz;
+  st->gz_out = st->accept_gz && (st->req_gz || st->x_compress);
+  /* TestService messages choose one by one: grpc-encoding: gzip goes in
+   * the headers whenever the client accepts it. */
+  st->gz_hdr = st->wire == WIRE_GRPC &&
+               (st->gz_out || (st->method >= T_EMPTY && st->accept_gz));
   if (st->delay_ms > 0) st->hold_until = now_ns() + st->delay_ms * 1000000LL;
   if (heap_update(st->conn->w, st)) {
     fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
@@ -1270,38 +2439,100 @@ static void request_end(srv_stream *st) {
   if (st->go) complete_request(st);
 }
 
-/* Issue 5 (gzip) goes here: a message with flag 0x01 is compressed with the
- * request's grpc-encoding; inflate it (tri_gzip) and go on with the plain
- * bytes.  Until then it is refused.  Returns 1 when the message may be read. */
-static int decode_hook(srv_stream *st, uint8_t flags) {
+/* Checks a request message's envelope flags.  0x01 (compressed) needs
+ * grpc-encoding: gzip; any other flag is malformed.  Returns 1 when the
+ * message may be read. */
+static int check_flags(srv_stream *st, uint8_t flags) {
   if (flags & ~TRI_FRAME_FLAG_COMPRESSED) {
     fail(st, TRI_CODE_INTERNAL, "malformed message: flags 0x%02x", flags);
     return 0;
   }
-  if (flags & TRI_FRAME_FLAG_COMPRESSED) {
-    fail(st, TRI_CODE_UNIMPLEMENTED,
-         "compressed messages are not supported by this server yet%s",
-         st->grpc_encoded ? "" : " (and no grpc-encoding was sent)");
+  st->cur_gz = (flags & TRI_FRAME_FLAG_COMPRESSED) != 0;
+  if (st->cur_gz && !st->req_gz) {
+    fail(st, TRI_CODE_INTERNAL,
+         "compressed message without grpc-encoding: gzip");
     return 0;
   }
   return 1;
 }
 
-/* A whole gRPC request message (prefix + payload, flags already 0). */
-static void on_message(srv_stream *st, tri_buf *m) {
+/* Ends the call after tri_gzip_decompress failed with `rv`. */
+static void inflate_failed(srv_stream *st, int rv, const char *what) {
+  if (rv == TRI_ERR_TOO_LARGE)
+    fail(st, TRI_CODE_RESOURCE_EXHAUSTED,
+         "decompressed %s is larger than the limit of %lld", what,
+         (long long)st->conn->w->srv->opts.max_message);
+  else if (rv == TRI_ERR_FRAME)
+    fail(st, TRI_CODE_INTERNAL, "%s: invalid gzip data", what);
+  else
+    fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+}
+
+/* Inflates in[0..n) (bounded by max_message) into a new buffer with
+ * `headroom` bytes in front.  NULL when the call failed. */
+static tri_buf *inflate_to(srv_stream *st, const uint8_t *in, size_t n,
+                           size_t headroom, const char *what) {
+  tri_server *s = st->conn->w->srv;
+  tri_buf *plain = NULL;
+  int rv = tri_gzip_decompress(&s->zp, &s->pool, in, n, s->opts.max_message,
+                               &plain);
+  if (rv) {
+    inflate_failed(st, rv, what);
+    return NULL;
+  }
+  if (!headroom) return plain;
+  tri_buf *out = tri_pool_get(&s->pool, plain->len, headroom);
+  if (out) {
+    memcpy(tri_buf_begin(out), tri_buf_begin(plain), plain->len);
+    out->len = plain->len;
+  } else {
+    fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  tri_pool_put(&s->pool, plain);
+  return out;
+}
+
+/* A compressed request message (prefix + gzip data, taken): the same
+ * message inflated, prefix + plain payload.  NULL when the call failed. */
+static tri_buf *inflate_message(srv_stream *st, tri_buf *m) {
+  tri_buf *out = inflate_to(st, tri_buf_begin(m) + TRI_FRAME_PREFIX,
+                            m->len - TRI_FRAME_PREFIX, TRI_FRAME_PREFIX,
+                            "message");
+  tri_pool_put(pool_of(st->conn), m);
+  if (!out) return NULL;
+  out->off -= TRI_FRAME_PREFIX;
+  out->len += TRI_FRAME_PREFIX;
+  tri_frame_put_prefix(tri_buf_begin(out), 0,
+                       (uint32_t)(out->len - TRI_FRAME_PREFIX));
+  return out;
+}
+
+/* A whole gRPC request message (prefix + payload, flags 0; inflated
+ * already when it arrived compressed, `gz`). */
+static void on_message(srv_stream *st, tri_buf *m, int gz) {
   st->nmsg++;
   if (st->finished) {
     tri_pool_put(pool_of(st->conn), m);
     return;
   }
-  if (st->method == M_UNARY) {
+  if (single_request(st->method)) {
     if (st->body) {
       tri_pool_put(pool_of(st->conn), m);
-      fail(st, TRI_CODE_INTERNAL,
-           "UnaryCall request has more than one message");
+      fail(st, TRI_CODE_INTERNAL, "%s request has more than one message",
+           st->method == M_UNARY ? "UnaryCall" : "the");
       return;
     }
     st->body = m;
+    st->body_gz = gz ? 1 : 0;
+    return;
+  }
+  if (st->method != M_STREAM) { /* TestService streams */
+    const uint8_t *p = tri_buf_begin(m) + TRI_FRAME_PREFIX;
+    size_t n = m->len - TRI_FRAME_PREFIX;
+    if (st->method == T_SIN) ts_input_message(st, p, n, gz);
+    else ts_output_request(st, p, n);
+    tri_pool_put(pool_of(st->conn), m);
+    pump(st);
     return;
   }
   if (st->resp_size >= 0) {
@@ -1311,7 +2542,7 @@ static void on_message(srv_stream *st, tri_buf *m) {
       return;
     }
   }
-  q_push(st, m); /* before go (x-delay-ms) it waits in the queue */
+  grpc_emit(st, m, st->gz_out); /* before go (x-delay-ms) it waits */
 }
 
 static void grpc_data(srv_stream *st, const uint8_t *d, size_t n) {
@@ -1326,7 +2557,7 @@ static void grpc_data(srv_stream *st, const uint8_t *d, size_t n) {
     case TRI_FRAME_NEED_MORE:
       return;
     case TRI_FRAME_HEADER:
-      if (!decode_hook(st, ev.flags)) return;
+      if (!check_flags(st, ev.flags)) return;
       if ((int64_t)ev.length > max) {
         fail(st, TRI_CODE_RESOURCE_EXHAUSTED,
              "message of %u bytes is larger than the limit of %lld",
@@ -1348,8 +2579,10 @@ static void grpc_data(srv_stream *st, const uint8_t *d, size_t n) {
       break;
     case TRI_FRAME_END: {
       tri_buf *m = st->cur;
+      int gz = st->cur_gz;
       st->cur = NULL;
-      on_message(st, m);
+      if (gz && !(m = inflate_message(st, m))) return;
+      on_message(st, m, gz);
       if (st->finished) return;
       break;
     }
@@ -1433,7 +2666,7 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id,
     c->owing = st;
   }
   mark_dirty(c);
-  if (st->finished) return 0; /* answered already: the rest is dropped */
+  if (st->finished || st->never) return 0; /* the rest is dropped */
   if (st->wire == WIRE_GRPC) grpc_data(st, data, len);
   else triple_data(st, data, len);
   return 0;
@@ -1518,6 +2751,7 @@ fail:
 static void conn_free(srv_conn *c) {
   srv_worker *w = c->w;
   tri_pool *pool = pool_of(c);
+  if (c->linger_max) w->n_linger--;
   epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
   close(c->fd);
   nghttp2_session_del(c->sess); /* calls no callbacks */
@@ -1560,6 +2794,20 @@ static void conn_read(srv_conn *c) {
 
 /* ==== workers =========================================================== */
 
+/* Resumes the job queues that waited for their output to drain.  Returns 1
+ * when one went on. */
+static int unblock(srv_conn *c) {
+  int did = 0;
+  for (srv_stream *st = c->streams; st && c->n_blocked; st = st->next) {
+    if (!st->pump_blocked || st->q_bytes >= STREAM_OUT_LIMIT) continue;
+    st->pump_blocked = 0;
+    c->n_blocked--;
+    pump(st);
+    did = 1;
+  }
+  return did;
+}
+
 static void process_dirty(srv_worker *w) {
   while (w->dirty) {
     srv_conn *c = w->dirty;
@@ -1569,19 +2817,47 @@ static void process_dirty(srv_worker *w) {
       settle(c);
       conn_flush(c);
       if (!c->dead && settle(c)) conn_flush(c);
+      while (!c->dead && c->n_blocked && unblock(c)) conn_flush(c);
     }
     c->dirty = 0;
     if (c->dead) conn_free(c);
   }
 }
 
+/* Closes the connections whose x-misbehave GOAWAY linger is over. */
+static void run_lingers(srv_worker *w, int64_t now) {
+  for (srv_conn *c = w->conns; c && w->n_linger; c = c->next) {
+    if (!c->linger_max || c->dead) continue;
+    if (now >= c->linger_max ||
+        (now >= c->linger_min && !nghttp2_session_want_read(c->sess) &&
+         !nghttp2_session_want_write(c->sess))) {
+      conn_flush(c);
+      conn_kill(c);
+    }
+  }
+}
+
+/* The earliest linger end still to come (0: none). */
+static int64_t next_linger(srv_worker *w) {
+  int64_t t = 0;
+  if (!w->n_linger) return 0;
+  for (srv_conn *c = w->conns; c; c = c->next) {
+    if (!c->linger_max || c->dead) continue;
+    int64_t at = c->linger_min > now_ns() ? c->linger_min : c->linger_max;
+    if (!t || at < t) t = at;
+  }
+  return t;
+}
+
 static void run_timers(srv_worker *w) {
   int64_t now = now_ns();
+  if (w->n_linger) run_lingers(w, now);
   while (w->heap_n && w->heap[0]->tkey <= now) {
     srv_stream *st = w->heap[0];
     heap_remove(w, st);
     if (st->conn->dead) continue;
     if (!st->go && st->hold_until && st->hold_until <= now) stream_go(st);
+    if (!st->finished && st->job_due && st->job_due <= now) pump(st);
     if (!st->finished && st->deadline && st->deadline <= now)
       stream_deadline(st);
     if (heap_update(w, st))
@@ -1591,8 +2867,10 @@ static void run_timers(srv_worker *w) {
 }
 
 static int next_timeout_ms(srv_worker *w) {
-  if (!w->heap_n) return -1;
-  int64_t left = w->heap[0]->tkey - now_ns();
+  int64_t at = w->heap_n ? w->heap[0]->tkey : 0, lg = next_linger(w);
+  if (lg && (!at || lg < at)) at = lg;
+  if (!at) return -1;
+  int64_t left = at - now_ns();
   if (left <= 0) return 0;
   int64_t ms = (left + 999999) / 1000000;
   return ms > INT_MAX ? INT_MAX : (int)ms;
@@ -1753,6 +3031,7 @@ int tri_server_new(tri_server **out, const tri_server_opts *opts) {
   s->nworkers = o.threads;
   s->lfd = s->stop_fd = -1;
   tri_pool_init(&s->pool, &s->stats);
+  tri_gzip_pool_init(&s->zp, &s->stats);
   for (int i = 0; i < s->nworkers; i++) {
     srv_worker *w = &s->workers[i];
     w->srv = s;
@@ -1920,6 +3199,7 @@ void tri_server_del(tri_server *s) {
     tri_mem_free(s->workers[i].pend);
   }
   tri_mem_free(s->workers);
+  tri_gzip_pool_free(&s->zp);
   tri_pool_free(&s->pool);
   tri_mem_free(s);
 }

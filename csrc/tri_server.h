@@ -1,5 +1,6 @@
 /*
- * tri_server: the embedded echo server, benchmark.BenchmarkService over h2c
+ * tri_server: the embedded server, benchmark.BenchmarkService (echo) and
+ * grpc.testing.TestService over h2c
  * (HTTP/2 cleartext with prior knowledge) on nghttp2.  It is the default
  * target of the benchmarks and a fixture of the tests; it needs no Python.
  *
@@ -8,7 +9,36 @@
  *   /benchmark.BenchmarkService/UnaryCall   echoes the one request message
  *   /benchmark.BenchmarkService/StreamCall  echoes each message as it
  *                                           arrives, until the half-close
- * (also with the method's first letter lower-cased, as dubbo-go routes).
+ * and grpc.testing.TestService, the standard gRPC interop service
+ * (proto/grpc/testing/; messages coded by hand, see tri_ts_* below):
+ *   EmptyCall            Empty -> Empty
+ *   UnaryCall            SimpleRequest -> SimpleResponse{payload: response_size
+ *                        zero bytes}
+ *   StreamingOutputCall  one StreamingOutputCallRequest -> a response per
+ *                        ResponseParameters (size zero bytes, after
+ *                        interval_us: a timer, never a sleep)
+ *   StreamingInputCall   requests until the half-close ->
+ *                        {aggregated_payload_size: the sum of payload sizes}
+ *   FullDuplexCall       each request answered as it arrives (its
+ *                        ResponseParameters, in order), OK after the half-close
+ *   HalfDuplexCall       requests buffered until the half-close, then answered
+ *   UnimplementedCall, and any other path (such as grpc.testing.UnimplementedService)
+ *                        -> UNIMPLEMENTED
+ *   response_status {code != 0, message} ends the call with that status
+ *   (code outside 1..16: UNKNOWN; on the duplexes after the answers queued
+ *   before it).  response_compressed / ResponseParameters.compressed choose
+ *   per message (honoured when the client accepts gzip; absent: the default
+ *   rule below); expect_compressed (UnaryCall, StreamingInputCall) must match
+ *   how the request message arrived, else INVALID_ARGUMENT.  Metadata
+ *   x-grpc-test-echo-initial is echoed in the initial metadata and
+ *   x-grpc-test-echo-trailing-bin in the trailing metadata.  A request that
+ *   does not parse: INTERNAL (gRPC wire) or INVALID_ARGUMENT (Triple wire).
+ *   EmptyCall, UnaryCall and UnimplementedCall are also served on the Triple
+ *   wire: application/proto (bare protobuf) and application/json (protojson:
+ *   proto or lowerCamel field names in; {"payload":{"body":"<base64>"}} out).
+ *   The streaming methods are gRPC only (UNIMPLEMENTED on the Triple wire).
+ * (Paths also match with the method's first letter lower-cased, as dubbo-go
+ * routes.)
  *
  * Wires, chosen by the request content-type (docs/triple-wire.md):
  *   application/grpc, application/grpc+<codec>  gRPC (§3): 200, content-type
@@ -22,11 +52,25 @@
  *       Trailing metadata goes in `trailer-`-prefixed headers.
  *   anything else: HTTP 415; a method other than POST: HTTP 405.
  *
+ * Compression (gzip, with tri_gzip's pooled streams):
+ *   requests   gRPC: a message with flag 0x01 under grpc-encoding: gzip;
+ *              Triple: the whole body under content-encoding: gzip.  Inflating
+ *              stops at max_message (-> RESOURCE_EXHAUSTED); corrupt or
+ *              truncated gzip -> INTERNAL; flag 0x01 without grpc-encoding:
+ *              gzip -> INTERNAL; an encoding other than gzip / identity ->
+ *              UNIMPLEMENTED.
+ *   advertised gRPC: grpc-accept-encoding: gzip; Triple: accept-encoding: gzip.
+ *   responses  compressed when the client accepts gzip (grpc-accept-encoding,
+ *              or accept-encoding on the Triple wire) AND either compressed
+ *              its request or sent `x-compress-response: 1`.  gRPC: every
+ *              message gets flag 0x01 and the headers grpc-encoding: gzip;
+ *              Triple: the whole body, content-encoding: gzip (error bodies
+ *              and empty bodies are never compressed).
+ *
  * Errors: unknown path -> UNIMPLEMENTED (12); malformed envelope, a missing
  * or second unary message -> INTERNAL (13); a message over max_message ->
- * RESOURCE_EXHAUSTED (8); a compressed message (flag 0x01) -> UNIMPLEMENTED
- * until gzip lands (issue 5: see decode_hook in tri_server.c); a bad
- * grpc-timeout / triple-timeout-ms / control value -> INVALID_ARGUMENT.
+ * RESOURCE_EXHAUSTED (8); a bad grpc-timeout / triple-timeout-ms / control
+ * value -> INVALID_ARGUMENT.
  * grpc-timeout and triple-timeout-ms are honoured: when the deadline passes
  * before the status is decided, the call ends with DEADLINE_EXCEEDED (gRPC
  * trailers, or 408 on the Triple wire).
@@ -41,6 +85,7 @@
  *   x-response-size: N  each answer is BenchmarkResponse{N x 'a'}
  *                    (0x0a varint(N) 'a'...; JSON {"payload":"<base64>"})
  *   x-reset: 1       RST_STREAM(CANCEL) instead of an answer
+ *   x-compress-response: 1  compress the answer if the client accepts gzip
  *
  * Threads: one acceptor thread hands accepted sockets round-robin to N
  * worker threads; each worker runs an epoll loop and owns its connections
@@ -64,6 +109,7 @@
 #ifndef TRI_SERVER_H
 #define TRI_SERVER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tri_stats.h"
@@ -115,5 +161,53 @@ const tri_stats *tri_server_stats(const tri_server *s);
 /* Why the last failing tri_server_start failed ("" when it did not).
  * Borrowed; valid until the next start or tri_server_del. */
 const char *tri_server_errstr(const tri_server *s);
+
+/* ---- grpc.testing messages ------------------------------------------------
+ * The hand-written protobuf coding of the TestService (no protoc): only the
+ * fields the server uses are read, unknown fields are skipped, and every
+ * output borrows from the input.  Exposed for the C tests. */
+
+/* What the server reads from a SimpleRequest, StreamingOutputCallRequest or
+ * StreamingInputCallRequest (fields a message type lacks stay at defaults). */
+typedef struct tri_ts_request {
+  int32_t response_type;       /* PayloadType (0 COMPRESSABLE) */
+  int32_t response_size;       /* SimpleRequest.response_size */
+  size_t payload_len;          /* payload.body length */
+  int response_compressed;     /* BoolValue: -1 absent, else its value */
+  int expect_compressed;       /* BoolValue: -1 absent, else its value */
+  int has_status;              /* response_status present */
+  int32_t status_code;
+  const uint8_t *status_msg;   /* response_status.message (UTF-8) */
+  size_t status_msg_len;
+  int fill_username, fill_oauth_scope;
+  size_t nparams;              /* response_parameters seen */
+} tri_ts_request;
+
+/* One ResponseParameters. */
+typedef struct tri_ts_params {
+  int32_t size;
+  int32_t interval_us;
+  int compressed; /* BoolValue: -1 absent, else its value */
+} tri_ts_params;
+
+/* Each returns 0, or -1 when p[0..n) is not a valid message of that type. */
+int tri_ts_decode_simple(const uint8_t *p, size_t n, tri_ts_request *r);
+int tri_ts_decode_output(const uint8_t *p, size_t n, tri_ts_request *r);
+int tri_ts_decode_input(const uint8_t *p, size_t n, tri_ts_request *r);
+
+/* The response_parameters of a StreamingOutputCallRequest, one per call
+ * from *off (start at 0): 1 with *out, 0 after the last, -1 if malformed. */
+int tri_ts_next_params(const uint8_t *p, size_t n, size_t *off,
+                       tri_ts_params *out);
+
+/* {1: Payload{1: type (when nonzero), 2: `size` zero bytes}}: a
+ * SimpleResponse or StreamingOutputCallResponse.  _len gives its size;
+ * _put writes it to out (that many bytes) and returns the size. */
+size_t tri_ts_payload_msg_len(uint32_t size, int32_t type);
+size_t tri_ts_payload_msg_put(uint8_t *out, uint32_t size, int32_t type);
+
+/* StreamingInputCallResponse{1: aggregated_payload_size} into out (at most
+ * 11 bytes); returns its size (0 for a zero total). */
+size_t tri_ts_aggregated_put(uint8_t *out, int32_t total);
 
 #endif

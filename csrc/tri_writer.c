@@ -125,3 +125,10 @@ int tri_writer_has_pending(tri_writer *w) {
   pthread_mutex_unlock(&w->lock);
   return p;
 }
+
+int tri_writer_pending_nowait(tri_writer *w) {
+  if (pthread_mutex_trylock(&w->lock)) return 1; /* busy: assume bytes wait */
+  int p = w->chunk != NULL && w->chunk->len > 0;
+  pthread_mutex_unlock(&w->lock);
+  return p;
+}

@@ -76,5 +76,9 @@ int tri_writer_flush_nowait(tri_writer *w);
 int tri_writer_close(tri_writer *w);
 /* Nonzero when bytes are waiting in the current chunk (racy hint). */
 int tri_writer_has_pending(tri_writer *w);
+/* The same without ever waiting for the lock (for the I/O thread, which must
+ * not wait on a writer that may itself be waiting for the I/O thread to free
+ * room): a busy writer counts as pending. */
+int tri_writer_pending_nowait(tri_writer *w);
 
 #endif
