@@ -880,7 +880,7 @@ int tri_call_read(tri_call *c, int64_t timeout_ns, tri_buf **msg) {
       /* cancel() was accepted: wait for it to take effect instead of
        * handing out responses that arrived before it. */
       int64_t left = timeout_ns < 0 ? -1 : end - tri__now();
-      if (timeout_ns == 0 || (left >= 0 && left <= 0) ||
+      if (timeout_ns == 0 || (timeout_ns > 0 && left <= 0) ||
           tri_call_wait(c, left) != 0)
         return TRI_ERR_TIMEOUT;
     }
@@ -888,9 +888,10 @@ int tri_call_read(tri_call *c, int64_t timeout_ns, tri_buf **msg) {
     if ((*msg = pop_message(c))) return 1;
     if (tri_call_done(c)) return (*msg = pop_message(c)) ? 1 : 0;
     if (!flushed && (c->flags & TRI_CALL_CLIENT_STREAMING) &&
-        tri_writer_has_pending(&c->writer)) {
-      tri_writer_flush(&c->writer); /* never make a ping-pong wait */
-      flushed = 1;
+        tri_writer_pending_nowait(&c->writer)) {
+      /* Never make a ping-pong wait for the flush timer.  Without waiting
+       * for a writer busy in another thread: then the timer covers it. */
+      flushed = tri_writer_flush_nowait(&c->writer) != TRI_ERR_AGAIN;
     }
     if (timeout_ns == 0 || wait_recv(c, seen, end)) return TRI_ERR_TIMEOUT;
   }
