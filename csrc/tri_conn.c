@@ -1064,20 +1064,26 @@ static void *conn_main(void *arg) {
   return NULL;
 }
 
-int tri__conn_new(tri_conn **out, tri_channel *ch) {
+/* The state every connection starts with (no descriptors yet).  NULL when
+ * out of memory; `out` and `staging` may still be NULL then checked. */
+static tri_conn *conn_alloc(tri_channel *ch) {
   tri_conn *conn = tri_mem_calloc(&ch->stats, 1, sizeof(*conn));
-  if (!conn) return TRI_ERR_NOMEM;
+  if (!conn) return NULL;
   conn->ch = ch;
   conn->stats = &ch->stats;
-  conn->fd = -1;
-  conn->evfd = -1;
-  conn->tfd = -1;
+  conn->fd = conn->evfd = conn->tfd = conn->epfd = -1;
   atomic_init(&conn->refs, 1);
   tri_mpsc_init(&conn->ops);
   tri_arena_init(&conn->arena, &ch->stats);
   conn->out_cap = OUT_MAX;
   conn->out = tri_mem_alloc(&ch->stats, conn->out_cap * sizeof(tri_out));
   conn->staging = tri_pool_get(&ch->pool, 64 << 10, 0);
+  return conn;
+}
+
+int tri__conn_new(tri_conn **out, tri_channel *ch) {
+  tri_conn *conn = conn_alloc(ch);
+  if (!conn) return TRI_ERR_NOMEM;
   if (ch->ssl_ctx) conn->tls_out = tri_pool_get(&ch->pool, 64 << 10, 0);
   conn->rbuf_cap = RBUF_SIZE;
   conn->rbuf = tri_mem_alloc(&ch->stats, conn->rbuf_cap);
@@ -1139,18 +1145,9 @@ static void *detached_main(void *arg) {
 }
 
 int tri__conn_new_detached(tri_conn **out, tri_channel *ch) {
-  tri_conn *conn = tri_mem_calloc(&ch->stats, 1, sizeof(*conn));
+  tri_conn *conn = conn_alloc(ch);
   if (!conn) return TRI_ERR_NOMEM;
-  conn->ch = ch;
-  conn->stats = &ch->stats;
-  conn->fd = conn->evfd = conn->tfd = conn->epfd = -1;
   conn->detached = 1;
-  atomic_init(&conn->refs, 1);
-  tri_mpsc_init(&conn->ops);
-  tri_arena_init(&conn->arena, &ch->stats);
-  conn->out_cap = OUT_MAX;
-  conn->out = tri_mem_alloc(&ch->stats, conn->out_cap * sizeof(tri_out));
-  conn->staging = tri_pool_get(&ch->pool, 64 << 10, 0);
   if (!conn->out || !conn->staging || start_session(conn)) {
     tri_mem_free(conn->out);
     tri_pool_put(&ch->pool, conn->staging);
