@@ -10,7 +10,7 @@ CORE_SRC := $(wildcard csrc/tri_*.c) csrc/gen/benchmark.pb-c.c csrc/gen/triple_w
 CTEST_SRC := $(wildcard tests/c/*.c)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all bootstrap build test ctest ctest-asan ctest-reverse pytest bench bench-peers clean fuzz test-tsan test-valgrind test-asan
+.PHONY: all bootstrap build test ctest ctest-asan ctest-reverse pytest bench bench-peers clean fuzz test-tsan test-valgrind test-asan microbench soak interop
 
 all: build
 
@@ -60,6 +60,24 @@ bench: bootstrap
 
 bench-peers: bootstrap
 	$(PY) benchmarks/unary_peers.py
+
+# The interop grid (tests/interop/README.md): every peer x wire x case, JUnit XML and JSON.
+interop: bootstrap
+	mkdir -p build
+	$(PY) -m triple_py.interop --junit build/interop.xml --json build/interop.json
+
+# pytest-benchmark micro-benchmarks of the hot path (benchmarks/micro; not in `make test`):
+# envelope, pool, protobuf-c pack pooled vs copy, gzip, a unary call triple_py vs grpcio.
+# Rounds of >= 0.5 ms keep the per-round data (which benchstat reads) to a few MB; compare
+# variants with e.g. `$(PY) -m triple_py.benchstat -col /method results/microbench.json`.
+MICROBENCH_JSON ?= results/microbench.json
+microbench: bootstrap
+	mkdir -p $(dir $(MICROBENCH_JSON))
+	$(PY) -m pytest benchmarks/micro -p no:cacheprovider -q \
+	  --benchmark-json $(MICROBENCH_JSON) --benchmark-save-data \
+	  --benchmark-min-time=0.0005 --benchmark-max-time=0.5 --benchmark-min-rounds=10 \
+	  --benchmark-warmup=on --benchmark-disable-gc --benchmark-columns=min,median,iqr,rounds
+	$(PY) -m triple_py.benchstat $(MICROBENCH_JSON)
 
 clean:
 	rm -rf build .build csrc/gen *.egg-info triple_py/*.so
@@ -112,3 +130,11 @@ test-valgrind: build/ctest
 test-asan: build/ctest-asan bootstrap
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build/ctest-asan
 	tools/test_asan.sh
+
+# Soak (tools/soak.py): SOAK_SECONDS (60) at 1,000 unary calls in flight on one channel
+# against the embedded echo server behind triple_py.testing.FaultProxy, a 0.5 s fault
+# window (reset, stall, truncate, close_after) every 5 s; prints a summary, writes
+# results/soak-<ts>.json, and fails when RSS grew by more than 5 % from start to end.
+SOAK_SECONDS ?= 60
+soak: bootstrap
+	$(PY) tools/soak.py --seconds $(SOAK_SECONDS)

@@ -463,6 +463,12 @@ int tri__call_on_header(tri_call *c, const nghttp2_frame *frame,
     return 0;
   }
   if (c->triple) {
+    if (name_is(name, nl, "content-type")) {
+      /* A Triple answer is application/<codec>; anything else (an HTML error
+       * page from a proxy, say) is not a message. */
+      if (vl < 12 || memcmp(value, "application/", 12) != 0) c->bad_content_type = 1;
+      return 0;
+    }
     /* Triple: trailing metadata travels as "trailer-" headers (§1.3). */
     if (nl > 8 && memcmp(name, "trailer-", 8) == 0)
       return add_received_md(c, TRI_MD_TRAILING, name + 8, nl - 8, value, vl);
@@ -646,6 +652,10 @@ static void triple_close(tri_call *c) {
     tri__call_complete(c, TRI_CODE_INTERNAL, "unknown content-encoding");
     return;
   }
+  if (c->http_status == 200 && c->bad_content_type) {
+    tri__call_complete(c, TRI_CODE_INTERNAL, "unexpected content-type in a Triple response");
+    return;
+  }
   if (c->http_status == 200) {
     if (!c->resp && !(c->resp = tri_pool_get(pool, 0, 0))) {
       tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
@@ -684,9 +694,13 @@ void tri__call_on_close(tri_call *c, uint32_t error_code) {
     return;
   }
   if (c->grpc_status == -1 && error_code != NGHTTP2_NO_ERROR) {
-    tri__call_complete(c, tri_code_from_rst(error_code),
-                       "stream reset by peer: %s (0x%x)",
-                       nghttp2_http2_strerror(error_code), error_code);
+    if (error_code == NGHTTP2_REFUSED_STREAM && c->conn && c->conn->goaway)
+      tri__call_complete(c, TRI_CODE_UNAVAILABLE,
+                         "stream not processed: the server sent GOAWAY");
+    else
+      tri__call_complete(c, tri_code_from_rst(error_code),
+                         "stream reset by peer: %s (0x%x)",
+                         nghttp2_http2_strerror(error_code), error_code);
     return;
   }
   if (c->grpc_status == -1) {

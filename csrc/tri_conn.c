@@ -57,8 +57,13 @@ int tri__conn_push(tri_conn *conn, tri_node *node) {
 void tri__conn_shutdown(tri_conn *conn) {
   atomic_store(&conn->shutdown_req, 1);
   atomic_store(&conn->unusable, 1);
-  atomic_store(&conn->wake_pending, 0);
-  wake(conn);
+  /* Wake it like a push does, so the eventfd cannot be closed under us. */
+  atomic_fetch_add(&conn->producers, 1);
+  if (!atomic_load(&conn->closed)) {
+    atomic_store(&conn->wake_pending, 0);
+    wake(conn);
+  }
+  atomic_fetch_sub(&conn->producers, 1);
 }
 
 /* ---- deadline heap (I/O thread) --------------------------------------- */
@@ -994,6 +999,27 @@ static void check_connected(tri_conn *conn) {
   tls_step(conn);
 }
 
+/* A dead connection can outlive its thread for long (finished calls that the
+ * application keeps, e.g. an RpcError, hold references): give back its
+ * descriptors and buffers now and keep only the struct. */
+static void release_io_resources(tri_conn *conn) {
+  int fds[3] = {conn->epfd, conn->evfd, conn->tfd};
+  conn->epfd = conn->evfd = conn->tfd = -1; /* pushes are refused already */
+  for (int i = 0; i < 3; i++)
+    if (fds[i] >= 0) close(fds[i]);
+  tri_mem_free(conn->rbuf);
+  conn->rbuf = NULL;
+  tri_pool_put(&conn->ch->pool, conn->staging);
+  conn->staging = NULL;
+  tri_pool_put(&conn->ch->pool, conn->tls_out);
+  conn->tls_out = NULL;
+  tri_mem_free(conn->out);
+  conn->out = NULL;
+  tri_mem_free(conn->heap);
+  conn->heap = NULL;
+  tri_arena_free_all(&conn->arena);
+}
+
 static void *conn_main(void *arg) {
   tri_conn *conn = arg;
   /* A peer that closes while we write must give EPIPE, not kill a host
@@ -1060,6 +1086,7 @@ static void *conn_main(void *arg) {
     close(conn->fd);
     conn->fd = -1;
   }
+  release_io_resources(conn);
   atomic_store(&conn->exited, 1);
   return NULL;
 }
@@ -1122,15 +1149,7 @@ void tri__conn_join(tri_conn *conn) {
 
 void tri__conn_free(tri_conn *conn) {
   tri__conn_join(conn);
-  close(conn->epfd);
-  close(conn->evfd);
-  close(conn->tfd);
-  tri_mem_free(conn->rbuf);
-  tri_pool_put(&conn->ch->pool, conn->staging);
-  tri_pool_put(&conn->ch->pool, conn->tls_out);
-  tri_mem_free(conn->out);
-  tri_mem_free(conn->heap);
-  tri_arena_free_all(&conn->arena);
+  release_io_resources(conn); /* a no-op when the thread released them */
   tri_mem_free(conn);
 }
 

@@ -1,9 +1,12 @@
 /*
- * tri_server.c: the embedded BenchmarkService echo server (see tri_server.h
- * for the behaviour).  Layout of this file:
- *   1. types          4. output queue       7. request handling
- *   2. small helpers  5. responses          8. nghttp2 callbacks
- *   3. timer heap     6. stream lifetime    9. connections, workers, API
+ * tri_server.c: the embedded server, BenchmarkService (echo) and
+ * grpc.testing.TestService (see tri_server.h for the behaviour).  Layout of
+ * this file:
+ *   1. types          4. output queue       7. request handling (7a the
+ *   2. small helpers  5. responses             TestService, 7b answering,
+ *      (+ grpc.testing 6. stream lifetime       7c x-misbehave)
+ *      protobuf)                            8. nghttp2 callbacks
+ *   3. timer heap                           9. connections, workers, API
  *
  * Ownership inside a worker: a srv_conn owns its socket, its nghttp2
  * session, its streams (list `streams`) and its output queue.  A srv_stream

@@ -86,6 +86,43 @@
  *                    (0x0a varint(N) 'a'...; JSON {"payload":"<base64>"})
  *   x-reset: 1       RST_STREAM(CANCEL) instead of an answer
  *   x-compress-response: 1  compress the answer if the client accepts gzip
+ *   x-misbehave: <mode>  a misbehaving server, on any method and path (for
+ *                    the client's fault tests); an unknown mode is
+ *                    INVALID_ARGUMENT:
+ *     rst-mid-response  the response headers, the first half of the first
+ *                    response message (or of the Triple body; none when the
+ *                    call has no message), then RST_STREAM(INTERNAL_ERROR)
+ *                    (the data source returns NGHTTP2_ERR_TEMPORAL_CALLBACK_
+ *                    FAILURE once the half is out; nghttp2 sends the RST)
+ *     goaway         GOAWAY(NO_ERROR, last-stream-id = this stream - 2): this
+ *                    stream (and any later one) is refused, streams below it
+ *                    go on; the connection closes when they are done, at the
+ *                    earliest 100 ms and at the latest 1 s after the GOAWAY
+ *                    (whatever is still open then is cut)
+ *     bad-hpack      a raw HEADERS frame for this stream, written between
+ *                    nghttp2's frames, whose block is the HPACK indexed field
+ *                    0x80 (index 0: a decoding error by RFC 7541 §6.1); our
+ *                    own HPACK encoder state is untouched.  The client must
+ *                    fail the whole connection (COMPRESSION_ERROR)
+ *     bad-grpc-status   grpc-status: abc (trailers, or trailers-only); gRPC
+ *                    wire only (INVALID_ARGUMENT on the Triple wire)
+ *     wrong-content-type  :status 200, content-type: text/html, an HTML body
+ *                    and END_STREAM: no grpc-status, no trailers
+ *     tiny-window    SETTINGS_INITIAL_WINDOW_SIZE = 1 is submitted for the
+ *                    rest of this connection (the connection window stays as
+ *                    it was); the call itself is answered normally.  Once the
+ *                    client acks it, every stream's receive window is 1 byte
+ *                    (open ones shrink by the difference, RFC 9113 §6.9.2).
+ *                    We create sessions with no_auto_window_update and credit
+ *                    received bytes with nghttp2_session_consume as soon as
+ *                    they are read; nghttp2 queues a WINDOW_UPDATE once the
+ *                    consumed bytes reach half the local window, i.e. after
+ *                    every byte: the client gets a 1-byte WINDOW_UPDATE per
+ *                    byte it sends, a round trip each
+ *     never-answer   nothing is ever sent on the stream (grpc-timeout and
+ *                    triple-timeout-ms are ignored too; its request data is
+ *                    read and dropped); only the client ends it (RST_STREAM
+ *                    or closing the connection)
  *
  * Threads: one acceptor thread hands accepted sockets round-robin to N
  * worker threads; each worker runs an epoll loop and owns its connections

@@ -11,6 +11,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -256,11 +257,131 @@ def test_response_size(channel):
     assert unary(channel)(b"x", metadata=[("x-response-size", "0")], timeout=TIMEOUT) == b""
 
 
-def test_compressed_request_is_refused(server):
+# --- gzip ----------------------------------------------------------------------------------
+
+COMPRESSIBLE = b"0123456789abcdef" * 8192  # 128 KiB that gzip shrinks to well under 4 KiB
+
+
+def server_bytes(server):
+    stats = server.stats()
+    return stats["bytes_read"], stats["bytes_written"]
+
+
+def wire_bytes(server, call):
+    """(bytes the server read, bytes it wrote) while call() ran; call's result too."""
+    read0, written0 = server_bytes(server)
+    result = call()
+    read1, written1 = server_bytes(server)
+    return read1 - read0, written1 - written0, result
+
+
+def test_gzip_grpcio_client(server):
+    """grpcio with gzip: the request arrives compressed, the echo goes back compressed
+    (grpcio accepts gzip and compressed its request)."""
     with grpc.insecure_channel(server.address, compression=grpc.Compression.Gzip) as ch:
-        with pytest.raises(grpc.RpcError) as info:
-            unary(ch)(b"z" * 1000, timeout=TIMEOUT)
-    assert info.value.code() is grpc.StatusCode.UNIMPLEMENTED
+        assert unary(ch)(b"warm", timeout=TIMEOUT) == b"warm"
+        read, written, response = wire_bytes(
+            server, lambda: unary(ch)(COMPRESSIBLE, timeout=TIMEOUT))
+        assert response == COMPRESSIBLE
+        assert read < 8192 and written < 8192, (read, written)
+        messages = [COMPRESSIBLE[:n] for n in (0, 1, 5000, len(COMPRESSIBLE))]
+        assert list(stream(ch)(iter(messages), timeout=TIMEOUT)) == messages
+
+
+def test_gzip_grpcio_response_only(server, channel):
+    """An uncompressed request: a plain answer, unless x-compress-response: 1 asks (grpcio
+    always accepts gzip)."""
+    read, written, response = wire_bytes(
+        server, lambda: unary(channel)(COMPRESSIBLE, timeout=TIMEOUT))
+    assert response == COMPRESSIBLE and written > len(COMPRESSIBLE)
+    read, written, response = wire_bytes(
+        server, lambda: unary(channel)(COMPRESSIBLE, metadata=[("x-compress-response", "1")],
+                                       timeout=TIMEOUT))
+    assert response == COMPRESSIBLE and read > len(COMPRESSIBLE) and written < 8192
+    # Per call on a plain channel.
+    read, written, response = wire_bytes(
+        server, lambda: unary(channel)(COMPRESSIBLE, compression=grpc.Compression.Gzip,
+                                       timeout=TIMEOUT))
+    assert response == COMPRESSIBLE and read < 8192 and written < 8192
+
+
+@pytest.mark.parametrize("wire", ["grpc", "triple"])
+def test_gzip_triple_py_client(server, wire):
+    with triple_py.insecure_channel(server.address, wire=wire,
+                                    compression=triple_py.Compression.Gzip) as ch:
+        call = ch.unary_unary(UNARY)
+        assert call(b"warm", timeout=TIMEOUT) == b"warm"
+        read, written, response = wire_bytes(server, lambda: call(COMPRESSIBLE,
+                                                                  timeout=TIMEOUT))
+        assert response == COMPRESSIBLE
+        assert read < 8192 and written < 8192, (read, written)
+        assert call(b"", timeout=TIMEOUT) == b""
+        response = call(b"x", metadata=[("x-response-size", "50000")], timeout=TIMEOUT)
+        assert response == b"\x0a\xd0\x86\x03" + b"a" * 50000
+        with pytest.raises(triple_py.RpcError) as info:
+            call(COMPRESSIBLE, metadata=[("x-status", "6"), ("x-message", "dup")],
+                 timeout=TIMEOUT)
+        assert info.value.code() is triple_py.StatusCode.ALREADY_EXISTS
+        assert info.value.details() == "dup"
+        if wire == "grpc":
+            messages = [COMPRESSIBLE[:n] for n in (0, 7, len(COMPRESSIBLE))]
+            assert list(ch.stream_stream(STREAM)(iter(messages), timeout=TIMEOUT)) == messages
+    with triple_py.insecure_channel(server.address, wire=wire) as ch:
+        call = ch.unary_unary(UNARY)
+        read, written, response = wire_bytes(
+            server, lambda: call(COMPRESSIBLE, metadata=[("x-compress-response", "1")],
+                                 timeout=TIMEOUT))
+        assert response == COMPRESSIBLE
+        assert read > len(COMPRESSIBLE) and written < 8192, (read, written)
+        read, written, response = wire_bytes(
+            server, lambda: call(COMPRESSIBLE, compression=triple_py.Compression.Gzip,
+                                 timeout=TIMEOUT))
+        assert response == COMPRESSIBLE and read < 8192 and written < 8192
+
+
+def _gzip(data: bytes) -> bytes:
+    import gzip
+    return gzip.compress(data, compresslevel=9)
+
+
+@pytest.mark.parametrize("wire", ["grpc", "triple"])
+def test_gzip_bad_requests(server, wire):
+    """Corrupt gzip: INTERNAL; inflating past max_message (64 MiB): RESOURCE_EXHAUSTED;
+    an unknown encoding: UNIMPLEMENTED (seen with a raw h2 client)."""
+    bomb = _gzip(bytes(64 * MiB + 1))
+    corrupt = _gzip(b"hello world")[:-6] + b"\x00" * 6
+    if wire == "grpc":
+        def call(body, enc="gzip"):
+            frame = b"\x01" + len(body).to_bytes(4, "big") + body
+            status, headers, _, _ = h2_call(
+                server.port, UNARY, [("content-type", "application/grpc"),
+                                     ("te", "trailers"), ("grpc-encoding", enc)], frame)
+            assert status == 200
+            return int(dict(headers)["grpc-status"])
+        assert call(bomb) == 8
+        assert call(corrupt) == 13
+        assert call(b"abc", "snappy") == 12
+        assert call(_gzip(b"ok")) == 0
+    else:
+        def call(body, enc="gzip"):
+            status, _, data, _ = h2_call(
+                server.port, UNARY, [("content-type", "application/proto"),
+                                     ("content-encoding", enc)], body)
+            return status, (json.loads(data)["code"] if status != 200 else data)
+        assert call(bomb) == (429, "resource_exhausted")
+        assert call(corrupt) == (500, "internal")
+        assert call(b"abc", "snappy") == (404, "unimplemented")
+        assert call(_gzip(b"ok")) == (200, b"ok")
+
+
+def test_gzip_advertised(server):
+    status, headers, _, _ = h2_call(server.port, UNARY, [("content-type", "application/grpc"),
+                                                         ("te", "trailers")],
+                                    b"\x00\x00\x00\x00\x00")
+    assert ("grpc-accept-encoding", "gzip") in headers
+    status, headers, _, _ = h2_call(server.port, UNARY, [("content-type", "application/proto")],
+                                    b"")
+    assert ("accept-encoding", "gzip") in headers
 
 
 # --- triple_py's own client against it -----------------------------------------------------
@@ -520,3 +641,319 @@ def test_stream_backpressure(server):
     assert ended, f"stream did not end: sent {sent}, received {received}"
     assert received == sent
     assert (b"grpc-status", b"0") in trailers
+
+
+# --- grpc.testing.TestService (hand-coded protobuf, as the server's own) ------------------
+
+TS = "/grpc.testing.TestService/"
+
+
+def _varint(n: int) -> bytes:
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _vi(field: int, n: int) -> bytes:
+    return _varint(field << 3) + _varint(n)
+
+
+def _ld(field: int, data: bytes) -> bytes:
+    return _varint(field << 3 | 2) + _varint(len(data)) + data
+
+
+def _boolvalue(field: int, value) -> bytes:
+    return b"" if value is None else _ld(field, _vi(1, 1) if value else b"")
+
+
+def _status(field: int, status) -> bytes:
+    if status is None:
+        return b""
+    code, message = status
+    return _ld(field, _vi(1, code) + _ld(2, message.encode()))
+
+
+def _payload(size: int) -> bytes:
+    return _ld(2, bytes(size)) if size else b""
+
+
+def simple_request(response_size=0, payload_size=0, response_compressed=None,
+                   expect_compressed=None, status=None) -> bytes:
+    return (_vi(2, response_size) + (_ld(3, _payload(payload_size)) if payload_size else b"")
+            + _boolvalue(6, response_compressed) + _status(7, status)
+            + _boolvalue(8, expect_compressed))
+
+
+def output_request(sizes=(), interval_us=0, compressed=None, status=None,
+                   payload_size=0) -> bytes:
+    params = b"".join(_ld(2, _vi(1, n) + (_vi(2, interval_us) if interval_us else b"")
+                          + _boolvalue(3, compressed)) for n in sizes)
+    return params + (_ld(3, _payload(payload_size)) if payload_size else b"") \
+        + _status(7, status)
+
+
+def input_request(payload_size: int, expect_compressed=None) -> bytes:
+    return _ld(1, _payload(payload_size)) + _boolvalue(2, expect_compressed)
+
+
+def pb_fields(data: bytes) -> dict:
+    """{field: [values]} of a message (varints as int, length-delimited as bytes)."""
+    fields: dict = {}
+    i = 0
+    while i < len(data):
+        key = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            key |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                break
+        value = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                break
+        if key & 7 == 2:
+            value, i = data[i:i + value], i + value
+        else:
+            assert key & 7 == 0
+        fields.setdefault(key >> 3, []).append(value)
+    return fields
+
+
+def body_of(response: bytes) -> bytes:
+    """The payload body of a SimpleResponse / StreamingOutputCallResponse."""
+    payload = pb_fields(response).get(1, [b""])[-1]
+    return pb_fields(payload).get(2, [b""])[-1]
+
+
+def check_zeros(response: bytes, size: int) -> None:
+    body = body_of(response)
+    assert len(body) == size and body.count(0) == size
+
+
+def test_ts_empty_call(channel):
+    response, call = channel.unary_unary(TS + "EmptyCall").with_call(b"", timeout=TIMEOUT)
+    assert response == b"" and call.code() is grpc.StatusCode.OK
+
+
+def test_ts_unary_call(channel):
+    call = channel.unary_unary(TS + "UnaryCall")
+    check_zeros(call(simple_request(314159, 271828), timeout=TIMEOUT), 314159)
+    check_zeros(call(simple_request(0), timeout=TIMEOUT), 0)
+    special = "\t\ntest with whitespace\r\nand Unicode BMP \u2615 and non-BMP \U0001f608\t\n"
+    for code in (grpc.StatusCode.UNKNOWN, grpc.StatusCode.NOT_FOUND):
+        with pytest.raises(grpc.RpcError) as info:
+            call(simple_request(10, status=(code.value[0], special)), timeout=TIMEOUT)
+        assert info.value.code() is code and info.value.details() == special
+    with pytest.raises(grpc.RpcError) as info:  # an EchoStatus code no status has
+        call(simple_request(status=(99, "x")), timeout=TIMEOUT)
+    assert info.value.code() is grpc.StatusCode.UNKNOWN
+    with pytest.raises(grpc.RpcError) as info:
+        call(b"\x12\x05", timeout=TIMEOUT)  # not a SimpleRequest
+    assert info.value.code() is grpc.StatusCode.INTERNAL
+
+
+def test_ts_echo_metadata(channel):
+    metadata = [("x-grpc-test-echo-initial", "test_initial_metadata_value"),
+                ("x-grpc-test-echo-trailing-bin", b"\x0a\x0b\x0a\x0b\x0a\x0b")]
+    response, call = channel.unary_unary(TS + "UnaryCall").with_call(
+        simple_request(5), metadata=metadata, timeout=TIMEOUT)
+    assert dict(call.initial_metadata())["x-grpc-test-echo-initial"] == \
+        "test_initial_metadata_value"
+    assert "x-grpc-test-echo-trailing-bin" not in dict(call.initial_metadata())
+    assert dict(call.trailing_metadata())["x-grpc-test-echo-trailing-bin"] == \
+        b"\x0a\x0b\x0a\x0b\x0a\x0b"
+    assert "x-grpc-test-echo-initial" not in dict(call.trailing_metadata())
+    stream_call = channel.stream_stream(TS + "FullDuplexCall")(
+        iter([output_request([7])]), metadata=metadata, timeout=TIMEOUT)
+    assert [len(body_of(r)) for r in stream_call] == [7]
+    assert dict(stream_call.initial_metadata())["x-grpc-test-echo-initial"] == \
+        "test_initial_metadata_value"
+    assert dict(stream_call.trailing_metadata())["x-grpc-test-echo-trailing-bin"] == \
+        b"\x0a\x0b\x0a\x0b\x0a\x0b"
+
+
+def test_ts_unary_compression(server, channel):
+    call = channel.unary_unary(TS + "UnaryCall")
+    # response_compressed: true is compressed on the wire (grpcio accepts gzip), false not.
+    for compressed, small in ((True, True), (False, False), (None, False)):
+        read, written, response = wire_bytes(
+            server, lambda: call(simple_request(314159, response_compressed=compressed),
+                                 timeout=TIMEOUT))
+        check_zeros(response, 314159)
+        assert (written < 314159 // 4) is small, (compressed, written)
+    # expect_compressed: the probe (plain request) fails; gzip passes; false + plain passes.
+    with pytest.raises(grpc.RpcError) as info:
+        call(simple_request(10, 271828, expect_compressed=True), timeout=TIMEOUT)
+    assert info.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    read, written, response = wire_bytes(
+        server, lambda: call(simple_request(10, 271828, expect_compressed=True),
+                             compression=grpc.Compression.Gzip, timeout=TIMEOUT))
+    check_zeros(response, 10)
+    assert read < 271828 // 4
+    check_zeros(call(simple_request(10, 271828, expect_compressed=False), timeout=TIMEOUT), 10)
+    with pytest.raises(grpc.RpcError) as info:
+        call(simple_request(10, 100, expect_compressed=False), compression=grpc.Compression.Gzip,
+             timeout=TIMEOUT)
+    assert info.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_ts_streaming_output(server, channel):
+    sizes = [31415, 9, 2653, 58979]
+    call = channel.unary_stream(TS + "StreamingOutputCall")
+    assert [len(body_of(r)) for r in call(output_request(sizes), timeout=TIMEOUT)] == sizes
+    # interval_us is a timer: 3 x 250 ms, and other calls are answered meanwhile.
+    started = time.monotonic()
+    responses = call(output_request([1, 2, 3], interval_us=250_000), timeout=TIMEOUT)
+    first = next(responses)
+    quick = time.monotonic()
+    check_zeros(channel.unary_unary(TS + "UnaryCall")(simple_request(3), timeout=TIMEOUT), 3)
+    assert time.monotonic() - quick < 0.2
+    assert [len(body_of(r)) for r in [first, *responses]] == [1, 2, 3]
+    assert time.monotonic() - started >= 0.75
+    # Compressed, then not (bytes the server wrote).
+    read, written, got = wire_bytes(server, lambda: list(call(
+        output_request([31415], compressed=True) + output_request([92653], compressed=False),
+        timeout=TIMEOUT)))
+    assert [len(body_of(r)) for r in got] == [31415, 92653]
+    assert 92653 < written < 92653 + 31415 // 2
+    with pytest.raises(grpc.RpcError) as info:
+        list(call(output_request([5], status=(10, "stop")), timeout=TIMEOUT))
+    assert info.value.code() is grpc.StatusCode.ABORTED and info.value.details() == "stop"
+
+
+def test_ts_streaming_input(channel):
+    call = channel.stream_unary(TS + "StreamingInputCall")
+    response = call(iter([input_request(n) for n in (27182, 8, 1828, 45904)]), timeout=TIMEOUT)
+    assert pb_fields(response) == {1: [74922]}
+    assert call(iter([]), timeout=TIMEOUT) == b""
+    with pytest.raises(grpc.RpcError) as info:
+        call(iter([input_request(27182, expect_compressed=True)]), timeout=TIMEOUT)
+    assert info.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    response = call(iter([input_request(27182, True), input_request(45904, True)]),
+                    compression=grpc.Compression.Gzip, timeout=TIMEOUT)
+    assert pb_fields(response) == {1: [73086]}
+
+
+def test_ts_full_duplex(channel):
+    requests: "queue.Queue" = queue.Queue()
+    call = channel.stream_stream(TS + "FullDuplexCall")(iter(requests.get, None),
+                                                         timeout=TIMEOUT)
+    for size, body in ((31415, 27182), (9, 8), (2653, 1828), (58979, 45904)):
+        requests.put(output_request([size], payload_size=body))
+        check_zeros(next(call), size)
+    requests.put(None)
+    assert list(call) == [] and call.code() is grpc.StatusCode.OK
+    # empty_stream, and a status after two answers.
+    assert list(channel.stream_stream(TS + "FullDuplexCall")(iter([]), timeout=TIMEOUT)) == []
+    call = channel.stream_stream(TS + "FullDuplexCall")(
+        iter([output_request([1, 2]), output_request(status=(2, "after two")),
+              output_request([3])]), timeout=TIMEOUT)
+    got = []
+    with pytest.raises(grpc.RpcError) as info:
+        for response in call:
+            got.append(len(body_of(response)))
+    assert got == [1, 2]
+    assert info.value.code() is grpc.StatusCode.UNKNOWN and info.value.details() == "after two"
+
+
+def test_ts_half_duplex(channel):
+    requests: "queue.Queue" = queue.Queue()
+    call = channel.stream_stream(TS + "HalfDuplexCall")(iter(requests.get, None),
+                                                         timeout=TIMEOUT)
+    requests.put(output_request([10, 20]))
+    requests.put(output_request([30]))
+    got: "queue.Queue" = queue.Queue()
+    reader = threading.Thread(target=lambda: [got.put(r) for r in call])
+    reader.start()
+    time.sleep(0.3)
+    assert got.empty(), "HalfDuplexCall answered before the half-close"
+    requests.put(None)
+    reader.join(TIMEOUT)
+    assert [len(body_of(got.get_nowait())) for _ in range(3)] == [10, 20, 30]
+    assert call.code() is grpc.StatusCode.OK
+
+
+def test_ts_unimplemented(channel):
+    for path in (TS + "UnimplementedCall", "/grpc.testing.UnimplementedService/UnimplementedCall"):
+        with pytest.raises(grpc.RpcError) as info:
+            channel.unary_unary(path)(b"", timeout=TIMEOUT)
+        assert info.value.code() is grpc.StatusCode.UNIMPLEMENTED
+
+
+@pytest.mark.parametrize("wire", ["grpc", "triple"])
+def test_ts_triple_py_client(server, wire):
+    with triple_py.insecure_channel(server.address, wire=wire) as ch:
+        assert ch.unary_unary(TS + "EmptyCall")(b"", timeout=TIMEOUT) == b""
+        unary_call = ch.unary_unary(TS + "UnaryCall")
+        check_zeros(unary_call(simple_request(314159, 271828), timeout=TIMEOUT), 314159)
+        with pytest.raises(triple_py.RpcError) as info:
+            unary_call(simple_request(status=(2, "test status message")), timeout=TIMEOUT)
+        assert info.value.code() is triple_py.StatusCode.UNKNOWN
+        assert info.value.details() == "test status message"
+        metadata = [("x-grpc-test-echo-initial", "ini"),
+                    ("x-grpc-test-echo-trailing-bin", b"\x00\x01")]
+        response, call = unary_call.with_call(simple_request(3), metadata=metadata,
+                                              timeout=TIMEOUT)
+        assert ("x-grpc-test-echo-initial", "ini") in list(call.initial_metadata())
+        assert ("x-grpc-test-echo-trailing-bin", b"\x00\x01") in list(call.trailing_metadata())
+        # Compression both ways, and expect_compressed.
+        with pytest.raises(triple_py.RpcError) as info:
+            unary_call(simple_request(5, 1000, expect_compressed=True), timeout=TIMEOUT)
+        assert info.value.code() is triple_py.StatusCode.INVALID_ARGUMENT
+        read, written, response = wire_bytes(server, lambda: unary_call(
+            simple_request(314159, 271828, expect_compressed=True),
+            compression=triple_py.Compression.Gzip, timeout=TIMEOUT))
+        check_zeros(response, 314159)
+        assert read < 271828 // 4 and written < 314159 // 4  # the default rule: gzip back
+        read, written, response = wire_bytes(server, lambda: unary_call(
+            simple_request(314159, response_compressed=True), timeout=TIMEOUT))
+        assert written < 314159 // 4
+        for path in (TS + "UnimplementedCall", "/grpc.testing.UnimplementedService/X"):
+            with pytest.raises(triple_py.RpcError) as info:
+                ch.unary_unary(path)(b"", timeout=TIMEOUT)
+            assert info.value.code() is triple_py.StatusCode.UNIMPLEMENTED
+        # Streams are gRPC streams, also on a Triple channel.
+        sizes = [31415, 9, 2653]
+        assert [len(body_of(r)) for r in ch.unary_stream(TS + "StreamingOutputCall")(
+            output_request(sizes, interval_us=1000), timeout=TIMEOUT)] == sizes
+        assert pb_fields(ch.stream_unary(TS + "StreamingInputCall")(
+            iter([input_request(n) for n in (27182, 8)]), timeout=TIMEOUT)) == {1: [27190]}
+        duplex = ch.stream_stream(TS + "FullDuplexCall")(timeout=TIMEOUT)
+        for size in (31415, 9):
+            duplex.write(output_request([size], payload_size=100))
+            check_zeros(next(duplex), size)
+        duplex.done_writing()
+        assert list(duplex) == [] and duplex.code() is triple_py.StatusCode.OK
+        half = ch.stream_stream(TS + "HalfDuplexCall")(
+            iter([output_request([1]), output_request([2, 3])]), timeout=TIMEOUT)
+        assert [len(body_of(r)) for r in half] == [1, 2, 3]
+
+
+def test_ts_triple_wire_json(server):
+    """UnaryCall with the JSON codec (protojson in, JSON out) on the Triple wire."""
+    status, headers, body, _ = h2_call(
+        server.port, TS + "UnaryCall", [("content-type", "application/json")],
+        json.dumps({"responseType": "COMPRESSABLE", "responseSize": 5,
+                    "payload": {"body": base64.b64encode(b"\0" * 7).decode()}}).encode())
+    assert status == 200 and json.loads(body) == {"payload": {"body": "AAAAAAA="}}
+    message = "\t\ntest with whitespace\r\nand Unicode BMP \u2615 and non-BMP \U0001f608\t\n"
+    status, _, body, _ = h2_call(
+        server.port, TS + "UnaryCall", [("content-type", "application/json")],
+        json.dumps({"response_status": {"code": 2, "message": message}}).encode())
+    assert status == 500 and json.loads(body) == {"code": "unknown", "message": message}
+    status, _, body, _ = h2_call(server.port, TS + "UnaryCall",
+                                 [("content-type", "application/json")], b"{")
+    assert status == 400 and json.loads(body)["code"] == "invalid_argument"
+    status, _, body, _ = h2_call(server.port, TS + "StreamingOutputCall",
+                                 [("content-type", "application/proto")], b"")
+    assert status == 404 and json.loads(body)["code"] == "unimplemented"

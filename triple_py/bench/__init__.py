@@ -20,6 +20,16 @@ A matrix (scenarios x arms x rounds, interleaved, compared with benchstat)::
 The matrix file format is documented in :mod:`triple_py.bench.matrix`; the arm kinds in
 :mod:`triple_py.bench.arms`; the outputs in :mod:`triple_py.bench.report`. Without
 ``--target`` the load goes to the embedded C echo server (triple_py.testing.EchoServer).
+
+Analysis (pandas; the notebooks in ``notebooks/`` use it)::
+
+    from triple_py.bench import load_results, plots
+    res = load_results("results/seed-unary-20261130-120000")  # the directory or its JSON
+    res.runs, res.histograms, res.timeseries, res.environment   # tidy DataFrames, a dict
+    res.benchstat()                                             # the comparison, a DataFrame
+
+See :mod:`triple_py.bench.results`, :mod:`triple_py.bench.plots` and
+:mod:`triple_py.bench.notebook` (running the notebooks with parameters).
 """
 from .arms import KINDS, ArmKind, kind_of
 from .errors import BenchError, ConfigError, RunFailed, TargetError
@@ -29,15 +39,23 @@ from .spec import RunSpec
 
 __all__ = ["run", "BenchResult", "Latency", "RunSpec", "KINDS", "ArmKind", "kind_of",
            "preflight", "check_result", "BenchError", "ConfigError", "RunFailed",
-           "TargetError", "run_matrix", "load_matrix", "Matrix"]
+           "TargetError", "run_matrix", "load_matrix", "Matrix", "load_results", "Results",
+           "plots"]
 
 
 def __getattr__(name: str):
-    """run_matrix, load_matrix and Matrix, imported on first use."""
+    """run_matrix, load_matrix, Matrix, load_results, Results and plots, imported on first
+    use (pandas and matplotlib only when asked for)."""
     if name in ("run_matrix",):
         from .harness import run_matrix
         return run_matrix
     if name in ("load_matrix", "Matrix"):
         from . import matrix
         return getattr(matrix, name)
+    if name in ("load_results", "Results"):
+        from .results import Results, load_results
+        return {"load_results": load_results, "Results": Results}[name]
+    if name == "plots":
+        import importlib
+        return importlib.import_module(".plots", __name__)
     raise AttributeError(name)
