@@ -415,6 +415,20 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
     tri_call *c = stream_call(conn, frame->hd.stream_id);
     if (c) tri__call_headers_done(c);
   }
+  if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
+      (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+    /* The server has finished: the call is over even if our side is still
+     * sending (a server may answer a client stream early).  nghttp2 reports
+     * the close only when both sides are done, so complete now and end our
+     * side with RST_STREAM(NO_ERROR), as RFC 9113 §8.1 allows. */
+    int32_t sid = frame->hd.stream_id;
+    tri_call *c = stream_call(conn, sid);
+    if (c && !c->completed) {
+      tri__call_on_close(c, NGHTTP2_NO_ERROR);
+      if (!nghttp2_session_get_stream_local_close(conn->sess, sid))
+        nghttp2_submit_rst_stream(conn->sess, NGHTTP2_FLAG_NONE, sid, NGHTTP2_NO_ERROR);
+    }
+  }
   return 0;
 }
 

@@ -12,6 +12,7 @@ from typing import List, Optional, Sequence
 
 from .cases import CASES
 from .peers import PEERS
+from .protos import ProtoError
 from .runner import run
 
 WIRES = ("grpc", "triple")
@@ -67,8 +68,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     def progress(line: str) -> None:
         print(f"interop: {line}", file=sys.stderr, flush=True)
 
-    report = run(peers, cases, wires, root=args.root, deadline=args.deadline,
-                 progress=None if args.quiet else progress)
+    try:
+        report = run(peers, cases, wires, root=args.root, deadline=args.deadline,
+                     progress=None if args.quiet else progress)
+    except ProtoError as exc:  # without its messages the client cannot run any case
+        print(f"interop: {exc}", file=sys.stderr)
+        return 1
     print(report.grid())
     if args.junit:
         report.write_junit(args.junit)

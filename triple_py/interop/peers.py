@@ -35,7 +35,6 @@ import subprocess
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -203,6 +202,52 @@ def _run(command: Sequence[str], what: str, cwd: Path,
         raise Unavailable(f"{what} failed ({shlex.join(command)}):\n{output[-3000:]}")
 
 
+def _run_parallel(commands: Sequence[Tuple[Sequence[str], str]], cwd: Path,
+                  jobs: int) -> None:
+    """Run (command, what) pairs, ``jobs`` at a time, as subprocesses (no threads, so an
+    abandoned build never holds up the interpreter's exit); Unavailable on the first
+    failure, after the others ended."""
+    todo = list(commands)
+    running: List[Tuple[subprocess.Popen, Sequence[str], str, "tempfile._TemporaryFileWrapper"]] = []
+    failure: Optional[str] = None
+    deadline = time.monotonic() + BUILD_TIMEOUT
+    try:
+        while todo or running:
+            while todo and len(running) < jobs and failure is None:
+                command, what = todo.pop(0)
+                output = tempfile.TemporaryFile(mode="w+")
+                try:
+                    process = subprocess.Popen(list(command), cwd=cwd, stdout=output,
+                                               stderr=subprocess.STDOUT,
+                                               stdin=subprocess.DEVNULL, text=True)
+                except FileNotFoundError as exc:
+                    output.close()
+                    raise Unavailable(f"{what}: {exc.filename} not found") from None
+                running.append((process, command, what, output))
+            if failure is not None:
+                todo.clear()
+            if time.monotonic() > deadline:
+                raise Unavailable(f"{commands[0][1]}...: took more than {BUILD_TIMEOUT:.0f} s")
+            for entry in list(running):
+                process, command, what, output = entry
+                if process.poll() is None:
+                    continue
+                running.remove(entry)
+                if process.returncode != 0 and failure is None:
+                    output.seek(0)
+                    failure = (f"{what} failed ({shlex.join(command)}):\n"
+                               f"{output.read().strip()[-3000:]}")
+                output.close()
+            time.sleep(0.05)
+    finally:
+        for process, _, _, output in running:
+            process.kill()
+            process.wait()
+            output.close()
+    if failure is not None:
+        raise Unavailable(failure)
+
+
 def _need(tool: str, package: str) -> str:
     path = shutil.which(tool)
     if path is None:
@@ -318,19 +363,21 @@ def _prepare_cpp(root: Path) -> Starter:
             _run([protoc, f"--cpp_out={gen}", f"--grpc_out={gen}",
                   f"--plugin=protoc-gen-grpc={plugin}", *_proto_args(root)],
                  "protoc --cpp_out --grpc_out", root)
-            with ThreadPoolExecutor(max_workers=2) as pool:  # the machine has few cores
-                jobs = [pool.submit(_run, [cxx, *CXXFLAGS, f"-I{gen}", *cflags, "-c",
-                                           str(gen / "grpc" / "testing" / f"{unit}.cc"),
-                                           "-o", str(obj)], f"compiling {unit}.cc", root)
-                        for unit, obj in zip(units, objects)]
-                for job in jobs:
-                    job.result()
+            # Objects get a name of this process's first, then are renamed: a build given up
+            # at a run's deadline goes on writing its own files, never these.
+            staged = [obj.with_name(f"{obj.name}.{os.getpid()}") for obj in objects]
+            _run_parallel([([cxx, *CXXFLAGS, f"-I{gen}", *cflags, "-c",
+                             str(gen / "grpc" / "testing" / f"{unit}.cc"), "-o", str(tmp)],
+                            f"compiling {unit}.cc") for unit, tmp in zip(units, staged)],
+                          root, jobs=2)  # the machine has few cores
+            for tmp, obj in zip(staged, objects):
+                tmp.replace(obj)
             gen_stamp.write_text(gen_print)
         bin_print = _fingerprint(source, gen_print, libs)
         bin_stamp = out / "test_server.stamp"
         if not _up_to_date(bin_stamp, bin_print, binary):
             bin_stamp.unlink(missing_ok=True)
-            tmp = out / "test_server.tmp"
+            tmp = out / f"test_server.{os.getpid()}"
             _run([cxx, *CXXFLAGS, f"-I{gen}", *cflags, "-o", str(tmp), str(source),
                   *map(str, objects), *libs, "-lpthread"], "building the C++ peer", root)
             tmp.replace(binary)
@@ -375,7 +422,7 @@ def _prepare_go(root: Path) -> Starter:
                   f"--go_out=plugins=grpc,paths=source_relative,{mapping}:{package_root}",
                   *_proto_args(root)], "protoc --go_out=plugins=grpc", root)
             gocache.mkdir(parents=True, exist_ok=True)
-            tmp = out / "test_server.tmp"
+            tmp = out / f"test_server.{os.getpid()}"
             _run([go, "build", "-o", str(tmp), str(source)], "go build (GOPATH mode)", root, env)
             tmp.replace(binary)
             stamp.write_text(fingerprint)
@@ -425,11 +472,13 @@ class EmbeddedPeer(RunningPeer):
 
 
 def _prepare_embedded(root: Path) -> Starter:
+    # tri_server.c serves grpc.testing.TestService next to benchmark.BenchmarkService since
+    # the TestService work; a build from before it has only the latter.
     header = root / "csrc" / "tri_server.h"
     if not header.is_file() or EMBEDDED_MARKER not in header.read_text(errors="replace"):
         raise Unavailable("triple_py's embedded server (csrc/tri_server.c) implements only "
                           "benchmark.BenchmarkService, not grpc.testing.TestService")
-    from ..testing import EchoServer  # the lead's addition would serve TestService here
+    from ..testing import EchoServer
 
     def start(host: str) -> RunningPeer:
         try:

@@ -15,11 +15,15 @@ The report prints as a grid (``Report.grid``) and writes JUnit XML and JSON.
 from __future__ import annotations
 
 import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
 import threading
 import time
 import traceback
 import xml.etree.ElementTree as ET
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -221,8 +225,19 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-def run_cell(case: Case, ctx: Context, timeout: float) -> Tuple[str, str, float]:
-    """Run one case in a thread, bounded by ``timeout``; (status, detail, seconds)."""
+CLOSE_GRACE = 15.0  # seconds a case may take to wind down after its time ran out
+
+
+def run_cell(case: Case, ctx: Context, timeout: float,
+             log_dir: Optional[Path] = None) -> Tuple[str, str, float]:
+    """Run one case in a thread, bounded by ``timeout``; (status, detail, seconds).
+
+    The thread runs the case and then closes its channels. When the case overruns, its
+    channels are closed from here (which ends the calls in flight) and the thread gets
+    CLOSE_GRACE more seconds; a thread still stuck after that (a hang inside the library)
+    is abandoned, with the Python stacks (and, with gdb, the native ones, in ``log_dir``)
+    in the cell's detail, so one hang cannot stall the grid.
+    """
     outcome: Dict[str, object] = {}
 
     def target() -> None:
@@ -230,22 +245,51 @@ def run_cell(case: Case, ctx: Context, timeout: float) -> Tuple[str, str, float]
             outcome["note"] = case.fn(ctx)
         except BaseException as exc:  # noqa: BLE001 - any exception fails the cell
             outcome["error"] = exc
+        finally:
+            outcome["ran"] = time.monotonic()
+            ctx.close()  # the channels the case opened, and whatever is left in flight
 
     started = time.monotonic()
     worker = threading.Thread(target=target, name=f"interop-{case.name}", daemon=True)
     worker.start()
     worker.join(timeout)
     overran = worker.is_alive()
-    ctx.close()  # ends whatever the case left in flight
     if overran:
-        worker.join(5.0)
+        threading.Thread(target=ctx.close, name=f"interop-close-{case.name}",
+                         daemon=True).start()
+        worker.join(CLOSE_GRACE)
     seconds = time.monotonic() - started
+    if worker.is_alive():
+        where = "closing its channels" if "ran" in outcome else "running"
+        return FAIL, (f"hung {where}: no return {seconds:.0f} s after the start "
+                      f"(limit {timeout:.0f} s + {CLOSE_GRACE:.0f} s to wind down); "
+                      f"{_stacks(worker, log_dir, case.name)}"), seconds
     if overran:
         return FAIL, f"did not finish within {timeout:.0f} s", seconds
     if "error" in outcome:
         return FAIL, _describe(outcome["error"]), seconds  # type: ignore[arg-type]
     note = outcome.get("note")
     return PASS, str(note) if note else "", seconds
+
+
+def _stacks(worker: threading.Thread, log_dir: Optional[Path], name: str) -> str:
+    """The stuck thread's Python stack, and every native stack via gdb when possible."""
+    frame = sys._current_frames().get(worker.ident or -1)
+    text = "Python stack of the case thread:\n" + (
+        "".join(traceback.format_stack(frame)) if frame is not None else "  (gone)\n")
+    gdb = shutil.which("gdb")
+    if gdb and log_dir is not None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        path = log_dir / f"hang-{os.getpid()}-{name}.txt"
+        try:
+            result = subprocess.run([gdb, "-p", str(os.getpid()), "-batch", "-ex",
+                                     "thread apply all bt 30"], capture_output=True,
+                                    text=True, timeout=60, stdin=subprocess.DEVNULL)
+            path.write_text(text + "\nnative stacks (gdb):\n" + result.stdout + result.stderr)
+            text += f"native stacks of every thread: {path}\n"
+        except (OSError, subprocess.SubprocessError) as exc:
+            text += f"(gdb failed: {exc})\n"
+    return text
 
 
 def _prepare(spec: PeerSpec, root: Path) -> Tuple[Optional[Starter], Optional[str], float]:
@@ -290,38 +334,44 @@ def run(peers: Optional[Sequence[str]] = None, cases: Optional[Sequence[str]] = 
     report = Report([results[n] for n in peer_names], case_names, started_at=time.time())
     cells: Dict[Tuple[str, str, str], Cell] = {}
 
-    with ThreadPoolExecutor(max_workers=max(1, len(peer_names)),
-                            thread_name_prefix="interop-prepare") as pool:
-        pending: Dict[Future, str] = {pool.submit(_prepare, PEERS[n], root): n
-                                      for n in peer_names}
-        for future in as_completed(pending):
-            name = pending[future]
-            spec, result = PEERS[name], results[name]
-            starter, reason, result.prepare_seconds = future.result()
-            if starter is not None:
-                try:
-                    running: Optional[RunningPeer] = starter(HOST)
-                except Unavailable as exc:
-                    running, reason = None, str(exc)
-            else:
-                running = None
-            if running is None:
-                result.reason = reason
-                say(f"{name}: unavailable: {reason.splitlines()[0] if reason else '?'}")
-                for wire in result.wires:
-                    for case_name in case_names:
-                        cells[(name, wire, case_name)] = Cell(name, wire, case_name,
-                                                              UNAVAILABLE, reason or "")
-                continue
-            result.available, result.address = True, running.address
-            say(f"{name}: ready at {running.address} "
-                f"(prepared in {result.prepare_seconds:.1f} s)")
+    # Every peer is prepared (built) on a daemon thread of its own; peers run their cells as
+    # they become ready. With a deadline, a build still going when it passes is given up
+    # (the peer is reported unavailable; the build finishes in the background).
+    ready: "queue.Queue[Tuple[str, Tuple[Optional[Starter], Optional[str], float]]]" = \
+        queue.Queue()
+    for name in peer_names:
+        threading.Thread(target=lambda n=name: ready.put((n, _prepare(PEERS[n], root))),
+                         name=f"interop-prepare-{name}", daemon=True).start()
+    for _ in peer_names:
+        try:
+            wait = None if end is None else max(0.0, end - time.monotonic())
+            name, (starter, reason, prepare_seconds) = ready.get(timeout=wait)
+        except queue.Empty:
+            break
+        spec, result = PEERS[name], results[name]
+        result.prepare_seconds = prepare_seconds
+        running: Optional[RunningPeer] = None
+        if starter is not None:
             try:
-                running = _run_peer(spec, result, running, starter, case_names, pb, end,
-                                    cells, say)
-            finally:
-                if running is not None:
-                    running.stop()
+                running = starter(HOST)
+            except Unavailable as exc:
+                reason = str(exc)
+        if running is None:
+            _unavailable(result, reason or "?", case_names, cells, say)
+            continue
+        result.available, result.address = True, running.address
+        say(f"{name}: ready at {running.address} "
+            f"(prepared in {result.prepare_seconds:.1f} s)")
+        try:
+            running = _run_peer(spec, result, running, starter, case_names, pb, end,
+                                cells, say, root / ".build" / "interop" / "logs")
+        finally:
+            if running is not None:
+                running.stop()
+    for result in results.values():
+        if not result.available and result.reason is None:  # still being built
+            _unavailable(result, f"not built within the run's deadline ({deadline:.0f} s); "
+                         "the build goes on in the background", case_names, cells, say)
 
     report.cells = [cells[(p.name, w, c)] for p in report.peers for w in p.wires
                     for c in case_names if (p.name, w, c) in cells]
@@ -329,10 +379,20 @@ def run(peers: Optional[Sequence[str]] = None, cases: Optional[Sequence[str]] = 
     return report
 
 
+def _unavailable(result: PeerResult, reason: str, case_names: List[str],
+                 cells: Dict[Tuple[str, str, str], Cell], say: Callable[[str], None]) -> None:
+    result.reason = reason
+    say(f"{result.name}: unavailable: {reason.splitlines()[0]}")
+    for wire in result.wires:
+        for case_name in case_names:
+            cells[(result.name, wire, case_name)] = Cell(result.name, wire, case_name,
+                                                         UNAVAILABLE, reason)
+
+
 def _run_peer(spec: PeerSpec, result: PeerResult, running: Optional[RunningPeer],
               starter: Starter, case_names: List[str], pb: ModuleType, end: Optional[float],
               cells: Dict[Tuple[str, str, str], Cell],
-              say: Callable[[str], None]) -> Optional[RunningPeer]:
+              say: Callable[[str], None], log_dir: Path) -> Optional[RunningPeer]:
     """Run every cell of one peer; returns the peer process still to stop (or None)."""
     for wire in result.wires:
         for case_name in case_names:
@@ -354,7 +414,7 @@ def _run_peer(spec: PeerSpec, result: PeerResult, running: Optional[RunningPeer]
                     continue
             timeout = case.timeout if remaining is None else min(case.timeout, remaining)
             ctx = Context(running.address, wire, pb, spec.name)
-            status, detail, seconds = run_cell(case, ctx, timeout)
+            status, detail, seconds = run_cell(case, ctx, timeout, log_dir)
             died = running.alive()
             if died is not None:  # the peer went down: say so, and restart it for the rest
                 status = FAIL
