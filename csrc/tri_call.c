@@ -311,6 +311,10 @@ int tri_call_cancel(tri_call *c, int code, const char *message) {
 
 int tri_call_code(const tri_call *c) { return c->code; }
 
+int tri_call_cancel_requested(const tri_call *c) {
+  return atomic_load(&((tri_call *)c)->cancel_req) != 0;
+}
+
 void tri_call_message(const tri_call *c, const char **p, size_t *n) {
   *p = c->md && c->msg_len ? (const char *)c->md->data + c->md->off + c->msg_off
                            : "";
@@ -790,7 +794,7 @@ static void stream_armed(void *ctx) {
 int tri_call_write(tri_call *c, const uint8_t *msg, size_t n) {
   if (!(c->flags & TRI_CALL_CLIENT_STREAMING) || !c->started)
     return TRI_ERR_INVALID;
-  if (tri_call_done(c)) return TRI_ERR_CLOSED;
+  if (tri_call_done(c) || atomic_load(&c->cancel_req)) return TRI_ERR_CLOSED;
   int64_t max = c->ch->opts.max_send_bytes;
   if (max >= 0 && n > (size_t)max) return TRI_ERR_TOO_LARGE;
   if (c->compress != TRI_COMPRESS_GZIP)

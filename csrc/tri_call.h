@@ -101,6 +101,9 @@ int tri_call_wait(tri_call *c, int64_t timeout_ns);
  * still queued are dropped: tri_call_read then reports the end. */
 int tri_call_cancel(tri_call *c, int code, const char *message);
 
+/* Nonzero once tri_call_cancel was accepted (the call is ending). */
+int tri_call_cancel_requested(const tri_call *c);
+
 /* Results; valid only when done, until tri_call_release. */
 int tri_call_code(const tri_call *c);
 /* The status message (UTF-8 bytes, not NUL-terminated). */

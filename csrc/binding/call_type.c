@@ -157,6 +157,11 @@ static PyObject *call_write(CallObject *self, PyObject *arg) {
     Py_RETURN_FALSE;
   }
   if (rv == TRI_ERR_CLOSED && !tri_call_done(self->call)) {
+    /* Refused by a cancel() that is taking effect (the call ends at once:
+     * report it like any ended call), or after done_writing(). */
+    if (tri_call_cancel_requested(self->call) &&
+        tri_wait_interruptible(self->call, 5.0) == 1)
+      Py_RETURN_FALSE;
     PyErr_SetString(PyExc_ValueError, "write after done_writing()");
     return NULL;
   }

@@ -98,36 +98,42 @@ static int check_open(ChannelObject *self) {
   return 0;
 }
 
+/* Raises ValueError naming the offending key only: values (tokens, say) never go
+ * into exception text. */
+static void invalid_metadata(PyObject *key) {
+  if (key && PyUnicode_Check(key))
+    PyErr_Format(PyExc_ValueError, "metadata was invalid: key %R (values are not shown)",
+                 key);
+  else
+    PyErr_SetString(PyExc_ValueError,
+                    "metadata was invalid: it must be a sequence of (str key, value) pairs");
+}
+
 /* Adds the (key, value) pairs of `md` to the call, as grpcio validates them:
- * ValueError for an illegal key or value, TypeError for a str "-bin" value. */
+ * ValueError for an illegal key or value, TypeError for a str "-bin" value.
+ * The sequence and each pair are copied into tuples first, so objects that
+ * change (or make new items) while being read cannot pull memory away. */
 static int add_metadata(tri_call *call, PyObject *md) {
   if (md == Py_None) return 0;
-  PyObject *seq = PySequence_Fast(md, "metadata must be a sequence of pairs");
+  PyObject *seq = PySequence_Tuple(md); /* TypeError when not a sequence */
   if (!seq) return -1;
-  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  Py_ssize_t n = PyTuple_GET_SIZE(seq);
+  PyObject *pair = NULL;
   for (Py_ssize_t i = 0; i < n; i++) {
-    PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-    PyObject *k, *v;
-    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
-      if (PySequence_Check(item) && PySequence_Size(item) == 2) {
-        PyObject *pair = PySequence_Tuple(item);
-        if (!pair) goto fail;
-        k = PyTuple_GET_ITEM(pair, 0);
-        v = PyTuple_GET_ITEM(pair, 1);
-        Py_DECREF(pair); /* items stay alive through `item` */
-      } else {
-        PyErr_Format(PyExc_ValueError, "metadata was invalid: %R", md);
-        goto fail;
-      }
-    } else {
-      k = PyTuple_GET_ITEM(item, 0);
-      v = PyTuple_GET_ITEM(item, 1);
+    PyObject *item = PyTuple_GET_ITEM(seq, i);
+    Py_CLEAR(pair);
+    pair = PySequence_Check(item) ? PySequence_Tuple(item) : NULL;
+    if (!pair || PyTuple_GET_SIZE(pair) != 2) {
+      PyErr_Clear();
+      invalid_metadata(NULL);
+      goto fail;
     }
+    PyObject *k = PyTuple_GET_ITEM(pair, 0), *v = PyTuple_GET_ITEM(pair, 1);
     Py_ssize_t kn, vn;
     const char *ks, *vs;
     if (!PyUnicode_Check(k) || !(ks = PyUnicode_AsUTF8AndSize(k, &kn))) {
       PyErr_Clear();
-      PyErr_Format(PyExc_ValueError, "metadata was invalid: %R", md);
+      invalid_metadata(NULL);
       goto fail;
     }
     int bin = tri_md_key_is_bin(ks, (size_t)kn);
@@ -142,7 +148,7 @@ static int add_metadata(tri_call *call, PyObject *md) {
                    (PyObject *)Py_TYPE(v));
       goto fail;
     } else {
-      PyErr_Format(PyExc_ValueError, "metadata was invalid: %R", md);
+      invalid_metadata(k);
       goto fail;
     }
     int rv = tri_call_add_metadata(call, ks, (size_t)kn, vs, (size_t)vn);
@@ -151,15 +157,31 @@ static int add_metadata(tri_call *call, PyObject *md) {
       goto fail;
     }
     if (rv) {
-      PyErr_Format(PyExc_ValueError, "metadata was invalid: %R", md);
+      invalid_metadata(k);
       goto fail;
     }
   }
+  Py_XDECREF(pair);
   Py_DECREF(seq);
   return 0;
 fail:
+  Py_XDECREF(pair);
   Py_DECREF(seq);
   return -1;
+}
+
+/* Seconds (None: no deadline) to nanoseconds; ValueError for NaN. */
+static int timeout_to_ns(PyObject *timeout, int64_t *ns) {
+  *ns = -1;
+  if (timeout == Py_None) return 0;
+  double t = PyFloat_AsDouble(timeout);
+  if (t == -1.0 && PyErr_Occurred()) return -1;
+  if (t != t) {
+    PyErr_SetString(PyExc_ValueError, "timeout must be a number of seconds, not NaN");
+    return -1;
+  }
+  *ns = t <= 0 ? 0 : (t > 9e9 ? (int64_t)9e18 : (int64_t)(t * 1e9));
+  return 0;
 }
 
 static PyObject *channel_call(ChannelObject *self, PyObject *args,
@@ -184,11 +206,13 @@ static PyObject *channel_call(ChannelObject *self, PyObject *args,
     PyErr_SetString(PyExc_ValueError, "Cannot invoke RPC on closed channel!");
     return NULL;
   }
-  int64_t timeout_ns = -1;
-  if (timeout != Py_None) {
-    double t = PyFloat_AsDouble(timeout);
-    if (t == -1.0 && PyErr_Occurred()) return NULL;
-    timeout_ns = t <= 0 ? 0 : (t > 9e9 ? (int64_t)9e18 : (int64_t)(t * 1e9));
+  int64_t timeout_ns;
+  if (timeout_to_ns(timeout, &timeout_ns) < 0) return NULL;
+  if (!(flags & TRI_CALL_CLIENT_STREAMING) && request == Py_None) {
+    PyErr_SetString(PyExc_TypeError,
+                    "request must be bytes-like (did the serializer return bytes?), "
+                    "got None");
+    return NULL;
   }
   tri_call *call;
   int rv = tri_call_new(self->ch, &call, path, (size_t)path_len, timeout_ns, flags);
@@ -251,6 +275,10 @@ static PyObject *channel_generic(ChannelObject *self, PyObject *a, PyObject *kw)
                                    &args, &types, &stype, &timeout, &md))
     return NULL;
   if (check_open(self) < 0) return NULL;
+  if (tri_channel_closed(self->ch)) {
+    PyErr_SetString(PyExc_ValueError, "Cannot invoke RPC on closed channel!");
+    return NULL;
+  }
   PyObject *aseq = PySequence_Fast(args, "args must be a sequence of bytes");
   PyObject *tseq = aseq ? PySequence_Fast(types, "arg_types must be a sequence of str") : NULL;
   PyObject *result = NULL;
@@ -286,12 +314,8 @@ static PyObject *channel_generic(ChannelObject *self, PyObject *a, PyObject *kw)
       goto out;
     }
   }
-  int64_t timeout_ns = -1;
-  if (timeout != Py_None) {
-    double t = PyFloat_AsDouble(timeout);
-    if (t == -1.0 && PyErr_Occurred()) goto out;
-    timeout_ns = t <= 0 ? 0 : (int64_t)(t * 1e9);
-  }
+  int64_t timeout_ns;
+  if (timeout_to_ns(timeout, &timeout_ns) < 0) goto out;
   tri_buf *req;
   if (tri_pb_pack_wrapper_request(tri_channel_pool(self->ch), stype, ptrs, lens,
                                   tnames, (size_t)n, TRI_FRAME_PREFIX, &req)) {

@@ -93,6 +93,11 @@ def os_thread_count() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
+def open_fd_count() -> int:
+    """The number of open file descriptors of this process (sockets, eventfds included)."""
+    return len(os.listdir("/proc/self/fd"))
+
+
 def wait_for(predicate: Callable[[], bool], timeout: float, interval: float = 0.01) -> bool:
     """Polls predicate() until it is true or `timeout` seconds passed; its last value."""
     deadline = time.monotonic() + timeout

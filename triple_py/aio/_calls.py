@@ -222,8 +222,15 @@ class StreamResponseMixin(_Call):
 class StreamRequestMixin(_Call):
     """Writing a request stream: ``await write()`` and ``await done_writing()``."""
 
+    _half_closed = False
+
     async def write(self, request: Any) -> None:
-        """Queues one request (coalescing writer); waits while the peer is behind."""
+        """Queues one request (coalescing writer); waits while the peer is behind.
+
+        After ``done_writing()`` it raises ``asyncio.InvalidStateError``, as grpc.aio does.
+        """
+        if self._half_closed:
+            raise asyncio.InvalidStateError("RPC is half closed after calling done_writing")
         payload = self._serialize(request) if self._serialize else request
         while not self._core.can_write(len(payload)):
             if self._core.done():
@@ -237,6 +244,7 @@ class StreamRequestMixin(_Call):
         """Flushes and half-closes the request stream."""
         while not self._core.can_write(0) and not self._core.done():
             await self._next_event(cancel_rpc=True)
+        self._half_closed = True
         self._core.done_writing()
 
     async def _consume(self, requests: Any) -> None:
