@@ -433,8 +433,10 @@ def _prepare_go(root: Path) -> Starter:
 
 
 def _prepare_connect(root: Path) -> Starter:
-    directory = root / "tests" / "interop" / "peers" / "node"
-    script = directory / "test_server.mjs"
+    # The TestService peer lives beside the BenchmarkService Connect peer and shares its
+    # pinned npm packages (tests/peers/node/package-lock.json).
+    directory = root / "tests" / "peers" / "node"
+    script = directory / "interop_test_server.mjs"
     if not script.is_file():
         raise Unavailable(f"{script} not found")
     node = _need("node", "nodejs (Node.js 20)")
@@ -447,9 +449,12 @@ def _prepare_connect(root: Path) -> Starter:
         raise Unavailable(f"Node.js {version or '?'} is too old: connect-node needs 18 or later")
     _need("npm", "npm")
     npm_cache = root / ".build" / "peers" / "npm-cache"  # shared with tests/peers/node/
-    with _BuildLock(root / ".build" / "interop" / "node"):
+    lock_path = root / ".build" / "peers" / ".build.lock"  # the lock tests/peers/launch.py takes
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         _run(["sh", str(directory / "install.sh"), str(npm_cache)],
-             "npm ci (tests/interop/peers/node/install.sh)", root)
+             "npm ci (tests/peers/node/install.sh)", root)
 
     def start(host: str) -> RunningPeer:
         return start_process("connect", [node, str(script), "--host", host, "--port", "0"],
@@ -509,7 +514,7 @@ PEERS: Dict[str, PeerSpec] = {spec.name: spec for spec in (
              "tests/interop/peers/go/test_server.go", ("grpc",), _prepare_go,
              {RESPONSE_COMPRESSION: _GO_NO_RESPONSE_CHOICE}),
     PeerSpec("connect", "connect-node 1.7 (npm), Node.js",
-             "tests/interop/peers/node/test_server.mjs", ("grpc", "triple"), _prepare_connect,
+             "tests/peers/node/interop_test_server.mjs", ("grpc", "triple"), _prepare_connect,
              {RESPONSE_COMPRESSION: _CONNECT_NO_RESPONSE_CHOICE}),
     PeerSpec("embedded", "triple_py's embedded C server (in process)",
              "csrc/tri_server.c", ("grpc", "triple"), _prepare_embedded),

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Install the Connect peer's npm dependencies (exact versions from package-lock.json) into
+# Install the Connect peers' npm dependencies (exact versions from package-lock.json) into
 # tests/peers/node/node_modules with `npm ci`.  Usage: install.sh [NPM_CACHE_DIR]
 # Idempotent: does nothing when node_modules was installed from the current package-lock.json
 # (a stamp file in node_modules holds the lock file's sha256).  NPM_CACHE_DIR (launch.py passes
