@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
 from .recorders import STOP, Recorder, StreamRecorder
 from .result import BenchResult
@@ -90,101 +90,79 @@ def grpcio_sync_unary(spec: RunSpec) -> BenchResult:
     return recorder.result(**spec.result_fields())
 
 
-def grpcio_aio_unary(spec: RunSpec) -> BenchResult:
-    """``concurrency`` asyncio tasks awaiting unary calls on ``connections`` grpc.aio channels."""
+async def aio_window(spec: RunSpec, recorder: Recorder, kind: str,
+                     attempt: Callable[[Any], Awaitable[bool]]) -> Recorder:
+    """``concurrency`` asyncio tasks on ``connections`` grpc.aio channels, each looping
+    ``attempt(multi_callable)`` (True: it succeeded) through one warm-up and one window."""
     import grpc
 
-    method, request = spec.resolved_method(), spec.request_bytes()
+    channels = [grpc.aio.insecure_channel(spec.target, options=channel_options(spec.connections))
+                for _ in range(spec.connections)]
+    try:
+        callables = [getattr(channel, kind)(spec.resolved_method()) for channel in channels]
 
-    async def main() -> Recorder:
-        recorder = Recorder()
-        channels = [grpc.aio.insecure_channel(spec.target,
-                                              options=channel_options(spec.connections))
-                    for _ in range(spec.connections)]
-        try:
-            calls = [channel.unary_unary(method) for channel in channels]
+        async def worker(multi_callable: Any) -> None:
+            while recorder.phase != STOP:
+                started = time.perf_counter()
+                try:
+                    ok, error = await attempt(multi_callable), None
+                except Exception as exc:  # counted and reported, the arm goes on
+                    ok, error = False, exc
+                recorder.record(ok, time.perf_counter() - started, error)
 
-            async def worker(call) -> None:
-                while recorder.phase != STOP:
-                    started = time.perf_counter()
-                    try:
-                        ok, error = await call(request, timeout=spec.timeout) == request, None
-                    except Exception as exc:
-                        ok, error = False, exc
-                    recorder.record(ok, time.perf_counter() - started, error)
+        tasks = [asyncio.create_task(worker(callables[i % len(callables)]))
+                 for i in range(spec.concurrency)]
+        await asyncio.sleep(spec.warmup)
+        recorder.start_window()
+        await asyncio.sleep(spec.duration)
+        recorder.stop()
+        await asyncio.wait_for(asyncio.gather(*tasks), spec.timeout + JOIN_GRACE)
+    finally:
+        for channel in channels:
+            await channel.close()
+    return recorder
 
-            tasks = [asyncio.create_task(worker(calls[i % len(calls)]))
-                     for i in range(spec.concurrency)]
-            await asyncio.sleep(spec.warmup)
-            recorder.start_window()
-            await asyncio.sleep(spec.duration)
-            recorder.stop()
-            await asyncio.wait_for(asyncio.gather(*tasks), spec.timeout + JOIN_GRACE)
-        finally:
-            for channel in channels:
-                await channel.close()
-        return recorder
 
-    return asyncio.run(main()).result(**spec.result_fields())
+def grpcio_aio_unary(spec: RunSpec) -> BenchResult:
+    """``concurrency`` asyncio tasks awaiting unary calls on ``connections`` grpc.aio channels."""
+    request = spec.request_bytes()
+
+    async def attempt(multi_callable: Any) -> bool:
+        return await multi_callable(request, timeout=spec.timeout) == request
+
+    recorder = asyncio.run(aio_window(spec, Recorder(), "unary_unary", attempt))
+    return recorder.result(**spec.result_fields())
 
 
 def grpcio_aio_bidi(spec: RunSpec) -> BenchResult:
     """``concurrency`` asyncio tasks looping over bidi streams of K messages each way."""
     import grpc
 
-    method, request, n = spec.resolved_method(), spec.request_bytes(), spec.stream_messages
+    request, n = spec.request_bytes(), spec.stream_messages
+    recorder = StreamRecorder()
 
-    async def main() -> StreamRecorder:
-        recorder = StreamRecorder()
-        channels = [grpc.aio.insecure_channel(spec.target,
-                                              options=channel_options(spec.connections))
-                    for _ in range(spec.connections)]
+    async def one_stream(multi_callable: Any) -> bool:
+        call = multi_callable(timeout=spec.timeout)
         try:
-            callables = [channel.stream_stream(method) for channel in channels]
+            for _ in range(n):
+                await call.write(request)
+            await call.done_writing()
+            recorder.note_written(n)
+            for i in range(n):
+                response = await call.read()
+                if response is grpc.aio.EOF:
+                    raise ValueError(f"{i} responses, expected {n}")
+                if response != request:
+                    raise ValueError(f"response {i} != request")
+            if await call.read() is not grpc.aio.EOF:
+                raise ValueError(f"more than {n} responses")
+            code = await call.code()
+            if code != grpc.StatusCode.OK:
+                raise ValueError(f"status {code}: {await call.details()}")
+            return True
+        except BaseException:
+            call.cancel()
+            raise
 
-            async def one_stream(multi_callable) -> None:
-                call = multi_callable(timeout=spec.timeout)
-                try:
-                    for _ in range(n):
-                        await call.write(request)
-                    await call.done_writing()
-                    recorder.note_written(n)
-                    for i in range(n):
-                        response = await call.read()
-                        if response is grpc.aio.EOF:
-                            raise ValueError(f"{i} responses, expected {n}")
-                        if response != request:
-                            raise ValueError(f"response {i} != request")
-                    if await call.read() is not grpc.aio.EOF:
-                        raise ValueError(f"more than {n} responses")
-                    code = await call.code()
-                    if code != grpc.StatusCode.OK:
-                        raise ValueError(f"status {code}: {await call.details()}")
-                except BaseException:
-                    call.cancel()
-                    raise
-
-            async def worker(multi_callable) -> None:
-                while recorder.phase != STOP:
-                    started = time.perf_counter()
-                    try:
-                        await one_stream(multi_callable)
-                        ok, error = True, None
-                    except Exception as exc:
-                        ok, error = False, exc
-                    recorder.record(ok, time.perf_counter() - started, error)
-
-            tasks = [asyncio.create_task(worker(callables[i % len(callables)]))
-                     for i in range(spec.concurrency)]
-            await asyncio.sleep(spec.warmup)
-            recorder.start_window()
-            await asyncio.sleep(spec.duration)
-            recorder.stop()
-            await asyncio.wait_for(asyncio.gather(*tasks), spec.timeout + JOIN_GRACE)
-        finally:
-            for channel in channels:
-                await channel.close()
-        return recorder
-
-    recorder = asyncio.run(main())
+    asyncio.run(aio_window(spec, recorder, "stream_stream", one_stream))
     return recorder.result(**spec.result_fields())
