@@ -14,7 +14,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -108,17 +108,18 @@ def wait_for(predicate: Callable[[], bool], timeout: float, interval: float = 0.
     return True
 
 
-def quiet_stats(channel: triple_py.Channel, quiet: float = 0.1, timeout: float = 2.0) -> dict:
-    """channel.stats() once the connection has written nothing for `quiet` seconds.
+def quiet_stats(counted: Any, quiet: float = 0.1, timeout: float = 2.0) -> dict:
+    """counted.stats() (a channel's or a server's) once it has written nothing for `quiet` s.
 
     Peers send frames of their own (grpc-go pings after receiving data, for example) that the
-    client answers on its own schedule; this waits for those answers to be written.
+    client answers on its own schedule, and a server counts a write only after sendmsg has
+    returned, so its peer may already hold the bytes: this waits for the counters to settle.
     """
     deadline = time.monotonic() + timeout
-    stats = channel.stats()
+    stats = counted.stats()
     while True:
         time.sleep(quiet)
-        now = channel.stats()
+        now = counted.stats()
         if now["bytes_written"] == stats["bytes_written"] or time.monotonic() >= deadline:
             return now
         stats = now

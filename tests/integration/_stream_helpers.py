@@ -20,6 +20,7 @@ from typing import Any, Callable, List, Optional, Sequence
 import pytest
 
 import triple_py
+from _helpers import quiet_stats
 from peers import STREAM_METHOD
 
 KiB = 1024
@@ -138,20 +139,9 @@ def write_syscalls(channel: triple_py.Channel) -> int:
     return channel.stats()["write_syscalls"]
 
 
-def settle(channel: triple_py.Channel, quiet: float = 0.05, timeout: float = 2.0) -> dict:
-    """channel.stats() once the connection has written nothing for `quiet` seconds.
-
-    Peers send frames of their own (grpc-go pings after receiving data) that the client
-    answers on its own schedule; this waits for those answers to be written.
-    """
-    deadline = time.monotonic() + timeout
-    stats = channel.stats()
-    while True:
-        time.sleep(quiet)
-        now = channel.stats()
-        if now["bytes_written"] == stats["bytes_written"] or time.monotonic() >= deadline:
-            return now
-        stats = now
+def settle(channel: triple_py.Channel) -> dict:
+    """channel.stats() once the connection has written nothing for 50 ms (see quiet_stats)."""
+    return quiet_stats(channel, quiet=0.05)
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, interval: float = 0.005) -> bool:

@@ -25,6 +25,8 @@ import pytest
 import triple_py
 from triple_py.testing import EchoServer
 
+from _helpers import quiet_stats
+
 ROOT = Path(__file__).resolve().parents[2]
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 UNARY = "/benchmark.BenchmarkService/UnaryCall"
@@ -262,17 +264,16 @@ def test_response_size(channel):
 COMPRESSIBLE = b"0123456789abcdef" * 8192  # 128 KiB that gzip shrinks to well under 4 KiB
 
 
-def server_bytes(server):
-    stats = server.stats()
-    return stats["bytes_read"], stats["bytes_written"]
-
-
 def wire_bytes(server, call):
-    """(bytes the server read, bytes it wrote) while call() ran; call's result too."""
-    read0, written0 = server_bytes(server)
+    """(bytes the server read, bytes it wrote) while call() ran; call's result too.
+
+    The counters are read once they settle: the server counts a write after sendmsg
+    returns, so the client may hold the answer before the count moves."""
+    before = quiet_stats(server, quiet=0.02)
     result = call()
-    read1, written1 = server_bytes(server)
-    return read1 - read0, written1 - written0, result
+    after = quiet_stats(server, quiet=0.02)
+    return (after["bytes_read"] - before["bytes_read"],
+            after["bytes_written"] - before["bytes_written"], result)
 
 
 def test_gzip_grpcio_client(server):
