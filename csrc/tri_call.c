@@ -983,6 +983,18 @@ static nghttp2_nv nv_make(const void *n, size_t nl, const void *v, size_t vl) {
   return nv;
 }
 
+/* Decimal digits of v into out (no terminator); returns their count. */
+static size_t format_size(size_t v, char out[24]) {
+  char tmp[24];
+  size_t n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+  return n;
+}
+
 size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
   static const nghttp2_nv method = NV_STATIC(":method", "POST");
   static const nghttp2_nv scheme = NV_STATIC(":scheme", "http");
@@ -1005,8 +1017,8 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
   nva[n++] = nv_make("user-agent", 10, o->user_agent, strlen(o->user_agent));
   if (!(c->flags & TRI_CALL_CLIENT_STREAMING)) {
     /* The fast path knows its body size: say so. */
-    int cl = snprintf(c->clen, sizeof(c->clen), "%zu", c->seg0_len + c->seg1_len);
-    nva[n++] = nv_make("content-length", 14, c->clen, (size_t)cl);
+    size_t cl = format_size(c->seg0_len + c->seg1_len, c->clen);
+    nva[n++] = nv_make("content-length", 14, c->clen, cl);
   }
   if (c->triple) { /* docs/triple-wire.md §1.1 */
     nva[n++] = nv_make("content-type", 12, o->content_type_triple,
@@ -1024,7 +1036,9 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
     nva[n++] = grpc_accept;
     if (gz) nva[n++] = grpc_enc;
     if (c->deadline) {
-      int tl = tri_grpc_timeout_encode(c->deadline - tri__now(), c->timeout);
+      /* Rounded up: one value for every call with this timeout (HPACK). */
+      int tl = tri_grpc_timeout_encode(
+          tri_timeout_round_up(c->deadline - tri__now()), c->timeout);
       nva[n++] = nv_make("grpc-timeout", 12, c->timeout, (size_t)tl);
     }
   }

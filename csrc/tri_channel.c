@@ -244,6 +244,8 @@ void tri__channel_call_put(tri_channel *ch, tri_call *c) {
 
 void tri__channel_notify(tri_channel *ch, tri_call *c) {
   tri_mpsc_push(&ch->completions, &c->notify_node);
+  /* A hook takes it on this very thread before the thread sleeps again. */
+  if (atomic_load(&ch->io_hook) && tri__conn_on_io_thread()) return;
   if (atomic_exchange(&ch->notify_pending, 1)) return;
   uint64_t one = 1;
   ssize_t w = write(ch->notify_fd, &one, sizeof(one));
@@ -261,6 +263,32 @@ static int take_ready(tri_channel *ch, void **tokens, int max) {
     tokens[n++] = c->token;
   }
   return n;
+}
+
+int tri_channel_take_completions(tri_channel *ch, void **tokens, int max) {
+  pthread_mutex_lock(&ch->poll_lock);
+  int n = take_ready(ch, tokens, max);
+  if (n < max) {
+    tri_node *list = tri_mpsc_take_all(&ch->completions);
+    if (list) {
+      if (ch->ready_tail) ch->ready_tail->next = list;
+      else ch->ready_head = list;
+      while (list->next) list = list->next;
+      ch->ready_tail = list;
+      n += take_ready(ch, tokens + n, max - n);
+    }
+  }
+  pthread_mutex_unlock(&ch->poll_lock);
+  return n;
+}
+
+void tri_channel_set_io_hook(tri_channel *ch, const tri_io_hook *hook) {
+  atomic_store(&ch->io_hook, hook);
+  /* A connection asleep in epoll_wait with nothing to wait for would never
+   * call the new hook: wake it once. */
+  pthread_mutex_lock(&ch->lock);
+  if (ch->conn) tri__conn_kick(ch->conn);
+  pthread_mutex_unlock(&ch->lock);
 }
 
 int tri_channel_poll_completions(tri_channel *ch, void **tokens, int max,

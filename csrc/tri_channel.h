@@ -93,4 +93,30 @@ int tri_channel_poll_completions(tri_channel *ch, void **tokens, int max,
 /* Nonzero once tri_channel_close has been called. */
 int tri_channel_closed(tri_channel *ch);
 
+/* An I/O hook lets a caller run its own loop on the connection's I/O thread,
+ * the way h2load drives nghttp2: no thread hop between a completion and the
+ * next call.  The I/O thread calls fn(arg) once per loop iteration, after it
+ * has read the socket and before it submits queued work, so calls started
+ * inside fn go out in the same sendmsg; fn returns how many milliseconds the
+ * thread may sleep before calling it again (-1: until the next event).
+ * While a hook is set, completions of notified calls that happen on an I/O
+ * thread are queued without writing the notify fd (fn takes them with
+ * tri_channel_take_completions), and calls fn starts wake nobody.
+ *
+ * fn runs on whichever I/O thread the channel has (a reconnect starts a new
+ * one), so it must serialize itself; it must never block (no waits on calls,
+ * no blocking writes).  `hook` is borrowed and must stay valid until the
+ * channel is deleted: after tri_channel_set_io_hook(ch, NULL) returns, an I/O
+ * thread may still be inside or about to enter the old fn once. */
+typedef struct tri_io_hook {
+  int (*fn)(void *arg);
+  void *arg;
+} tri_io_hook;
+
+void tri_channel_set_io_hook(tri_channel *ch, const tri_io_hook *hook);
+
+/* Takes up to `max` tokens of completed notified calls without waiting and
+ * without a system call (it does not reset the notify fd).  For hooks. */
+int tri_channel_take_completions(tri_channel *ch, void **tokens, int max);
+
 #endif

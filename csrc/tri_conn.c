@@ -42,7 +42,18 @@ static void wake(tri_conn *conn) {
   TRI_STATS_ADD(conn->stats, wakeups, 1);
 }
 
+/* The connection whose I/O thread this is (NULL on other threads). */
+static __thread tri_conn *io_self;
+
+int tri__conn_on_io_thread(void) { return io_self != NULL; }
+
 int tri__conn_push(tri_conn *conn, tri_node *node) {
+  if (io_self == conn) { /* from an I/O hook: processed before we sleep */
+    if (conn->dead) return TRI_ERR_CLOSED;
+    tri_mpsc_push(&conn->ops, node);
+    conn->self_pushed = 1;
+    return 0;
+  }
   atomic_fetch_add(&conn->producers, 1);
   if (atomic_load(&conn->closed)) {
     atomic_fetch_sub(&conn->producers, 1);
@@ -52,6 +63,12 @@ int tri__conn_push(tri_conn *conn, tri_node *node) {
   wake(conn);
   atomic_fetch_sub(&conn->producers, 1);
   return 0;
+}
+
+void tri__conn_kick(tri_conn *conn) {
+  atomic_fetch_add(&conn->producers, 1);
+  if (!atomic_load(&conn->closed)) wake(conn);
+  atomic_fetch_sub(&conn->producers, 1);
 }
 
 void tri__conn_shutdown(tri_conn *conn) {
@@ -612,6 +629,7 @@ static void run_timers(tri_conn *conn) {
 }
 
 static void process_ops(tri_conn *conn) {
+  conn->self_pushed = 0;
   tri_node *n = tri_mpsc_take_all(&conn->ops);
   while (n) {
     tri_node *next = n->next;
@@ -863,6 +881,8 @@ static int next_timeout_ms(tri_conn *conn) {
  * queued ops, fire flush timers and deadlines, write, and notice a session
  * that has ended. */
 static void after_events(tri_conn *conn) {
+  const tri_io_hook *hook = atomic_load(&conn->ch->io_hook);
+  conn->hook_ms = hook ? hook->fn(hook->arg) : -1;
   process_ops(conn);
   if (conn->timers && conn->timers->timer_at <= tri__now()) {
     run_timers(conn);
@@ -1036,6 +1056,7 @@ static void release_io_resources(tri_conn *conn) {
 
 static void *conn_main(void *arg) {
   tri_conn *conn = arg;
+  io_self = conn;
   /* A peer that closes while we write must give EPIPE, not kill a host
    * process that never ignored SIGPIPE (OpenSSL writes with plain write()). */
   sigset_t pipe;
@@ -1051,7 +1072,11 @@ static void *conn_main(void *arg) {
   }
   struct epoll_event evs[4];
   while (!conn->dead) {
-    int n = epoll_wait(conn->epfd, evs, 4, next_timeout_ms(conn));
+    int timeout = next_timeout_ms(conn);
+    if (conn->hook_ms >= 0 && (timeout < 0 || conn->hook_ms < timeout))
+      timeout = conn->hook_ms;
+    if (conn->self_pushed) timeout = 0;
+    int n = epoll_wait(conn->epfd, evs, 4, timeout);
     if (n < 0 && errno != EINTR) {
       die(conn, TRI_CODE_UNAVAILABLE, "epoll_wait failed");
       break;
@@ -1113,6 +1138,7 @@ static tri_conn *conn_alloc(tri_channel *ch) {
   conn->ch = ch;
   conn->stats = &ch->stats;
   conn->fd = conn->evfd = conn->tfd = conn->epfd = -1;
+  conn->hook_ms = -1;
   atomic_init(&conn->refs, 1);
   tri_mpsc_init(&conn->ops);
   tri_arena_init(&conn->arena, &ch->stats);

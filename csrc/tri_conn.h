@@ -74,6 +74,8 @@ struct tri_conn {
   tri_call **heap;         /* deadline min-heap */
   size_t heap_n, heap_cap;
   tri_call *inflight;      /* calls the session knows, linked io_next */
+  int self_pushed;         /* ops pushed by this thread: do not sleep */
+  int hook_ms;             /* the I/O hook's longest sleep (-1: none) */
   int tfd;                 /* timerfd for writer flush timers */
   int tfd_armed;
   tri_call *timers, *timers_tail; /* flush-timer FIFO (same delay for all) */
@@ -83,7 +85,13 @@ struct tri_conn {
 };
 
 int tri__conn_new(tri_conn **out, tri_channel *ch);
+/* Queues an op for the I/O thread and wakes it; pushed from that I/O thread
+ * itself (an I/O hook), it only marks the loop to run again without sleeping. */
 int tri__conn_push(tri_conn *conn, tri_node *node);
+/* Wakes the I/O thread once with no op (it calls the channel's I/O hook). */
+void tri__conn_kick(tri_conn *conn);
+/* Nonzero on an I/O thread (of any connection). */
+int tri__conn_on_io_thread(void);
 int tri__conn_unusable(tri_conn *conn);
 void tri__conn_shutdown(tri_conn *conn);
 /* Waits for the I/O thread to exit (it must be dead or shut down). */

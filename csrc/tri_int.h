@@ -153,6 +153,7 @@ struct tri_channel {
   _Atomic int notify_pending;
   pthread_mutex_t poll_lock; /* guards ready_head/ready_tail */
   tri_node *ready_head, *ready_tail; /* taken from `completions`, not yet returned */
+  _Atomic(const tri_io_hook *) io_hook; /* borrowed; see tri_channel_set_io_hook */
 };
 
 /* Internal API between the three files. */

@@ -39,6 +39,9 @@
 #define MAX_STREAM_MESSAGES 10000000
 #define EAGER_READ_BYTES (1 << 20) /* see "How one thread keeps N streams" */
 #define PENDING_POLL_NS 20000LL     /* retry pending writes / eager reads */
+#define STALE_PASS_NS 20000000LL    /* I/O-driven: no pass for this long, the
+                                       driver thread makes one itself */
+#define DRIVER_NAP_NS 5000000LL     /* I/O-driven: the driver thread's check */
 #define IDLE_POLL_NS 100000000LL    /* longest sleep: stop flag and deadline */
 #define PRIME_TIMEOUT_NS 10000000000LL
 #define SERIES_MAX 86400            /* seconds kept in count-only runs */
@@ -90,6 +93,16 @@ typedef struct worker {
   int64_t last_done;
   uint64_t calls, errors, wcalls, werrors, codes[TRI_LOAD_CODES];
   uint64_t msent, mrecv, short_streams, resp_bytes, missed;
+  /* The loop's state between passes (see step). */
+  int stopping, cancelled, started_done;
+  int64_t t_last_start;         /* the clock read by the last start_call */
+  int64_t stop_at;
+  /* I/O-driven runs (see "Who runs the loop" in tri_load.h). */
+  int on_io;
+  tri_io_hook hook;             /* {io_pass, this worker} */
+  pthread_mutex_t pass_lock;    /* one pass at a time */
+  _Atomic int finished;         /* a pass saw the end */
+  _Atomic int64_t last_pass;    /* when a pass last began (ns) */
 } worker;
 
 struct tri_load {
@@ -203,6 +216,7 @@ static int worker_init(tri_load *l, worker *w, int id) {
   const tri_load_config *c = &l->cfg;
   w->l = l;
   w->id = id;
+  pthread_mutex_init(&w->pass_lock, NULL);
   tri_channel_opts o;
   tri_channel_opts_init(&o);
   o.host = c->host;
@@ -241,6 +255,8 @@ static int worker_init(tri_load *l, worker *w, int id) {
 }
 
 static void worker_free(worker *w) {
+  if (!w->l) return; /* never initialized */
+  pthread_mutex_destroy(&w->pass_lock);
   if (w->ch) {
     tri_pool_put(tri_channel_pool(w->ch), w->msg);
     tri_channel_del(w->ch);
@@ -446,10 +462,13 @@ static int start_call(worker *w, int64_t intended, int warm) {
   s->writes_left = l->cfg.mode == TRI_LOAD_BIDI ? l->cfg.stream_messages
                    : l->cfg.mode == TRI_LOAD_UNARY_STREAM_PATH ? 1 : 0;
   s->writing = l->cfg.mode != TRI_LOAD_UNARY;
-  s->t_start = now_ns();
+  s->t_start = w->t_last_start = now_ns();
   s->t_intended = intended < 0 ? s->t_start : intended;
   tri_call_start(c);
   if (s->writing) service_writes(w, s);
+  /* Failed at once (no connection, say): its completion is queued already,
+   * and on an I/O thread nothing will wake us for it. */
+  if (tri_call_done(c)) w->started_done = 1;
   return 0;
 }
 
@@ -519,18 +538,6 @@ static void complete(worker *w, slot *s) {
     w->sec_errors += (uint64_t)err;
   }
   release_slot(w, s);
-}
-
-/* Waits up to timeout_ns for completions, with ns precision (ppoll on the
- * channel's eventfd), and takes them.  Returns the count or TRI_ERR_CLOSED. */
-static int wait_completions(worker *w, int64_t timeout_ns) {
-  int max = w->l->cfg.concurrency;
-  int n = tri_channel_poll_completions(w->ch, w->tokens, max, 0);
-  if (n != 0 || timeout_ns <= 0) return n;
-  struct timespec ts = {timeout_ns / NS, timeout_ns % NS};
-  struct pollfd p = {.fd = tri_channel_notify_fd(w->ch), .events = POLLIN};
-  ppoll(&p, 1, &ts, NULL);
-  return tri_channel_poll_completions(w->ch, w->tokens, max, 0);
 }
 
 static void cancel_all(worker *w) {
@@ -615,88 +622,156 @@ static int wait_ready(worker *w, int prime_rv, const char *why) {
   return ok;
 }
 
-static void run(worker *w) {
+/* One pass of the driver loop: take the completions, decide whether to
+ * stop, start calls in the free slots, give pending streams their writes.
+ * Returns 1 when this worker's run is over; otherwise 0, with *sleep_ns the
+ * longest the caller may wait for a completion before the next pass. */
+static int step(worker *w, int64_t *sleep_ns) {
   tri_load *l = w->l;
   const tri_load_config *c = &l->cfg;
-  int stopping = 0, cancelled = 0;
-  int64_t stop_at = 0;
+  int n = w->on_io ? tri_channel_take_completions(w->ch, w->tokens, c->concurrency)
+                   : tri_channel_poll_completions(w->ch, w->tokens, c->concurrency, 0);
+  if (n < 0) { /* the channel closed under us: nothing more will come */
+    set_error(l, TRI_ERR_CLOSED, "load: channel closed");
+    return 1;
+  }
+  for (int i = 0; i < n; i++) complete(w, (slot *)w->tokens[i]);
+  w->started_done = 0;
+  int64_t now = now_ns();
+  if (!w->stopping) {
+    if (atomic_load(&l->stop)) {
+      w->stopping = 1;
+      cancel_all(w);
+      w->cancelled = 1;
+    } else if (now >= l->deadline) {
+      w->stopping = 1;
+      if (l->open_loop && w->next_intended < l->deadline) {
+        int64_t from = w->next_intended > l->warmup_end ? w->next_intended
+                                                         : l->warmup_end;
+        w->missed += (uint64_t)((l->deadline - from + w->interval - 1) / w->interval);
+      }
+    }
+    if (w->stopping) w->stop_at = now;
+  }
+  while (!w->stopping && w->nfree > 0) {
+    int64_t intended = -1, t = now;
+    if (l->open_loop) {
+      if (w->next_intended > now) break;
+      intended = t = w->next_intended;
+    }
+    int warm = t < l->warmup_end;
+    if (!warm && c->count && atomic_fetch_add(&l->issued, 1) >= c->count) {
+      w->stopping = 1;
+      w->stop_at = now;
+      break;
+    }
+    if (!warm && !w->measuring) begin_measuring(w);
+    if (l->open_loop) w->next_intended += w->interval;
+    if (start_call(w, intended, warm)) {
+      w->stopping = 1;
+      w->stop_at = now;
+      break;
+    }
+    if (!l->open_loop) now = w->t_last_start;
+  }
+  if (w->stopping) {
+    if (w->active == 0) return 1;
+    if (!w->cancelled && (atomic_load(&l->stop) || now - w->stop_at > l->drain_ns)) {
+      cancel_all(w);
+      w->cancelled = 1;
+    }
+  }
+  if (w->pending) service_pending(w);
+  if (w->eager)
+    for (int i = 0; i < c->concurrency; i++)
+      if (w->slots[i].call) drain_reads(&w->slots[i]);
+  int64_t to;
+  if (w->started_done) {
+    to = 0;
+  } else if (w->pending || w->eager) {
+    to = PENDING_POLL_NS;
+  } else if (w->stopping) {
+    to = IDLE_POLL_NS;
+  } else if (l->open_loop && w->nfree > 0) {
+    to = w->next_intended - now_ns();
+    if (to > l->deadline - now) to = l->deadline - now;
+  } else {
+    to = l->deadline - now;
+  }
+  if (to > IDLE_POLL_NS) to = IDLE_POLL_NS;
+  *sleep_ns = to;
+  return 0;
+}
+
+/* Sleeps up to timeout_ns (ns precision: ppoll) or until the channel's
+ * notify fd says a completion is waiting. */
+static void wait_notify(worker *w, int64_t timeout_ns) {
+  if (timeout_ns <= 0) return;
+  struct timespec ts = {timeout_ns / NS, timeout_ns % NS};
+  struct pollfd p = {.fd = tri_channel_notify_fd(w->ch), .events = POLLIN};
+  ppoll(&p, 1, &ts, NULL);
+}
+
+/* The I/O hook: one pass on the connection's I/O thread.  Returns how many
+ * ms that thread may sleep (-1: until an event). */
+static int io_pass(void *arg) {
+  worker *w = arg;
+  if (pthread_mutex_trylock(&w->pass_lock)) return 1; /* another thread's pass */
+  int ms = -1;
+  if (!atomic_load(&w->finished)) {
+    int64_t to;
+    atomic_store(&w->last_pass, now_ns());
+    if (step(w, &to)) atomic_store(&w->finished, 1);
+    else ms = to <= 0 ? 0 : (int)((to + 999999) / 1000000);
+  }
+  pthread_mutex_unlock(&w->pass_lock);
+  return ms;
+}
+
+/* The loop on this driver thread: pass, wait for a completion, repeat. */
+static void run_on_driver(worker *w) {
+  int64_t to;
+  while (!step(w, &to)) wait_notify(w, to);
+}
+
+/* The loop on the connection's I/O thread (the hook), this thread standing
+ * by: should no pass happen for STALE_PASS_NS (the connection died, so its
+ * thread is gone, and nothing starts the next one), it makes one itself. */
+static void run_on_io(worker *w) {
+  w->on_io = 1;
+  w->hook.fn = io_pass;
+  w->hook.arg = w;
+  atomic_store(&w->last_pass, now_ns());
+  tri_channel_set_io_hook(w->ch, &w->hook);
+  while (!atomic_load(&w->finished)) {
+    struct timespec nap = {0, DRIVER_NAP_NS};
+    nanosleep(&nap, NULL);
+    if (now_ns() - atomic_load(&w->last_pass) > STALE_PASS_NS) io_pass(w);
+  }
+  tri_channel_set_io_hook(w->ch, NULL);
+  pthread_mutex_lock(&w->pass_lock); /* a pass still running ends first */
+  pthread_mutex_unlock(&w->pass_lock);
+}
+
+/* Closed-loop unary runs never block a pass, so the I/O thread can run them. */
+static int io_driven(const tri_load *l) {
+  return !l->cfg.driver_threads && !l->open_loop &&
+         (l->cfg.mode == TRI_LOAD_UNARY || l->cfg.mode == TRI_LOAD_UNARY_STREAM_PATH);
+}
+
+static void run(worker *w) {
+  tri_load *l = w->l;
   if (l->open_loop) {
-    w->interval = (int64_t)(1e9 * (double)l->nw / c->rate);
+    w->interval = (int64_t)(1e9 * (double)l->nw / l->cfg.rate);
     if (w->interval < 1) w->interval = 1;
     w->next_intended = l->t0 + w->interval * w->id / l->nw;
   }
-  for (;;) {
-    int64_t now = now_ns();
-    if (!stopping) {
-      if (atomic_load(&l->stop)) {
-        stopping = 1;
-        cancel_all(w);
-        cancelled = 1;
-      } else if (now >= l->deadline) {
-        stopping = 1;
-        if (l->open_loop && w->next_intended < l->deadline) {
-          int64_t from = w->next_intended > l->warmup_end ? w->next_intended
-                                                           : l->warmup_end;
-          w->missed += (uint64_t)((l->deadline - from + w->interval - 1) / w->interval);
-        }
-      }
-      if (stopping) stop_at = now;
-    }
-    while (!stopping && w->nfree > 0) {
-      int64_t intended = -1, t = now;
-      if (l->open_loop) {
-        if (w->next_intended > now) break;
-        intended = t = w->next_intended;
-      }
-      int warm = t < l->warmup_end;
-      if (!warm && c->count && atomic_fetch_add(&l->issued, 1) >= c->count) {
-        stopping = 1;
-        stop_at = now;
-        break;
-      }
-      if (!warm && !w->measuring) begin_measuring(w);
-      if (l->open_loop) w->next_intended += w->interval;
-      if (start_call(w, intended, warm)) {
-        stopping = 1;
-        stop_at = now;
-        break;
-      }
-      if (!l->open_loop) now = now_ns();
-    }
-    if (stopping) {
-      if (w->active == 0) break;
-      if (!cancelled && (atomic_load(&l->stop) || now - stop_at > l->drain_ns)) {
-        cancel_all(w);
-        cancelled = 1;
-      }
-    }
-    if (w->pending) service_pending(w);
-    if (w->eager)
-      for (int i = 0; i < c->concurrency; i++)
-        if (w->slots[i].call) drain_reads(&w->slots[i]);
-    int64_t to;
-    if (w->pending || w->eager) {
-      to = PENDING_POLL_NS;
-    } else if (stopping) {
-      to = IDLE_POLL_NS;
-    } else if (l->open_loop && w->nfree > 0) {
-      to = w->next_intended - now_ns();
-      if (to > l->deadline - now) to = l->deadline - now;
-    } else {
-      to = l->deadline - now;
-    }
-    if (to > IDLE_POLL_NS) to = IDLE_POLL_NS;
-    int n = wait_completions(w, to);
-    if (n < 0) { /* the channel closed under us: nothing more will come */
-      set_error(l, TRI_ERR_CLOSED, "load: channel closed");
-      break;
-    }
-    for (int i = 0; i < n; i++) complete(w, (slot *)w->tokens[i]);
-  }
+  if (io_driven(l)) run_on_io(w);
+  else run_on_driver(w);
   flush_second(w);
   if (w->measuring) {
     snapshot(w, w->st1);
-    w->cpu1 = thread_cpu_ns();
+    w->cpu1 = w->on_io ? w->cpu0 : thread_cpu_ns();
   }
 }
 

@@ -56,6 +56,18 @@
  * ppoll on tri_channel_notify_fd, so open-loop sends are timed in
  * nanoseconds, not poll()'s milliseconds (timer slack is set to 1 ns).
  *
+ * Who runs the loop: in closed-loop unary runs (UNARY, UNARY_STREAM_PATH),
+ * whose passes never block, the loop runs on the connection's own I/O
+ * thread, as an I/O hook (tri_channel_set_io_hook): the thread that read a
+ * batch of responses records them and starts their replacements, which go
+ * out in the same sendmsg, with no eventfd and no thread switch in between
+ * (h2load's shape: one thread per connection).  The driver thread then only
+ * stands by: when no pass ran for 20 ms (the connection died and its thread
+ * with it) it makes one, which starts the calls that open the next
+ * connection.  driver_threads = 1 keeps the loop on the driver threads;
+ * open-loop and BIDI runs always use them (they time sends in ns, or may
+ * block in a write).
+ *
  * Figures (tri_load_result): histograms of measured and warm-up latency
  * (uncorrected and corrected), per-thread and merged at the end; a
  * one-second series of completions, errors and p99 (corrected latency, 2
@@ -70,7 +82,8 @@
  * part: the whole process, including the connections' I/O threads (where
  * most of the work is) but also anything else the process runs (an
  * in-process server, other Python threads).  driver_cpu_s is the driver
- * threads alone (CLOCK_THREAD_CPUTIME_ID), without the I/O threads.
+ * threads alone (CLOCK_THREAD_CPUTIME_ID), without the I/O threads; in
+ * I/O-driven runs the loop's work is on the I/O threads and it is 0.
  *
  * Threads: tri_load_start spawns the threads; tri_load_wait / stop /
  * status / results may be called from any one thread at a time;
@@ -114,6 +127,8 @@ typedef struct tri_load_config {
                                 others: write the same bytes instead of
                                 packing each message */
   int hist_digits;           /* significant digits of the histograms; 0: 3 */
+  int driver_threads;        /* 1: closed-loop unary runs too are driven from
+                                the driver threads, not the I/O threads */
 } tri_load_config;
 
 /* Defaults: UNARY on 127.0.0.1:50051, 1 x 1, 10 s, no warm-up, 128 B,

@@ -1,6 +1,16 @@
 #include "tri_wire.h"
 
+#include <stdint.h>
 #include <string.h>
+
+int64_t tri_timeout_round_up(int64_t ns) {
+  if (ns <= 0) return ns;
+  int64_t step = 1;
+  while (ns / step >= 1000) step *= 10; /* ns / step has three digits */
+  int64_t q = ns / step + (ns % step != 0);
+  if (q > INT64_MAX / step) return ns;
+  return q * step;
+}
 
 int tri_grpc_timeout_encode(int64_t ns, char out[TRI_TIMEOUT_MAX]) {
   static const struct {

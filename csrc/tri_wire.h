@@ -40,6 +40,14 @@ typedef enum {
  * Returns the string length. */
 int tri_grpc_timeout_encode(int64_t ns, char out[TRI_TIMEOUT_MAX]);
 
+/* Rounds a remaining time up to three significant decimal digits (at most
+ * 1 % later), so that calls made with the same timeout send the same
+ * grpc-timeout value, which HPACK then sends as one byte from its table
+ * instead of a new literal per call that would evict the entries every call
+ * reuses.  The client enforces its own exact deadline; the server's copy is
+ * only a hint.  Values <= 0 are returned unchanged. */
+int64_t tri_timeout_round_up(int64_t ns);
+
 /* Parses a grpc-timeout value into nanoseconds.  Returns 0, or -1 when the
  * value is malformed (no digits, more than 8 digits, unknown unit).  Hours
  * that overflow give INT64_MAX ("no timeout"). */

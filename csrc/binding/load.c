@@ -282,22 +282,22 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
                        "concurrency", "connections", "duration", "warmup",
                        "count", "rate", "stream_messages", "write_buffer_size",
                        "write_buffer_delay_us", "timeout", "shared_request",
-                       "hist_digits", NULL};
+                       "hist_digits", "driver_threads", NULL};
   tri_load_config cfg;
   tri_load_config_init(&cfg);
   const char *host, *path;
   PyObject *port_obj, *mode_obj, *port_str = NULL;
   Py_ssize_t payload;
-  int concurrency, connections, shared = 0, digits = 0;
+  int concurrency, connections, shared = 0, digits = 0, driver_threads = 0;
   double duration, warmup;
   unsigned long long count = 0;
   long long wbs = cfg.write_buffer_size, wbd = cfg.write_buffer_delay_us;
   int k = 1;
   if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "sOzOniidd|KdiLLd$pi:run_load", kw, &host, &port_obj,
+          args, kwargs, "sOzOniidd|KdiLLd$pip:run_load", kw, &host, &port_obj,
           &path, &mode_obj, &payload, &concurrency, &connections, &duration,
           &warmup, &count, &cfg.rate, &k, &wbs, &wbd, &cfg.timeout_s, &shared,
-          &digits))
+          &digits, &driver_threads))
     return NULL;
   if (parse_mode(mode_obj, &cfg.mode) < 0) return NULL;
   if (payload < 0 || wbs < 0 || wbs > UINT32_MAX || wbd < 0 || wbd > UINT32_MAX) {
@@ -326,6 +326,7 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
   cfg.write_buffer_delay_us = (uint32_t)wbd;
   cfg.shared_request = shared;
   cfg.hist_digits = digits;
+  cfg.driver_threads = driver_threads;
   const char *problem = tri_load_config_problem(&cfg);
   if (problem) {
     PyErr_Format(PyExc_ValueError, "run_load: %s", problem);
@@ -366,7 +367,8 @@ const char tri_run_load_doc[] =
     "run_load(host, port, path, mode, payload_size, concurrency, connections,\n"
     "         duration, warmup, count=0, rate=0.0, stream_messages=1,\n"
     "         write_buffer_size=32768, write_buffer_delay_us=200, timeout=10.0,\n"
-    "         *, shared_request=False, hist_digits=3) -> dict\n\n"
+    "         *, shared_request=False, hist_digits=3, driver_threads=False)\n"
+    "         -> dict\n\n"
     "Runs the C load generator against host:port with the GIL released:\n"
     "`connections` channels (one connection and one C thread each) with\n"
     "`concurrency` calls in flight on each.  mode: 'unary' (fast path),\n"
@@ -376,6 +378,8 @@ const char tri_run_load_doc[] =
     "measured after `warmup` seconds; count > 0 caps the measured calls.\n"
     "rate > 0 makes the loop open (calls/s in total) and latency is then also\n"
     "measured from the intended send time (the *_corrected figures).\n"
+    "Closed-loop unary runs are driven from the connections' I/O threads\n"
+    "(h2load's shape); driver_threads=True drives them from separate threads.\n"
     "Returns every figure: counts, qps, latency percentiles in ns,\n"
     "one-second series, status_codes (indexed by code), cpu, counters and\n"
     "per-call ratios, and the raw histograms as [(value_ns, count), ...].\n"

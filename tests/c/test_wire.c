@@ -35,6 +35,30 @@ static void grpc_timeouts(void) {
   CHECK_EQ_INT(tri_grpc_timeout_decode("-1S", 3, &ns), -1);
 }
 
+/* Remaining times round up to three significant digits: one header value
+ * (one HPACK table entry) for every call made with the same timeout. */
+static void timeout_rounding(void) {
+  CHECK_EQ_INT(tri_timeout_round_up(0), 0);
+  CHECK_EQ_INT(tri_timeout_round_up(-7), -7);
+  CHECK_EQ_INT(tri_timeout_round_up(999), 999);
+  CHECK_EQ_INT(tri_timeout_round_up(1001), 1010);
+  CHECK_EQ_INT(tri_timeout_round_up(9999987000LL), 10000000000LL);
+  CHECK_EQ_INT(tri_timeout_round_up(9990000001LL), 10000000000LL);
+  CHECK_EQ_INT(tri_timeout_round_up(9989999999LL), 9990000000LL);
+  CHECK_EQ_INT(tri_timeout_round_up(1234000000LL), 1240000000LL);
+  CHECK_EQ_INT(tri_timeout_round_up(INT64_MAX), INT64_MAX); /* no overflow */
+  /* Never earlier, at most 1 % later. */
+  for (int64_t v = 1; v < 4000000000LL; v = v * 3 + 7) {
+    int64_t r = tri_timeout_round_up(v);
+    CHECK(r >= v && (double)(r - v) <= (double)v * 0.01 + 1);
+  }
+  char a[TRI_TIMEOUT_MAX], b[TRI_TIMEOUT_MAX];
+  int na = tri_grpc_timeout_encode(tri_timeout_round_up(9999987000LL), a);
+  int nb = tri_grpc_timeout_encode(tri_timeout_round_up(9999123456LL), b);
+  CHECK_STR(a, na, "10000000u");
+  CHECK_STR(b, nb, "10000000u");
+}
+
 static void triple_timeouts(void) {
   char b[TRI_TIMEOUT_MAX];
   CHECK_EQ_INT(tri_triple_timeout_encode(999999, b), 0); /* < 1 ms: omitted */
@@ -127,6 +151,7 @@ static void base64(void) {
 
 void test_wire(void) {
   grpc_timeouts();
+  timeout_rounding();
   triple_timeouts();
   percent();
   status_maps();

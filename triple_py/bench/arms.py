@@ -56,7 +56,8 @@ def _c(mode: str) -> Callable[[RunSpec], BenchResult]:
                           write_buffer_size=spec.write_buffer_size,
                           write_buffer_delay_us=spec.write_buffer_delay_us,
                           timeout=spec.timeout, shared_request=spec.shared_request,
-                          hist_digits=spec.hist_digits)
+                          hist_digits=spec.hist_digits,
+                          driver_threads=bool(spec.options.get("driver_threads", False)))
     return runner
 
 

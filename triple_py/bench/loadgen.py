@@ -24,11 +24,12 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
                count: int = 0, rate: Optional[float] = None, stream_messages: int = 1,
                write_buffer_size: int = 32768, write_buffer_delay_us: int = 200,
                timeout: float = 10.0, shared_request: bool = False,
-               hist_digits: int = 3) -> BenchResult:
+               hist_digits: int = 3, driver_threads: bool = False) -> BenchResult:
     """Runs one C load (GIL released for its whole length) and returns its figures.
 
     ``concurrency`` is the total number of calls in flight, spread evenly over
-    ``connections`` (the caller checked that it divides). Raises ConfigError for a
+    ``connections`` (the caller checked that it divides). Closed-loop unary loads run on
+    the connections' I/O threads unless ``driver_threads`` asks for a thread of their own. Raises ConfigError for a
     configuration the C side rejects and TargetError for an unreachable target.
     """
     host, port = split_target(target)
@@ -38,7 +39,8 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
             connections, duration, warmup, count=count, rate=rate or 0.0,
             stream_messages=stream_messages if mode == "bidi" else 1,
             write_buffer_size=write_buffer_size, write_buffer_delay_us=write_buffer_delay_us,
-            timeout=timeout, shared_request=shared_request, hist_digits=hist_digits)
+            timeout=timeout, shared_request=shared_request, hist_digits=hist_digits,
+            driver_threads=driver_threads)
     except ValueError as exc:
         raise ConfigError(str(exc).removeprefix("run_load: ")) from None
     except ConnectionError as exc:

@@ -32,7 +32,9 @@ The format (every key but ``arms``/``mode`` and ``[scenarios]`` is optional)::
     mode = "bidi"               # the arm kind (see triple_py.bench.arms)
     write_buffer_size = 0       # also: method, wire, write_buffer_delay_us, timeout,
                                 # shared_request, threads (triple-py-bidi),
-                                # latency_log (h2load: percentiles, but slower)
+                                # latency_log (h2load: percentiles, but slower),
+                                # driver_threads (C unary kinds: drive the loop
+                                # from a thread of its own, not the I/O thread)
 
 ``arms`` lists arm kinds (``fastpath``, ``grpcio-aio``...: the arm is named after its kind)
 and names defined in ``[arm.<name>]`` tables; an entry may also be an inline table
@@ -121,8 +123,8 @@ AXES = ("payload", "concurrency", "connections", "stream_messages", "rate",
 _TOP_KEYS = {"name", "description", "benchmark", "baseline", "rounds", "duration", "warmup",
              "timeout", "restart_server", "method", "wire", "arms", "mode", "scenarios", "arm"}
 _ARM_KEYS = {"name", "mode", "method", "wire", "write_buffer_size", "write_buffer_delay_us",
-             "timeout", "shared_request", "threads", "latency_log"}
-_OPTION_KEYS = ("threads", "latency_log")  # RunSpec.options
+             "timeout", "shared_request", "threads", "latency_log", "driver_threads"}
+_OPTION_KEYS = ("threads", "latency_log", "driver_threads")  # RunSpec.options
 _ARM_NAME = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*")
 _BENCH_NAME = re.compile(r"[A-Za-z0-9_]+")
 
