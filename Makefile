@@ -107,7 +107,7 @@ fuzz: $(addprefix build/fuzz_,$(FUZZ_TARGETS))
 
 # ThreadSanitizer: the threaded C tests, and a many-threads client stress run
 # against the embedded server (loopback), both must report no race.
-STRESS_SRC := $(filter-out csrc/tri_load.c,$(CORE_SRC))
+STRESS_SRC := $(CORE_SRC)
 build/ctest-tsan: $(CORE_SRC) $(CTEST_SRC) $(wildcard csrc/*.h tests/c/*.h) | bootstrap
 	mkdir -p build
 	clang $(CFLAGS_CORE) -fsanitize=thread -Itests/c -o $@ $(CORE_SRC) $(CTEST_SRC) $(LIBS)

@@ -3,7 +3,9 @@
  * echo server, for ThreadSanitizer (make test-tsan).  It is not a unit test
  * (it uses loopback TCP); it exists so data races between callers, the I/O
  * thread and the writer show up under TSan.  Exit status 0 means every
- * response matched its request and every stream came back whole.
+ * response matched its request and every stream came back whole.  Then the
+ * load generator runs against the same server in both its shapes (its loop on
+ * the I/O thread as a hook, and on driver threads), two connections each.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 #include "tri_call.h"
 #include "tri_channel.h"
 #include "tri_error.h"
+#include "tri_load.h"
 #include "tri_server.h"
 #include "tri_wire.h"
 
@@ -91,6 +94,28 @@ static void streams(int id) {
   }
 }
 
+/* A counted load: every call must end OK. */
+static void load_run(const char *port, int mode, int driver_threads) {
+  tri_load_config c;
+  tri_load_config_init(&c);
+  c.host = "127.0.0.1";
+  c.port = port;
+  c.mode = mode;
+  c.connections = 2;
+  c.concurrency = 16;
+  c.duration_s = 0;
+  c.count = 3000;
+  c.driver_threads = driver_threads;
+  tri_load *l;
+  if (tri_load_new(&l, &c) || tri_load_run(l)) {
+    fail("load run failed", 100 + mode * 2 + driver_threads);
+    return;
+  }
+  const tri_load_result *r = tri_load_results(l);
+  if (r->calls < 3000 || r->errors) fail("load: short or failed calls", 100 + mode);
+  tri_load_del(l);
+}
+
 static void *worker(void *arg) {
   int id = (int)(long)arg;
   if (id % 2) streams(id);
@@ -119,6 +144,9 @@ int main(void) {
   for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
   tri_channel_close(ch);
   tri_channel_del(ch);
+  for (int mode = TRI_LOAD_UNARY; mode <= TRI_LOAD_UNARY_STREAM_PATH; mode++)
+    for (int driver_threads = 0; driver_threads < 2; driver_threads++)
+      load_run(port, mode, driver_threads);
   tri_server_del(srv);
   printf("stress: %d failures\n", failures);
   return failures ? 1 : 0;

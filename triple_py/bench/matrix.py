@@ -48,8 +48,8 @@ The scenario label in the outputs joins the axes that matter: ``128B/c50``, ``12
 (``m``: stream messages, shown when an arm streams), ``/conn4`` (connections other than 1),
 ``/rps2000`` (open loop), ``/wb0`` (a write_buffer_size axis).
 
-Built-in matrices: ``seed-unary`` and ``seed-stream`` (see BUILTIN; ``python -m
-triple_py.bench matrix --show seed-unary`` prints their TOML).
+Built-in matrices: ``seed-unary``, ``seed-stream`` and ``concurrency-sweep`` (see BUILTIN;
+``python -m triple_py.bench matrix --show seed-unary`` prints their TOML).
 '''
 from __future__ import annotations
 
@@ -115,7 +115,30 @@ mode = "grpcio-aio-bidi"
 '''
 
 #: Built-in matrices by name: TOML text in the documented format.
-BUILTIN: Dict[str, str] = {"seed-unary": SEED_UNARY, "seed-stream": SEED_STREAM}
+CONCURRENCY_SWEEP = '''\
+# Does throughput hold as calls in flight grow (dubbo-go's fell)? 128 B unary on one
+# connection from 1 to 1,000 in flight: the fast path driven from the I/O thread (the
+# default), the same with a driver thread of its own, and h2load as the ceiling.
+name = "concurrency-sweep"
+description = "unary 128 B, 1 to 1,000 in flight: fast path (I/O-driven, driver thread) vs h2load"
+benchmark = "Sweep"
+baseline = "h2load"
+rounds = 3
+duration = "3s"
+warmup = "0.5s"
+arms = ["fastpath", "fastpath-threads", "h2load"]
+
+[scenarios]
+payload = [128]
+concurrency = [1, 10, 100, 1000]
+
+[arm.fastpath-threads]
+mode = "fastpath"
+driver_threads = true
+'''
+
+BUILTIN: Dict[str, str] = {"seed-unary": SEED_UNARY, "seed-stream": SEED_STREAM,
+                           "concurrency-sweep": CONCURRENCY_SWEEP}
 
 #: Scenario axes and their defaults.
 AXES = ("payload", "concurrency", "connections", "stream_messages", "rate",
