@@ -489,11 +489,10 @@ static void flush_second(worker *w) {
   w->sec_calls = w->sec_errors = 0;
 }
 
-/* A harvested completion: record it and free the slot. */
-static void complete(worker *w, slot *s) {
+/* A harvested completion, taken at `now`: record it and free the slot. */
+static void complete(worker *w, slot *s, int64_t now) {
   tri_load *l = w->l;
   tri_call *c = s->call;
-  int64_t now = now_ns();
   int code = tri_call_code(c);
   if (code < 0 || code >= TRI_LOAD_CODES) code = TRI_CODE_UNKNOWN;
   uint64_t resp = 0;
@@ -635,9 +634,10 @@ static int step(worker *w, int64_t *sleep_ns) {
     set_error(l, TRI_ERR_CLOSED, "load: channel closed");
     return 1;
   }
-  for (int i = 0; i < n; i++) complete(w, (slot *)w->tokens[i]);
-  w->started_done = 0;
+  /* One clock for the batch: its calls were all read by the same read(). */
   int64_t now = now_ns();
+  for (int i = 0; i < n; i++) complete(w, (slot *)w->tokens[i], now);
+  w->started_done = 0;
   if (!w->stopping) {
     if (atomic_load(&l->stop)) {
       w->stopping = 1;

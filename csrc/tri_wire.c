@@ -5,8 +5,12 @@
 
 int64_t tri_timeout_round_up(int64_t ns) {
   if (ns <= 0) return ns;
-  int64_t step = 1;
-  while (ns / step >= 1000) step *= 10; /* ns / step has three digits */
+  int64_t step = 1, top = 1000; /* ns / step has three digits: ns < top */
+  while (ns >= top && top <= INT64_MAX / 10) {
+    step *= 10;
+    top *= 10;
+  }
+  if (ns >= top) step *= 10; /* beyond the last power of ten that fits */
   int64_t q = ns / step + (ns % step != 0);
   if (q > INT64_MAX / step) return ns;
   return q * step;
