@@ -30,6 +30,9 @@ void tri_channel_opts_init(tri_channel_opts *o) {
   o->user_agent = "triple-py";
   o->write_buffer_size = TRI_WRITER_DEFAULT_WATERMARK;
   o->write_buffer_delay_us = 200;
+  o->write_stall_timeout_ms = 10000;
+  o->keepalive_timeout_ms = 20000;
+  o->max_pings_without_data = 2;
 }
 
 int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
@@ -97,6 +100,7 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
   }
   snprintf(ch->opts.content_type_triple, sizeof(ch->opts.content_type_triple),
            "application/%s", ch->opts.triple_codec);
+  if (ch->opts.keepalive_time_ms > INT32_MAX) ch->opts.keepalive_time_ms = 0; /* INT_MAX: off */
   tri_pool_init(&ch->pool, &ch->stats);
   tri_gzip_pool_init(&ch->zpool, &ch->stats);
   pthread_mutex_init(&ch->lock, NULL);

@@ -22,6 +22,8 @@ typedef struct tri_stats {
   _Atomic uint64_t pool_misses;    /* pool was empty (or size unpooled) */
   _Atomic uint64_t wakeups;        /* eventfd writes that woke an I/O thread */
   _Atomic uint64_t connects;       /* connections opened */
+  _Atomic uint64_t write_stalls;   /* connections killed by the write-stall watchdog */
+  _Atomic uint64_t keepalive_timeouts; /* connections killed by an unanswered PING */
 } tri_stats;
 
 /* Names of the fields above, in order, NULL-terminated; for bindings. */
