@@ -410,7 +410,9 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
   tri_conn *conn = user;
   if (frame->hd.type == NGHTTP2_SETTINGS &&
       !(frame->hd.flags & NGHTTP2_FLAG_ACK) && !atomic_load(&conn->established)) {
-    atomic_store(&conn->established, 1); /* the server speaks HTTP/2 */
+    /* The server speaks HTTP/2: the connection attempt has succeeded. */
+    conn->connect_deadline = 0;
+    atomic_store(&conn->established, 1);
   }
   if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK))
     conn->ping_sent = 0;
@@ -912,6 +914,7 @@ static int64_t next_wakeup(const tri_conn *conn) {
     if (at_ && (!t || at_ < t)) t = at_; \
   } while (0)
   if (conn->heap_n) EARLIER(conn->heap[0]->deadline);
+  EARLIER(conn->connect_deadline);
   if (conn->write_since && o->write_stall_timeout_ms)
     EARLIER(conn->write_since + o->write_stall_timeout_ms * MS);
   if (conn->ping_sent) EARLIER(conn->ping_sent + o->keepalive_timeout_ms * MS);
@@ -929,15 +932,26 @@ static int next_timeout_ms(tri_conn *conn) {
   return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
-/* Kills a connection that cannot make progress: output the peer has not
- * taken for the write-stall timeout (its expired calls' RST_STREAMs and streams would pile
+/* Kills a connection that cannot make progress: an attempt that did not get
+ * the server's SETTINGS in time, output the peer has not taken for the
+ * write-stall timeout (its expired calls' RST_STREAMs and streams would pile
  * up in the session for as long as the peer reads nothing), or a keepalive
  * PING left unanswered.  Sends the keepalive PING when one is due. */
 static void check_watchdogs(tri_conn *conn) {
   const tri_channel_opts *o = &conn->ch->opts;
-  if (!conn->write_since && !o->keepalive_time_ms)
+  if (!conn->connect_deadline && !conn->write_since && !o->keepalive_time_ms)
     return; /* the usual case: nothing armed, no clock read */
   int64_t now = tri__now();
+  if (conn->connect_deadline && now >= conn->connect_deadline) {
+    const char *stage = conn->handshaking ? "TLS handshake"
+                        : !conn->connected ? "TCP connect"
+                                           : "waiting for the server's HTTP/2 SETTINGS";
+    snprintf(conn->errstr, sizeof(conn->errstr),
+             "connection attempt to %s:%s timed out after %lld ms (%s)", o->host,
+             o->port, (long long)((now - conn->attempt_start) / MS), stage);
+    die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+    return;
+  }
   if (conn->write_since && o->write_stall_timeout_ms &&
       now - conn->write_since >= o->write_stall_timeout_ms * MS) {
     snprintf(conn->errstr, sizeof(conn->errstr),
@@ -1225,7 +1239,7 @@ static tri_conn *conn_alloc(tri_channel *ch) {
   conn->ch = ch;
   conn->stats = &ch->stats;
   conn->fd = conn->evfd = conn->tfd = conn->epfd = -1;
-  conn->last_read = tri__now();
+  conn->attempt_start = conn->last_read = tri__now();
   conn->detached_budget = -1;
   atomic_init(&conn->refs, 1);
   tri_mpsc_init(&conn->ops);
@@ -1236,9 +1250,10 @@ static tri_conn *conn_alloc(tri_channel *ch) {
   return conn;
 }
 
-int tri__conn_new(tri_conn **out, tri_channel *ch) {
+int tri__conn_new(tri_conn **out, tri_channel *ch, int64_t connect_deadline) {
   tri_conn *conn = conn_alloc(ch);
   if (!conn) return TRI_ERR_NOMEM;
+  conn->connect_deadline = connect_deadline;
   if (ch->ssl_ctx) conn->tls_out = tri_pool_get(&ch->pool, 64 << 10, 0);
   conn->rbuf_cap = RBUF_SIZE;
   conn->rbuf = tri_mem_alloc(&ch->stats, conn->rbuf_cap);

@@ -12,6 +12,8 @@
  * staging area first, so a completed call is never referenced.
  *
  * Watchdogs (I/O thread, on the loop's epoll timeout like the deadlines):
+ *  - connect timeout: an attempt that has not received the server's SETTINGS
+ *    by `connect_deadline` dies (UNAVAILABLE);
  *  - write stall: output waiting for a socket that took no byte for the
  *    channel's write_stall_timeout_ms kills the connection (UNAVAILABLE,
  *    "connection stalled: ..."), so a peer that stopped reading cannot make
@@ -60,7 +62,8 @@ struct tri_conn {
   _Atomic int unusable;    /* no new calls: dead, dying or GOAWAY */
   _Atomic int shutdown_req;
   _Atomic int exited;      /* the thread function has returned */
-  _Atomic int established; /* the server's SETTINGS arrived: HTTP/2 is up */
+  _Atomic int established; /* the server's SETTINGS arrived: the attempt worked */
+  int64_t attempt_start;   /* when the connection attempt began (set at creation) */
   tri_conn *next_retired;  /* channel's retired list, under channel lock */
   int joined;              /* thread joined; under channel lock */
 
@@ -71,6 +74,7 @@ struct tri_conn {
   int connected;           /* ready for HTTP/2 (TCP up, TLS done) */
   int detached;            /* test hook: no socket, no thread (see below) */
   int epollout;            /* EPOLLOUT currently armed */
+  int64_t connect_deadline; /* die unless established by then; 0 once it is */
   int64_t write_since;     /* output has waited for the socket since this last
                               progress (ns); 0 when nothing waits */
   int64_t last_read;       /* bytes last arrived (keepalive's idle clock) */
@@ -99,7 +103,11 @@ struct tri_conn {
   char errstr[200];
 };
 
-int tri__conn_new(tri_conn **out, tri_channel *ch);
+/* Creates a connection and starts its I/O thread, which connects at once.
+ * `connect_deadline` (CLOCK_MONOTONIC ns; 0 = none) bounds the attempt: it
+ * fails unless the server's SETTINGS arrived by then.  Returns 0,
+ * TRI_ERR_NOMEM or TRI_ERR_SYSTEM.  *out holds the channel's reference. */
+int tri__conn_new(tri_conn **out, tri_channel *ch, int64_t connect_deadline);
 int tri__conn_push(tri_conn *conn, tri_node *node);
 int tri__conn_unusable(tri_conn *conn);
 void tri__conn_shutdown(tri_conn *conn);

@@ -25,6 +25,9 @@ KEEPALIVE_TIME_MS = "grpc.keepalive_time_ms"
 KEEPALIVE_TIMEOUT_MS = "grpc.keepalive_timeout_ms"
 KEEPALIVE_PERMIT_WITHOUT_CALLS = "grpc.keepalive_permit_without_calls"
 MAX_PINGS_WITHOUT_DATA = "grpc.http2.max_pings_without_data"
+INITIAL_RECONNECT_BACKOFF_MS = "grpc.initial_reconnect_backoff_ms"
+MAX_RECONNECT_BACKOFF_MS = "grpc.max_reconnect_backoff_ms"
+MIN_RECONNECT_BACKOFF_MS = "grpc.min_reconnect_backoff_ms"
 INT_MAX = 2**31 - 1
 WIRES = {"grpc": 0, "triple": 1}
 
@@ -57,6 +60,12 @@ class ChannelOptions:
     keepalive_timeout_ms: int = 20_000
     keepalive_permit_without_calls: bool = False
     max_pings_without_data: int = 2
+    # grpcio's connection backoff after failed connection attempts (connection-backoff.md);
+    # min_reconnect_backoff_ms is the least time an attempt is given, as in grpc core.
+    # Values below 100 ms count as 100 ms, as in grpc core.
+    initial_reconnect_backoff_ms: int = 1_000
+    max_reconnect_backoff_ms: int = 120_000
+    min_reconnect_backoff_ms: int = 20_000
 
     @classmethod
     def from_pairs(cls, options: Optional[Iterable[tuple[str, Any]]]) -> "ChannelOptions":
@@ -87,7 +96,10 @@ class ChannelOptions:
                                        else self.keepalive_time_ms),
                     keepalive_timeout_ms=self.keepalive_timeout_ms,
                     keepalive_permit_without_calls=self.keepalive_permit_without_calls,
-                    max_pings_without_data=self.max_pings_without_data)
+                    max_pings_without_data=self.max_pings_without_data,
+                    initial_reconnect_backoff_ms=self.initial_reconnect_backoff_ms,
+                    max_reconnect_backoff_ms=self.max_reconnect_backoff_ms,
+                    min_reconnect_backoff_ms=self.min_reconnect_backoff_ms)
 
 
 def _milliseconds(value: Any) -> int:
@@ -125,4 +137,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     KEEPALIVE_TIMEOUT_MS: ("keepalive_timeout_ms", _milliseconds),
     KEEPALIVE_PERMIT_WITHOUT_CALLS: ("keepalive_permit_without_calls", bool),
     MAX_PINGS_WITHOUT_DATA: ("max_pings_without_data", _count),
+    INITIAL_RECONNECT_BACKOFF_MS: ("initial_reconnect_backoff_ms", _milliseconds),
+    MAX_RECONNECT_BACKOFF_MS: ("max_reconnect_backoff_ms", _milliseconds),
+    MIN_RECONNECT_BACKOFF_MS: ("min_reconnect_backoff_ms", _milliseconds),
 }

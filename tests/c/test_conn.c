@@ -1,5 +1,6 @@
 /*
- * test_conn.c: the connection's watchdogs (write stall, keepalive), on
+ * test_conn.c: the connection's watchdogs (write stall, connect timeout,
+ * keepalive) and the channel's reaction to a failed attempt (backoff), on
  * detached connections whose fake socket can be made to block
  * (tri__conn_set_write_budget).  No network, no I/O thread.
  */
@@ -75,6 +76,13 @@ static int message_is(tri_call *c, const char *want) {
   size_t n;
   tri_call_message(c, &m, &n);
   return n == strlen(want) && memcmp(m, want, n) == 0;
+}
+
+static int message_starts(tri_call *c, const char *want) {
+  const char *m;
+  size_t n;
+  tri_call_message(c, &m, &n);
+  return n >= strlen(want) && memcmp(m, want, strlen(want)) == 0;
 }
 
 /* A peer that takes nothing: once the stall timeout has passed without a
@@ -153,6 +161,34 @@ static void write_stall_off(void) {
   teardown(&h);
 }
 
+/* No SETTINGS from the server by the connect deadline: the attempt fails. */
+static void connect_timeout(void) {
+  tri_channel_opts o;
+  default_opts(&o);
+  harness h;
+  setup_opts(&h, &o);
+  h.conn->connect_deadline = tri__now() + 50 * MS;
+  tri_call *a = start(&h, -1);
+  tri__conn_tick(h.conn);
+  CHECK(!tri_call_done(a));
+  sleep_ms(60);
+  tri__conn_tick(h.conn);
+  CHECK_EQ_INT(tri_call_code(a), TRI_CODE_UNAVAILABLE);
+  CHECK(message_starts(a, "connection attempt to 127.0.0.1:1 timed out after "));
+  CHECK(!atomic_load(&h.conn->established));
+  teardown(&h);
+  /* SETTINGS in time: the deadline is gone. */
+  setup_opts(&h, &o);
+  h.conn->connect_deadline = tri__now() + 20 * MS;
+  feed_settings(&h);
+  CHECK(atomic_load(&h.conn->established));
+  CHECK_EQ_INT(h.conn->connect_deadline, 0);
+  sleep_ms(25);
+  tri__conn_tick(h.conn);
+  CHECK(!tri__conn_unusable(h.conn));
+  teardown(&h);
+}
+
 /* Keepalive: a PING after keepalive_time without reading; an ACK keeps the
  * connection, silence kills it after keepalive_timeout. */
 static void keepalive(void) {
@@ -195,9 +231,69 @@ static void keepalive(void) {
   teardown(&h);
 }
 
+/* The channel: a connection that failed before the server's SETTINGS puts
+ * the channel in backoff (calls are refused at once, with the cause); one
+ * that worked and then broke is replaced at once.  The detached connection is
+ * installed as the channel's current one, which then owns it (retires and
+ * frees it). */
+static void channel_backoff(void) {
+  tri_channel_opts o;
+  default_opts(&o);
+  harness h;
+  setup_opts(&h, &o);
+  tri_channel *ch = h.ch;
+  ch->conn = h.conn;
+  int64_t started = h.conn->attempt_start; /* the channel frees it once retired */
+  tri__conn_kill(h.conn, TRI_CODE_UNAVAILABLE, "failed to connect to 127.0.0.1:1: refused");
+  tri_conn *got;
+  char why[400];
+  int rv = tri__channel_conn(ch, NULL, &got, why, sizeof(why));
+  CHECK_EQ_INT(rv, TRI_ERR_BACKOFF);
+  CHECK(got == NULL);
+  CHECK(strstr(why, "connection backoff: 1 connection attempt failed, the next one in ") == why);
+  CHECK(strstr(why, "last error: failed to connect to 127.0.0.1:1: refused") != NULL);
+  CHECK(ch->next_attempt >= started + 800 * MS);
+  CHECK(ch->next_attempt <= started + 1200 * MS);
+  CHECK_EQ_INT(tri_channel_stats(ch)->connect_failures, 1);
+  rv = tri__channel_conn(ch, NULL, &got, why, sizeof(why)); /* counted once */
+  CHECK_EQ_INT(rv, TRI_ERR_BACKOFF);
+  CHECK_EQ_INT(ch->backoff.failures, 1);
+  CHECK_EQ_INT(tri_channel_stats(ch)->connects, 0); /* no attempt was made */
+  /* A call started now fails at once, with that message. */
+  tri_call *c;
+  tri_call_new(ch, &c, "/s/M", 4, -1, 0);
+  tri_call_start(c);
+  CHECK(tri_call_done(c));
+  CHECK_EQ_INT(tri_call_code(c), TRI_CODE_UNAVAILABLE);
+  CHECK(message_starts(c, "connection backoff: 1 connection attempt failed"));
+  tri_call_release(c);
+  tri_channel_del(ch);
+
+  /* Worked, then broke: the next connection opens at once (a live one, to a
+   * closed loopback port) and the backoff restarts. */
+  setup_opts(&h, &o);
+  ch = h.ch;
+  ch->backoff.failures = 3;
+  ch->backoff.current_ns = 4000 * MS;
+  ch->conn = h.conn;
+  feed_settings(&h);
+  tri__conn_kill(h.conn, TRI_CODE_UNAVAILABLE, "connection closed by peer");
+  rv = tri__channel_conn(ch, NULL, &got, why, sizeof(why));
+  CHECK_EQ_INT(rv, 0);
+  CHECK(got != NULL);
+  CHECK_EQ_INT(ch->backoff.failures, 0);
+  CHECK_EQ_INT(ch->next_attempt, 0);
+  CHECK_EQ_INT(tri_channel_stats(ch)->connect_failures, 0);
+  CHECK_EQ_INT(tri_channel_stats(ch)->connects, 1);
+  if (got) tri__conn_unref(got);
+  tri_channel_del(ch); /* joins the live connection's thread */
+}
+
 void test_conn(void) {
   write_stall_kills();
   slow_writes_are_progress();
   write_stall_off();
+  connect_timeout();
   keepalive();
+  channel_backoff();
 }

@@ -20,6 +20,7 @@ void test_tjson(void);
 void test_session(void);
 void test_hist(void);
 void test_load(void);
+void test_backoff(void);
 void test_conn(void);
 
 static const struct {
@@ -34,6 +35,7 @@ static const struct {
               {"session", test_session},
               {"hist", test_hist},
               {"load", test_load},
+              {"backoff", test_backoff},
               {"conn", test_conn}};
 
 /* Runs every suite, or only those named on the command line. */

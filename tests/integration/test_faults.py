@@ -5,8 +5,8 @@ dribbles the connection.
 For each fault: calls in flight, an open bidi stream and new calls end with the right status
 within their deadline (UNAVAILABLE when the connection is reset or closed, DEADLINE_EXCEEDED
 when it stalls, success when it is only slow), and once the fault is cleared new calls
-succeed (the channel reconnects when the connection was lost, and keeps the connection
-when it was only stalled or slow).  A
+succeed (the channel reconnects when the connection was lost, after its connection backoff
+when an attempt failed, and keeps the connection when it was only stalled or slow).  A
 connection whose peer reads nothing for the write-stall timeout is declared dead; one whose
 keepalive PING goes unanswered too.  Then 10,000 failing calls of each kind leave no file
 descriptor, thread or memory behind (/proc/self/fd, /proc/self/task, VmRSS; a stalled
@@ -47,7 +47,8 @@ SMALL = b"s" * 32  # for dribbled calls, which cost one proxy round per byte
 SLACK = 2.0  # seconds a call may end after its deadline on a loaded 2-core machine
 STALL_DEADLINE = 0.5  # seconds: the deadline of calls made while the proxy stalls
 IN_FLIGHT_DELAY = [("x-delay-ms", "500")]  # keeps a call pending while the fault starts
-# Failed connection attempts will back off; 100 ms keeps the recovery steps short.
+# Failed connection attempts back off (grpcio's 1 s by default); 100 ms, grpc core's least,
+# keeps the recovery steps short.
 SHORT_BACKOFF = [("grpc.initial_reconnect_backoff_ms", 100),
                  ("grpc.max_reconnect_backoff_ms", 100)]
 
@@ -485,7 +486,7 @@ LEAK_KINDS = {
     "truncate": Code.UNAVAILABLE,  # the proxy closes each connection after 30 bytes
     # The connection stalls (50 ms deadlines): the write-stall watchdog (LEAK_STALL_TIMEOUT_MS)
     # kills the stalled connection; the next one gets no SETTINGS, so it stays under the
-    # default flow-control window and never fills the socket.
+    # default flow-control window and never fills the socket (it would fail as an attempt).
     "stall": {Code.DEADLINE_EXCEEDED, Code.UNAVAILABLE},
     # Only the requests stall (the peer reads nothing, its SETTINGS still come): every new
     # connection fills the socket and is killed by the watchdog, again and again.
