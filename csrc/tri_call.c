@@ -257,9 +257,14 @@ void tri_call_start(tri_call *c) {
   }
   tri_conn *avoid = NULL;
   for (int attempt = 0; attempt < 3; attempt++) {
-    tri_conn *conn = tri__channel_conn(ch, avoid);
-    if (!conn) {
-      tri__call_complete(c, TRI_CODE_CANCELLED, "Channel closed");
+    tri_conn *conn;
+    char why[400];
+    int rv = tri__channel_conn(ch, avoid, &conn, why, sizeof(why));
+    if (rv) {
+      /* Closed: CANCELLED, as grpcio.  No connection (backing off, or none
+       * could be made): UNAVAILABLE at once, as grpcio without wait_for_ready. */
+      tri__call_complete(c, rv == TRI_ERR_CLOSED ? TRI_CODE_CANCELLED : TRI_CODE_UNAVAILABLE,
+                         "%s", why);
       return;
     }
     c->conn = conn;

@@ -30,6 +30,12 @@ void tri_channel_opts_init(tri_channel_opts *o) {
   o->user_agent = "triple-py";
   o->write_buffer_size = TRI_WRITER_DEFAULT_WATERMARK;
   o->write_buffer_delay_us = 200;
+  o->write_stall_timeout_ms = 10000;
+  o->keepalive_timeout_ms = 20000;
+  o->max_pings_without_data = 2;
+  o->initial_reconnect_backoff_ms = TRI_BACKOFF_INITIAL_MS;
+  o->max_reconnect_backoff_ms = TRI_BACKOFF_MAX_MS;
+  o->min_connect_timeout_ms = TRI_BACKOFF_MIN_CONNECT_TIMEOUT_MS;
 }
 
 int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
@@ -97,6 +103,12 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
   }
   snprintf(ch->opts.content_type_triple, sizeof(ch->opts.content_type_triple),
            "application/%s", ch->opts.triple_codec);
+  if (ch->opts.min_connect_timeout_ms < TRI_BACKOFF_FLOOR_MS)
+    ch->opts.min_connect_timeout_ms = TRI_BACKOFF_FLOOR_MS;
+  if (ch->opts.keepalive_time_ms > INT32_MAX) ch->opts.keepalive_time_ms = 0; /* INT_MAX: off */
+  tri_backoff_init(&ch->backoff, opts->initial_reconnect_backoff_ms,
+                   opts->max_reconnect_backoff_ms,
+                   (uint64_t)tri__now() ^ (uint64_t)(uintptr_t)ch);
   tri_pool_init(&ch->pool, &ch->stats);
   tri_gzip_pool_init(&ch->zpool, &ch->stats);
   pthread_mutex_init(&ch->lock, NULL);
@@ -140,19 +152,70 @@ static void retire_current(tri_channel *ch) {
   ch->conn = NULL;
 }
 
-tri_conn *tri__channel_conn(tri_channel *ch, tri_conn *avoid) {
+/* Books how the current connection's attempt went, when it is retired: one
+ * that got the server's SETTINGS worked (the backoff starts over and the next
+ * connection opens at once); one that never did failed, and the next attempt
+ * waits for the backoff, counted from when this one started.  Its cause is
+ * final: the connection writes it before it marks itself unusable.  Channel
+ * lock held. */
+static void note_outcome(tri_channel *ch, tri_conn *conn) {
+  if (atomic_load(&conn->established)) {
+    tri_backoff_reset(&ch->backoff);
+    ch->next_attempt = 0;
+    return;
+  }
+  ch->next_attempt = tri_backoff_failed(&ch->backoff, conn->attempt_start);
+  snprintf(ch->connect_error, sizeof(ch->connect_error), "%s",
+           conn->errstr[0] ? conn->errstr : "the connection closed before HTTP/2 was up");
+  TRI_STATS_ADD(&ch->stats, connect_failures, 1);
+}
+
+int tri__channel_conn(tri_channel *ch, tri_conn *avoid, tri_conn **out,
+                      char *why, size_t why_len) {
+  int rv = 0;
+  *out = NULL;
   pthread_mutex_lock(&ch->lock);
-  tri_conn *conn = NULL;
-  if (ch->closed) goto out;
-  if (ch->conn && (ch->conn == avoid || tri__conn_unusable(ch->conn)))
+  if (ch->closed) {
+    rv = TRI_ERR_CLOSED;
+    snprintf(why, why_len, "Channel closed");
+    goto out;
+  }
+  if (ch->conn && (ch->conn == avoid || tri__conn_unusable(ch->conn))) {
+    note_outcome(ch, ch->conn);
     retire_current(ch);
+  }
   if (ch->retired) reap_retired(ch);
-  if (!ch->conn && tri__conn_new(&ch->conn, ch) != 0) goto out;
-  conn = ch->conn;
-  tri__conn_ref(conn);
+  if (!ch->conn) {
+    int64_t now = tri__now();
+    if (ch->next_attempt > now) {
+      unsigned n = ch->backoff.failures;
+      snprintf(why, why_len,
+               "connection backoff: %u connection attempt%s failed, the next one "
+               "in %lld ms; last error: %s",
+               n, n == 1 ? "" : "s", (long long)((ch->next_attempt - now + 999999) / 1000000),
+               ch->connect_error);
+      rv = TRI_ERR_BACKOFF;
+      goto out;
+    }
+    /* The attempt gets the backoff delay or the minimum, whichever is longer. */
+    int64_t budget = tri_backoff_next_delay(&ch->backoff);
+    int64_t floor = (int64_t)ch->opts.min_connect_timeout_ms * 1000000;
+    rv = tri__conn_new(&ch->conn, ch, now + (budget > floor ? budget : floor));
+    if (rv) {
+      ch->conn = NULL;
+      ch->next_attempt = tri_backoff_failed(&ch->backoff, now);
+      snprintf(ch->connect_error, sizeof(ch->connect_error),
+               "cannot open a connection: %s", tri_strerror(rv));
+      TRI_STATS_ADD(&ch->stats, connect_failures, 1);
+      snprintf(why, why_len, "%s", ch->connect_error);
+      goto out;
+    }
+  }
+  *out = ch->conn;
+  tri__conn_ref(ch->conn);
 out:
   pthread_mutex_unlock(&ch->lock);
-  return conn;
+  return rv;
 }
 
 void tri_channel_close(tri_channel *ch) {

@@ -4,7 +4,14 @@
  * A channel owns at most one live connection (tri_conn) at a time, opened
  * lazily by the first call and replaced on the next call after it dies, so a
  * lost connection fails its in-flight calls with UNAVAILABLE and the channel
- * reconnects by itself.  It also owns the buffer pool and call pool its calls
+ * reconnects by itself.
+ *
+ * Connection backoff (grpc's connection-backoff.md, see tri_backoff.h): a
+ * connection attempt that failed (refused, TLS failure, timed out, or closed
+ * before the server's HTTP/2 SETTINGS arrived) makes the next attempt wait;
+ * until then new calls fail at once with UNAVAILABLE, as grpcio's do without
+ * wait_for_ready.  A connection that worked and then broke is replaced at
+ * once, and the backoff starts over.  It also owns the buffer pool and call pool its calls
  * use, the counters (tri_stats), and the completion queue for calls that
  * asked for notification.
  *
@@ -48,6 +55,20 @@ typedef struct tri_channel_opts {
   const char *tls_chain;       /* PEM client certificate chain */
   size_t tls_chain_len;
   const char *tls_server_name; /* copied; name to verify (default: host) */
+  /* Liveness (tri_conn.h).  0 turns a watchdog off. */
+  uint32_t write_stall_timeout_ms; /* output blocked this long kills the
+                                      connection (default 10000) */
+  uint32_t keepalive_time_ms;      /* PING after this long without reading,
+                                      while calls are open (0: off, default) */
+  uint32_t keepalive_timeout_ms;   /* an unanswered PING kills it (20000) */
+  int keepalive_permit_without_calls; /* ping with no call open too (0) */
+  uint32_t max_pings_without_data; /* PINGs between our HEADERS/DATA frames;
+                                      0: unlimited (default 2, as grpcio) */
+  /* Connection backoff (grpcio's defaults; values under 100 ms mean 100). */
+  uint32_t initial_reconnect_backoff_ms; /* 1000 */
+  uint32_t max_reconnect_backoff_ms;     /* 120000 */
+  uint32_t min_connect_timeout_ms;       /* grpc.min_reconnect_backoff_ms: the
+                                            least time an attempt gets (20000) */
   char *error_out;             /* optional: why tri_channel_new failed */
   size_t error_out_len;
 } tri_channel_opts;
@@ -59,7 +80,8 @@ enum { TRI_WIRE_GRPC = 0, TRI_WIRE_TRIPLE = 1 };
 enum { TRI_COMPRESS_NONE = 0, TRI_COMPRESS_GZIP = 2 };
 
 /* Fills `o` with the defaults: 4 MiB receive limit, no send limit, 16 MiB-1
- * stream window, 1 GiB-1 connection window, 64 KiB frames. */
+ * stream window, 1 GiB-1 connection window, 64 KiB frames, a 10 s write-stall
+ * timeout, no keepalive, grpcio's reconnect backoff. */
 void tri_channel_opts_init(tri_channel_opts *o);
 
 /* Creates a channel; nothing is connected yet.  Returns 0, TRI_ERR_INVALID or

@@ -25,6 +25,7 @@
 #define PULL_MAX_BYTES (4u << 20)  /* stop pulling frames beyond this */
 #define RBUF_SIZE (256u << 10)
 #define MAX_HEADERS 64
+#define MS 1000000LL               /* ns per ms */
 
 /* ---- references and the op queue (any thread) ------------------------ */
 
@@ -240,9 +241,10 @@ static void drop_timers(tri_conn *conn) {
 static void die(tri_conn *conn, int code, const char *why) {
   if (conn->dead) return;
   conn->dead = 1;
-  atomic_store(&conn->unusable, 1);
+  /* The cause first: the channel reads it once it sees `unusable`. */
   if (why && why != conn->errstr)
     snprintf(conn->errstr, sizeof(conn->errstr), "%s", why);
+  atomic_store(&conn->unusable, 1);
   for (tri_call *c = conn->inflight; c; c = c->io_next)
     tri__call_complete(c, code, "%s", conn->errstr);
   out_reset(conn);
@@ -423,6 +425,14 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
                          void *user) {
   (void)s;
   tri_conn *conn = user;
+  if (frame->hd.type == NGHTTP2_SETTINGS &&
+      !(frame->hd.flags & NGHTTP2_FLAG_ACK) && !atomic_load(&conn->established)) {
+    /* The server speaks HTTP/2: the connection attempt has succeeded. */
+    conn->connect_deadline = 0;
+    atomic_store(&conn->established, 1);
+  }
+  if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK))
+    conn->ping_sent = 0;
   if (frame->hd.type == NGHTTP2_GOAWAY) {
     conn->goaway = 1;
     atomic_store(&conn->unusable, 1);
@@ -475,6 +485,8 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *frame,
   tri_conn *conn = user;
   if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR)
     conn->local_goaway_error = frame->goaway.error_code;
+  if (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA)
+    conn->pings_without_data = 0; /* grpc.http2.max_pings_without_data */
   return 0;
 }
 
@@ -683,6 +695,12 @@ static void set_epollout(tri_conn *conn, int on) {
   conn->epollout = on;
 }
 
+/* The socket took nothing: output waits from now on, unless it was waiting
+ * already (the write-stall watchdog measures from the last progress). */
+static void write_blocked(tri_conn *conn) {
+  if (!conn->write_since) conn->write_since = tri__now();
+}
+
 /* TLS: the pending entries are copied into tls_out (encryption copies
  * anyway) and written with SSL_write.  Same return values as write_out. */
 static int write_out_tls(tri_conn *conn) {
@@ -702,7 +720,10 @@ static int write_out_tls(tri_conn *conn) {
     ssize_t w = tri_tls_write(conn->ssl, tri_buf_begin(conn->tls_out) + conn->tls_out_off,
                               conn->tls_out->len - conn->tls_out_off,
                               conn->errstr, sizeof(conn->errstr));
-    if (w == TRI_ERR_AGAIN) return 0;
+    if (w == TRI_ERR_AGAIN) {
+      write_blocked(conn);
+      return 0;
+    }
     if (w < 0) {
       die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
       return -1;
@@ -710,50 +731,67 @@ static int write_out_tls(tri_conn *conn) {
     TRI_STATS_ADD(conn->stats, write_syscalls, 1);
     TRI_STATS_ADD(conn->stats, bytes_written, w);
     conn->tls_out_off += (size_t)w;
+    conn->write_since = tri__now(); /* progress */
   }
   conn->tls_out->len = 0;
   conn->tls_out_off = 0;
+  conn->write_since = 0;
   return 1;
+}
+
+/* The bytes still queued (detached connections' fake socket). */
+static size_t out_pending(const tri_conn *conn) {
+  size_t n = 0;
+  for (size_t i = conn->out_head; i < conn->out_n; i++) n += conn->out[i].len;
+  return n;
 }
 
 /* Writes pending output with one writev.  Returns 1 if all of it went,
  * 0 if the socket is full, -1 on error (the connection is then dead). */
 static int write_out(tri_conn *conn) {
   if (conn->ssl) return write_out_tls(conn);
-  if (conn->detached) { /* test/fuzz hook: output goes nowhere */
-    for (size_t i = conn->out_head; i < conn->out_n; i++) {
-      tri_out *e = &conn->out[i];
-      if (e->call) e->call->queued -= e->len;
-      chunk_entry_done(e);
-    }
-    conn->out_n = conn->out_head = 0;
-    conn->staging->len = 0;
+  if (conn->out_head == conn->out_n) {
+    conn->write_since = 0;
     return 1;
   }
-  struct iovec iov[OUT_MAX + 8];
-  size_t n = 0;
-  for (size_t i = conn->out_head; i < conn->out_n && n < OUT_MAX + 8; i++) {
-    tri_out *e = &conn->out[i];
-    iov[n].iov_base =
-        (void *)(e->ptr ? e->ptr : tri_buf_begin(conn->staging) + e->off);
-    iov[n].iov_len = e->len;
-    n++;
-  }
-  if (n == 0) return 1;
   ssize_t w;
-  struct msghdr mh = {.msg_iov = iov, .msg_iovlen = n};
-  do {
-    w = sendmsg(conn->fd, &mh, MSG_NOSIGNAL);
-  } while (w < 0 && errno == EINTR);
-  if (w < 0) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
-    snprintf(conn->errstr, sizeof(conn->errstr), "write failed: %s",
-             strerror(errno));
-    die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
-    return -1;
+  if (conn->detached) { /* test/fuzz hook: a fake socket that discards */
+    size_t pending = out_pending(conn);
+    w = (ssize_t)pending;
+    if (conn->detached_budget >= 0 && (size_t)conn->detached_budget < pending)
+      w = conn->detached_budget;
+    if (conn->detached_budget >= 0) conn->detached_budget -= w;
+    if (w == 0) {
+      write_blocked(conn);
+      return 0;
+    }
+  } else {
+    struct iovec iov[OUT_MAX + 8];
+    size_t n = 0;
+    for (size_t i = conn->out_head; i < conn->out_n && n < OUT_MAX + 8; i++) {
+      tri_out *e = &conn->out[i];
+      iov[n].iov_base =
+          (void *)(e->ptr ? e->ptr : tri_buf_begin(conn->staging) + e->off);
+      iov[n].iov_len = e->len;
+      n++;
+    }
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = n};
+    do {
+      w = sendmsg(conn->fd, &mh, MSG_NOSIGNAL);
+    } while (w < 0 && errno == EINTR);
+    if (w < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        write_blocked(conn);
+        return 0;
+      }
+      snprintf(conn->errstr, sizeof(conn->errstr), "write failed: %s",
+               strerror(errno));
+      die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+      return -1;
+    }
+    TRI_STATS_ADD(conn->stats, write_syscalls, 1);
+    TRI_STATS_ADD(conn->stats, bytes_written, w);
   }
-  TRI_STATS_ADD(conn->stats, write_syscalls, 1);
-  TRI_STATS_ADD(conn->stats, bytes_written, w);
   size_t left = (size_t)w;
   while (conn->out_head < conn->out_n) {
     tri_out *e = &conn->out[conn->out_head];
@@ -762,6 +800,7 @@ static int write_out(tri_conn *conn) {
       else e->off += left;
       e->len -= left;
       if (e->call) e->call->queued -= left;
+      conn->write_since = tri__now(); /* progress, and more waits */
       return 0;
     }
     left -= e->len;
@@ -771,6 +810,7 @@ static int write_out(tri_conn *conn) {
   }
   conn->out_n = conn->out_head = 0;
   conn->staging->len = 0;
+  conn->write_since = 0;
   return 1;
 }
 
@@ -845,6 +885,7 @@ static void read_in(tri_conn *conn) {
       return;
     }
     TRI_STATS_ADD(conn->stats, bytes_read, r);
+    if (conn->ch->opts.keepalive_time_ms) conn->last_read = tri__now();
     ssize_t rv = nghttp2_session_mem_recv(conn->sess, conn->rbuf, (size_t)r);
     if (rv < 0) {
       snprintf(conn->errstr, sizeof(conn->errstr),
@@ -869,12 +910,95 @@ static void expire_deadlines(tri_conn *conn) {
   }
 }
 
+/* Whether keepalive may ping now: on, the session up, no PING outstanding,
+ * calls in flight (or permitted without), and under the pings-without-data
+ * limit. */
+static int keepalive_armed(const tri_conn *conn) {
+  const tri_channel_opts *o = &conn->ch->opts;
+  return o->keepalive_time_ms && atomic_load(&conn->established) && !conn->ping_sent &&
+         (conn->inflight || o->keepalive_permit_without_calls) &&
+         (!o->max_pings_without_data ||
+          conn->pings_without_data < o->max_pings_without_data);
+}
+
+/* When the loop must wake up without socket events (ns; 0 = never): the
+ * nearest call deadline or watchdog expiry. */
+static int64_t next_wakeup(const tri_conn *conn) {
+  const tri_channel_opts *o = &conn->ch->opts;
+  int64_t t = 0;
+#define EARLIER(x)                       \
+  do {                                   \
+    int64_t at_ = (x);                   \
+    if (at_ && (!t || at_ < t)) t = at_; \
+  } while (0)
+  if (conn->heap_n) EARLIER(conn->heap[0]->deadline);
+  EARLIER(conn->connect_deadline);
+  if (conn->write_since && o->write_stall_timeout_ms)
+    EARLIER(conn->write_since + o->write_stall_timeout_ms * MS);
+  if (conn->ping_sent) EARLIER(conn->ping_sent + o->keepalive_timeout_ms * MS);
+  else if (keepalive_armed(conn)) EARLIER(conn->last_read + o->keepalive_time_ms * MS);
+#undef EARLIER
+  return t;
+}
+
 static int next_timeout_ms(tri_conn *conn) {
-  if (!conn->heap_n) return -1;
-  int64_t left = conn->heap[0]->deadline - tri__now();
+  int64_t at = next_wakeup(conn);
+  if (!at) return -1;
+  int64_t left = at - tri__now();
   if (left <= 0) return 0;
   int64_t ms = (left + 999999) / 1000000;
   return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* Kills a connection that cannot make progress: an attempt that did not get
+ * the server's SETTINGS in time, output the peer has not taken for the
+ * write-stall timeout (its expired calls' RST_STREAMs and streams would pile
+ * up in the session for as long as the peer reads nothing), or a keepalive
+ * PING left unanswered.  Sends the keepalive PING when one is due. */
+static void check_watchdogs(tri_conn *conn) {
+  const tri_channel_opts *o = &conn->ch->opts;
+  if (!conn->connect_deadline && !conn->write_since && !o->keepalive_time_ms)
+    return; /* the usual case: nothing armed, no clock read */
+  int64_t now = tri__now();
+  if (conn->connect_deadline && now >= conn->connect_deadline) {
+    const char *stage = conn->handshaking ? "TLS handshake"
+                        : !conn->connected ? "TCP connect"
+                                           : "waiting for the server's HTTP/2 SETTINGS";
+    snprintf(conn->errstr, sizeof(conn->errstr),
+             "connection attempt to %s:%s timed out after %lld ms (%s)", o->host,
+             o->port, (long long)((now - conn->attempt_start) / MS), stage);
+    die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+    return;
+  }
+  if (conn->write_since && o->write_stall_timeout_ms &&
+      now - conn->write_since >= o->write_stall_timeout_ms * MS) {
+    snprintf(conn->errstr, sizeof(conn->errstr),
+             "connection stalled: no write progress for %u ms",
+             o->write_stall_timeout_ms);
+    TRI_STATS_ADD(conn->stats, write_stalls, 1);
+    die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+    return;
+  }
+  if (!o->keepalive_time_ms || !atomic_load(&conn->established)) return;
+  if (conn->ping_sent) {
+    if (now - conn->ping_sent >= o->keepalive_timeout_ms * MS) {
+      snprintf(conn->errstr, sizeof(conn->errstr),
+               "keepalive ping not acknowledged within %u ms", o->keepalive_timeout_ms);
+      TRI_STATS_ADD(conn->stats, keepalive_timeouts, 1);
+      die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+    }
+    return;
+  }
+  if (!conn->inflight && !o->keepalive_permit_without_calls) {
+    conn->last_read = now; /* idle time counts only while calls are open */
+    return;
+  }
+  if (keepalive_armed(conn) && now - conn->last_read >= o->keepalive_time_ms * MS &&
+      nghttp2_submit_ping(conn->sess, NGHTTP2_FLAG_NONE, NULL) == 0) {
+    conn->ping_sent = now;
+    conn->pings_without_data++;
+    flush(conn);
+  }
 }
 
 /* The work of every loop iteration after the socket was serviced: submit
@@ -891,6 +1015,8 @@ static void after_events(tri_conn *conn) {
   arm_timerfd(conn);
   expire_deadlines(conn);
   flush(conn);
+  if (conn->dead) return;
+  check_watchdogs(conn);
   if (conn->dead) return;
   if (conn->goaway && !conn->inflight) {
     die(conn, TRI_CODE_UNAVAILABLE, "connection closed after GOAWAY");
@@ -1139,6 +1265,8 @@ static tri_conn *conn_alloc(tri_channel *ch) {
   conn->stats = &ch->stats;
   conn->fd = conn->evfd = conn->tfd = conn->epfd = -1;
   conn->hook_ms = -1;
+  conn->attempt_start = conn->last_read = tri__now();
+  conn->detached_budget = -1;
   atomic_init(&conn->refs, 1);
   tri_mpsc_init(&conn->ops);
   tri_arena_init(&conn->arena, &ch->stats);
@@ -1148,9 +1276,10 @@ static tri_conn *conn_alloc(tri_channel *ch) {
   return conn;
 }
 
-int tri__conn_new(tri_conn **out, tri_channel *ch) {
+int tri__conn_new(tri_conn **out, tri_channel *ch, int64_t connect_deadline) {
   tri_conn *conn = conn_alloc(ch);
   if (!conn) return TRI_ERR_NOMEM;
+  conn->connect_deadline = connect_deadline;
   if (ch->ssl_ctx) conn->tls_out = tri_pool_get(&ch->pool, 64 << 10, 0);
   conn->rbuf_cap = RBUF_SIZE;
   conn->rbuf = tri_mem_alloc(&ch->stats, conn->rbuf_cap);
@@ -1231,6 +1360,7 @@ void tri__conn_run_ops(tri_conn *conn) {
 
 int tri__conn_feed(tri_conn *conn, const uint8_t *data, size_t len) {
   if (conn->dead) return TRI_ERR_CLOSED;
+  conn->last_read = tri__now();
   ssize_t rv = nghttp2_session_mem_recv(conn->sess, data, len);
   if (rv < 0) {
     snprintf(conn->errstr, sizeof(conn->errstr),
@@ -1248,4 +1378,12 @@ void tri__conn_kill(tri_conn *conn, int code, const char *why) {
     nghttp2_session_del(conn->sess);
     conn->sess = NULL;
   }
+}
+
+void tri__conn_tick(tri_conn *conn) {
+  if (!conn->dead) after_events(conn);
+}
+
+void tri__conn_set_write_budget(tri_conn *conn, ssize_t budget) {
+  conn->detached_budget = budget;
 }

@@ -11,6 +11,16 @@
  * a call that completes while its bytes are queued has them copied into the
  * staging area first, so a completed call is never referenced.
  *
+ * Watchdogs (I/O thread, on the loop's epoll timeout like the deadlines):
+ *  - connect timeout: an attempt that has not received the server's SETTINGS
+ *    by `connect_deadline` dies (UNAVAILABLE);
+ *  - write stall: output waiting for a socket that took no byte for the
+ *    channel's write_stall_timeout_ms kills the connection (UNAVAILABLE,
+ *    "connection stalled: ..."), so a peer that stopped reading cannot make
+ *    expired calls' frames and streams pile up without bound;
+ *  - keepalive (off by default, as in grpcio): a PING after keepalive_time_ms
+ *    without reading anything; no ACK within keepalive_timeout_ms kills it.
+ *
  * Lifetime: created by the channel (reference 1 held by the channel), plus
  * one reference per call bound to it.  When it dies (peer gone, protocol
  * error, shutdown) every in-flight call completes with a status, later pushes
@@ -24,6 +34,7 @@
 #include <nghttp2/nghttp2.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 
 #include "tri_int.h"
 #include "tri_tls.h"
@@ -51,6 +62,8 @@ struct tri_conn {
   _Atomic int unusable;    /* no new calls: dead, dying or GOAWAY */
   _Atomic int shutdown_req;
   _Atomic int exited;      /* the thread function has returned */
+  _Atomic int established; /* the server's SETTINGS arrived: the attempt worked */
+  int64_t attempt_start;   /* when the connection attempt began (set at creation) */
   tri_conn *next_retired;  /* channel's retired list, under channel lock */
   int joined;              /* thread joined; under channel lock */
 
@@ -61,6 +74,14 @@ struct tri_conn {
   int connected;           /* ready for HTTP/2 (TCP up, TLS done) */
   int detached;            /* test hook: no socket, no thread (see below) */
   int epollout;            /* EPOLLOUT currently armed */
+  int64_t connect_deadline; /* die unless established by then; 0 once it is */
+  int64_t write_since;     /* output has waited for the socket since this last
+                              progress (ns); 0 when nothing waits */
+  int64_t last_read;       /* bytes last arrived (keepalive's idle clock) */
+  int64_t ping_sent;       /* keepalive PING unacknowledged since; 0 = none */
+  uint32_t pings_without_data; /* PINGs sent since our last HEADERS or DATA */
+  ssize_t detached_budget; /* detached only: bytes the fake socket takes before
+                              it blocks; -1 = unlimited (output discarded) */
   SSL *ssl;                /* TLS channels: the session, NULL otherwise */
   int handshaking;         /* TCP is up, TLS handshake in progress */
   tri_buf *tls_out;        /* bytes copied for SSL_write, from tls_out_off */
@@ -84,7 +105,11 @@ struct tri_conn {
   char errstr[200];
 };
 
-int tri__conn_new(tri_conn **out, tri_channel *ch);
+/* Creates a connection and starts its I/O thread, which connects at once.
+ * `connect_deadline` (CLOCK_MONOTONIC ns; 0 = none) bounds the attempt: it
+ * fails unless the server's SETTINGS arrived by then.  Returns 0,
+ * TRI_ERR_NOMEM or TRI_ERR_SYSTEM.  *out holds the channel's reference. */
+int tri__conn_new(tri_conn **out, tri_channel *ch, int64_t connect_deadline);
 /* Queues an op for the I/O thread and wakes it; pushed from that I/O thread
  * itself (an I/O hook), it only marks the loop to run again without sleeping. */
 int tri__conn_push(tri_conn *conn, tri_node *node);
@@ -113,10 +138,16 @@ void tri__conn_call_finished(tri_conn *conn, tri_call *c);
  *  - tri__conn_feed: feeds server bytes through the receive path; returns 0,
  *    TRI_ERR_HTTP2 (the connection died: every call failed), TRI_ERR_CLOSED.
  *  - tri__conn_kill: fails what is left with `code` and deletes the session;
- *    the connection is then freed like any other (tri__conn_free). */
+ *    the connection is then freed like any other (tri__conn_free).
+ *  - tri__conn_tick: one loop iteration without socket events (ops, flush
+ *    timers, deadlines, watchdogs, output), as after an epoll timeout.
+ *  - tri__conn_set_write_budget: makes the fake socket take `budget` more
+ *    bytes and then block like a full socket (-1: take everything). */
 int tri__conn_new_detached(tri_conn **out, tri_channel *ch);
 void tri__conn_run_ops(tri_conn *conn);
 int tri__conn_feed(tri_conn *conn, const uint8_t *data, size_t len);
 void tri__conn_kill(tri_conn *conn, int code, const char *why);
+void tri__conn_tick(tri_conn *conn);
+void tri__conn_set_write_budget(tri_conn *conn, ssize_t budget);
 
 #endif

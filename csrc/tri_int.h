@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "tri_backoff.h"
 #include "tri_buf.h"
 #include "tri_call.h"
 #include "tri_channel.h"
@@ -143,6 +144,9 @@ struct tri_channel {
   tri_conn *conn;        /* current connection or NULL */
   tri_conn *retired;     /* dead connections waiting to be joined/freed */
   int closed;
+  tri_backoff backoff;   /* under lock: consecutive failed attempts */
+  int64_t next_attempt;  /* under lock: no attempt before this (ns); 0: none */
+  char connect_error[200]; /* under lock: why the last attempt failed */
   tri_call *call_free;   /* call pool (linked through io_next) */
   tri_gzip_pool zpool;   /* zlib streams for compression both ways */
   SSL_CTX *ssl_ctx;      /* TLS channels only */
@@ -183,8 +187,13 @@ size_t tri__call_header_count(const tri_call *c);
 /* Channel: invoked by calls. */
 tri_call *tri__channel_call_get(tri_channel *ch);
 void tri__channel_call_put(tri_channel *ch, tri_call *c);
-/* Returns a referenced usable connection (opening one), or NULL if closed. */
-tri_conn *tri__channel_conn(tri_channel *ch, tri_conn *avoid);
+/* Puts a referenced usable connection in *out, opening one (retiring the
+ * current one if it is unusable or is `avoid`).  Returns 0; TRI_ERR_CLOSED
+ * once the channel is closed; TRI_ERR_BACKOFF while connection attempts back
+ * off; TRI_ERR_NOMEM or TRI_ERR_SYSTEM when no connection could be made.  On
+ * error `why` (why_len bytes) says what happened. */
+int tri__channel_conn(tri_channel *ch, tri_conn *avoid, tri_conn **out,
+                      char *why, size_t why_len);
 void tri__channel_notify(tri_channel *ch, tri_call *c);
 
 #endif

@@ -20,6 +20,15 @@ WIRE = "triple.wire"
 SERVICE_GROUP = "triple.service_group"
 SERVICE_VERSION = "triple.service_version"
 CODEC = "triple.codec"
+WRITE_STALL_TIMEOUT_MS = "triple.write_stall_timeout_ms"
+KEEPALIVE_TIME_MS = "grpc.keepalive_time_ms"
+KEEPALIVE_TIMEOUT_MS = "grpc.keepalive_timeout_ms"
+KEEPALIVE_PERMIT_WITHOUT_CALLS = "grpc.keepalive_permit_without_calls"
+MAX_PINGS_WITHOUT_DATA = "grpc.http2.max_pings_without_data"
+INITIAL_RECONNECT_BACKOFF_MS = "grpc.initial_reconnect_backoff_ms"
+MAX_RECONNECT_BACKOFF_MS = "grpc.max_reconnect_backoff_ms"
+MIN_RECONNECT_BACKOFF_MS = "grpc.min_reconnect_backoff_ms"
+INT_MAX = 2**31 - 1
 WIRES = {"grpc": 0, "triple": 1}
 
 
@@ -42,6 +51,21 @@ class ChannelOptions:
     codec: str = "proto"
     compression: int = 0
     ssl_target_name_override: Optional[str] = None
+    # A connection whose output has waited this long for a peer that reads nothing dies
+    # (its calls end UNAVAILABLE and the next call reconnects); 0 turns the watchdog off.
+    write_stall_timeout_ms: int = 10_000
+    # grpcio's keepalive: a PING after this long without reading while calls are open
+    # (INT_MAX or 0: off, grpcio's client default); no ACK within the timeout kills it.
+    keepalive_time_ms: int = 0
+    keepalive_timeout_ms: int = 20_000
+    keepalive_permit_without_calls: bool = False
+    max_pings_without_data: int = 2
+    # grpcio's connection backoff after failed connection attempts (connection-backoff.md);
+    # min_reconnect_backoff_ms is the least time an attempt is given, as in grpc core.
+    # Values below 100 ms count as 100 ms, as in grpc core.
+    initial_reconnect_backoff_ms: int = 1_000
+    max_reconnect_backoff_ms: int = 120_000
+    min_reconnect_backoff_ms: int = 20_000
 
     @classmethod
     def from_pairs(cls, options: Optional[Iterable[tuple[str, Any]]]) -> "ChannelOptions":
@@ -66,7 +90,31 @@ class ChannelOptions:
                     write_buffer_delay_us=self.write_buffer_delay_us,
                     wire=WIRES[self.wire], compression=self.compression,
                     service_group=self.service_group, service_version=self.service_version,
-                    triple_codec=self.codec)
+                    triple_codec=self.codec,
+                    write_stall_timeout_ms=self.write_stall_timeout_ms,
+                    keepalive_time_ms=(0 if self.keepalive_time_ms >= INT_MAX
+                                       else self.keepalive_time_ms),
+                    keepalive_timeout_ms=self.keepalive_timeout_ms,
+                    keepalive_permit_without_calls=self.keepalive_permit_without_calls,
+                    max_pings_without_data=self.max_pings_without_data,
+                    initial_reconnect_backoff_ms=self.initial_reconnect_backoff_ms,
+                    max_reconnect_backoff_ms=self.max_reconnect_backoff_ms,
+                    min_reconnect_backoff_ms=self.min_reconnect_backoff_ms)
+
+
+def _milliseconds(value: Any) -> int:
+    """A duration option in ms: an int >= 0, INT_MAX at most (larger means INT_MAX)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"a duration option must be an int (milliseconds), not {value!r}")
+    if value < 0:
+        raise ValueError(f"a duration option must be >= 0 ms, not {value}")
+    return min(value, INT_MAX)
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"a count option must be an int >= 0, not {value!r}")
+    return min(value, INT_MAX)
 
 
 # Option key -> (ChannelOptions field, converter), for the keys that map one to one.
@@ -84,4 +132,12 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     SERVICE_GROUP: ("service_group", str),
     SERVICE_VERSION: ("service_version", str),
     CODEC: ("codec", str),
+    WRITE_STALL_TIMEOUT_MS: ("write_stall_timeout_ms", _milliseconds),
+    KEEPALIVE_TIME_MS: ("keepalive_time_ms", _milliseconds),
+    KEEPALIVE_TIMEOUT_MS: ("keepalive_timeout_ms", _milliseconds),
+    KEEPALIVE_PERMIT_WITHOUT_CALLS: ("keepalive_permit_without_calls", bool),
+    MAX_PINGS_WITHOUT_DATA: ("max_pings_without_data", _count),
+    INITIAL_RECONNECT_BACKOFF_MS: ("initial_reconnect_backoff_ms", _milliseconds),
+    MAX_RECONNECT_BACKOFF_MS: ("max_reconnect_backoff_ms", _milliseconds),
+    MIN_RECONNECT_BACKOFF_MS: ("min_reconnect_backoff_ms", _milliseconds),
 }

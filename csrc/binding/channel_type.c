@@ -9,7 +9,11 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
                            "wire",          "compression",   "service_group",
                            "service_version", "triple_codec", "tls",
                            "root_certificates", "private_key", "certificate_chain",
-                           "server_name", NULL};
+                           "server_name", "write_stall_timeout_ms",
+                           "keepalive_time_ms", "keepalive_timeout_ms",
+                           "keepalive_permit_without_calls", "max_pings_without_data",
+                           "initial_reconnect_backoff_ms", "max_reconnect_backoff_ms",
+                           "min_reconnect_backoff_ms", NULL};
   const char *host, *port, *authority = NULL, *ua = NULL;
   tri_channel_opts o;
   tri_channel_opts_init(&o);
@@ -19,13 +23,28 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   int wire = TRI_WIRE_GRPC, compress = TRI_COMPRESS_NONE;
   const char *group = NULL, *version = NULL, *codec = NULL, *sni = NULL;
   int tls = 0;
+  unsigned int stall = o.write_stall_timeout_ms, ka_time = o.keepalive_time_ms,
+               ka_timeout = o.keepalive_timeout_ms, ka_pings = o.max_pings_without_data,
+               bo_initial = o.initial_reconnect_backoff_ms,
+               bo_max = o.max_reconnect_backoff_ms, bo_min = o.min_connect_timeout_ms;
+  int ka_permit = o.keepalive_permit_without_calls;
   Py_buffer roots = {0}, key = {0}, chain = {0};
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zLLIIIzIIiizzzpz*z*z*z", kwlist,
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zLLIIIzIIiizzzpz*z*z*zIIIpIIII", kwlist,
                                    &host, &port, &authority, &max_recv, &max_send,
                                    &sw, &cw, &mf, &ua, &wbs, &wbd, &wire,
                                    &compress, &group, &version, &codec, &tls,
-                                   &roots, &key, &chain, &sni))
+                                   &roots, &key, &chain, &sni, &stall, &ka_time,
+                                   &ka_timeout, &ka_permit, &ka_pings, &bo_initial,
+                                   &bo_max, &bo_min))
     return -1;
+  o.write_stall_timeout_ms = stall;
+  o.keepalive_time_ms = ka_time;
+  o.keepalive_timeout_ms = ka_timeout;
+  o.keepalive_permit_without_calls = ka_permit;
+  o.max_pings_without_data = ka_pings;
+  o.initial_reconnect_backoff_ms = bo_initial;
+  o.max_reconnect_backoff_ms = bo_max;
+  o.min_connect_timeout_ms = bo_min;
   o.tls = tls;
   o.tls_roots = roots.buf;
   o.tls_roots_len = (size_t)roots.len;

@@ -20,6 +20,8 @@ void test_tjson(void);
 void test_session(void);
 void test_hist(void);
 void test_load(void);
+void test_backoff(void);
+void test_conn(void);
 
 static const struct {
   const char *name;
@@ -32,7 +34,9 @@ static const struct {
               {"tjson", test_tjson},
               {"session", test_session},
               {"hist", test_hist},
-              {"load", test_load}};
+              {"load", test_load},
+              {"backoff", test_backoff},
+              {"conn", test_conn}};
 
 /* Runs every suite, or only those named on the command line. */
 int main(int argc, char **argv) {

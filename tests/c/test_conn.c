@@ -1,0 +1,299 @@
+/*
+ * test_conn.c: the connection's watchdogs (write stall, connect timeout,
+ * keepalive) and the channel's reaction to a failed attempt (backoff), on
+ * detached connections whose fake socket can be made to block
+ * (tri__conn_set_write_budget).  No network, no I/O thread.
+ */
+#include <time.h>
+
+#include "session_script.h"
+#include "tri_call.h"
+#include "tri_channel.h"
+#include "tri_conn.h"
+#include "tri_error.h"
+#include "tri_int.h"
+#include "tri_test.h"
+
+#define MS 1000000LL
+
+typedef struct {
+  tri_channel *ch;
+  tri_conn *conn;
+  tri_call *calls[8];
+  int n;
+} harness;
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static void setup_opts(harness *h, const tri_channel_opts *o) {
+  memset(h, 0, sizeof(*h));
+  tri_channel_new(&h->ch, o);
+  tri__conn_new_detached(&h->conn, h->ch);
+}
+
+static void default_opts(tri_channel_opts *o) {
+  tri_channel_opts_init(o);
+  o->host = "127.0.0.1";
+  o->port = "1";
+}
+
+/* The server's SETTINGS: the attempt has succeeded. */
+static void feed_settings(harness *h) {
+  script s;
+  script_init(&s);
+  script_settings(&s);
+  tri__conn_feed(h->conn, s.p, s.len);
+  script_free(&s);
+}
+
+static tri_call *start(harness *h, int64_t timeout_ns) {
+  tri_call *c;
+  tri_call_new(h->ch, &c, "/s/M", 4, timeout_ns, 0);
+  tri_call_set_request_borrowed(c, (const uint8_t *)"req", 3);
+  c->started = 1;
+  c->conn = h->conn;
+  tri__conn_ref(h->conn);
+  atomic_fetch_add(&c->refs, 1); /* the I/O side's reference */
+  tri__conn_push(h->conn, &c->submit_op.node);
+  tri__conn_run_ops(h->conn);
+  h->calls[h->n++] = c;
+  return c;
+}
+
+static void teardown(harness *h) {
+  tri__conn_kill(h->conn, TRI_CODE_CANCELLED, "test over");
+  for (int i = 0; i < h->n; i++) tri_call_release(h->calls[i]);
+  tri__conn_unref(h->conn);
+  tri__conn_free(h->conn);
+  tri_channel_del(h->ch);
+}
+
+static int message_is(tri_call *c, const char *want) {
+  const char *m;
+  size_t n;
+  tri_call_message(c, &m, &n);
+  return n == strlen(want) && memcmp(m, want, n) == 0;
+}
+
+static int message_starts(tri_call *c, const char *want) {
+  const char *m;
+  size_t n;
+  tri_call_message(c, &m, &n);
+  return n >= strlen(want) && memcmp(m, want, strlen(want)) == 0;
+}
+
+/* A peer that takes nothing: once the stall timeout has passed without a
+ * byte written, the connection dies and every call ends UNAVAILABLE. */
+static void write_stall_kills(void) {
+  tri_channel_opts o;
+  default_opts(&o);
+  o.write_stall_timeout_ms = 30;
+  harness h;
+  setup_opts(&h, &o);
+  feed_settings(&h);
+  tri__conn_set_write_budget(h.conn, 0);
+  tri_call *a = start(&h, -1), *b = start(&h, 5000 * MS);
+  CHECK(h.conn->write_since != 0);
+  tri__conn_tick(h.conn);
+  CHECK(!tri_call_done(a) && !tri_call_done(b));
+  sleep_ms(40);
+  tri__conn_tick(h.conn);
+  CHECK(tri_call_done(a) && tri_call_done(b));
+  CHECK_EQ_INT(tri_call_code(a), TRI_CODE_UNAVAILABLE);
+  CHECK_EQ_INT(tri_call_code(b), TRI_CODE_UNAVAILABLE);
+  CHECK(message_is(a, "connection stalled: no write progress for 30 ms"));
+  CHECK(tri__conn_unusable(h.conn));
+  CHECK_EQ_INT(tri_channel_stats(h.ch)->write_stalls, 1);
+  teardown(&h);
+}
+
+/* A slow peer is not a stalled one: every byte taken restarts the clock. */
+static void slow_writes_are_progress(void) {
+  tri_channel_opts o;
+  default_opts(&o);
+  o.write_stall_timeout_ms = 30;
+  harness h;
+  setup_opts(&h, &o);
+  feed_settings(&h);
+  tri__conn_set_write_budget(h.conn, 0);
+  tri_call *a = start(&h, -1);
+  int64_t last = tri__now(), longest = 0;
+  for (int i = 0; i < 6; i++) { /* 6 x 15 ms, one byte each time */
+    sleep_ms(15);
+    tri__conn_set_write_budget(h.conn, 1);
+    tri__conn_tick(h.conn);
+    int64_t now = tri__now();
+    if (now - last > longest) longest = now - last;
+    last = now;
+  }
+  if (longest < 30 * MS) { /* a loaded machine may oversleep; then it stalled */
+    CHECK(!tri_call_done(a));
+    CHECK(!tri__conn_unusable(h.conn));
+  }
+  tri__conn_set_write_budget(h.conn, -1); /* the peer reads again */
+  tri__conn_tick(h.conn);
+  if (!tri__conn_unusable(h.conn)) {
+    CHECK_EQ_INT(h.conn->write_since, 0);
+    sleep_ms(40);
+    tri__conn_tick(h.conn);
+    CHECK(!tri__conn_unusable(h.conn)); /* nothing waits: no stall */
+  }
+  teardown(&h);
+}
+
+/* Timeout 0 turns the watchdog off. */
+static void write_stall_off(void) {
+  tri_channel_opts o;
+  default_opts(&o);
+  o.write_stall_timeout_ms = 0;
+  harness h;
+  setup_opts(&h, &o);
+  feed_settings(&h);
+  tri__conn_set_write_budget(h.conn, 0);
+  tri_call *a = start(&h, -1);
+  sleep_ms(20);
+  tri__conn_tick(h.conn);
+  CHECK(!tri_call_done(a));
+  CHECK(!tri__conn_unusable(h.conn));
+  teardown(&h);
+}
+
+/* No SETTINGS from the server by the connect deadline: the attempt fails. */
+static void connect_timeout(void) {
+  tri_channel_opts o;
+  default_opts(&o);
+  harness h;
+  setup_opts(&h, &o);
+  h.conn->connect_deadline = tri__now() + 50 * MS;
+  tri_call *a = start(&h, -1);
+  tri__conn_tick(h.conn);
+  CHECK(!tri_call_done(a));
+  sleep_ms(60);
+  tri__conn_tick(h.conn);
+  CHECK_EQ_INT(tri_call_code(a), TRI_CODE_UNAVAILABLE);
+  CHECK(message_starts(a, "connection attempt to 127.0.0.1:1 timed out after "));
+  CHECK(!atomic_load(&h.conn->established));
+  teardown(&h);
+  /* SETTINGS in time: the deadline is gone. */
+  setup_opts(&h, &o);
+  h.conn->connect_deadline = tri__now() + 20 * MS;
+  feed_settings(&h);
+  CHECK(atomic_load(&h.conn->established));
+  CHECK_EQ_INT(h.conn->connect_deadline, 0);
+  sleep_ms(25);
+  tri__conn_tick(h.conn);
+  CHECK(!tri__conn_unusable(h.conn));
+  teardown(&h);
+}
+
+/* Keepalive: a PING after keepalive_time without reading; an ACK keeps the
+ * connection, silence kills it after keepalive_timeout. */
+static void keepalive(void) {
+  tri_channel_opts o;
+  default_opts(&o);
+  o.keepalive_time_ms = 20;
+  o.keepalive_timeout_ms = 20;
+  harness h;
+  setup_opts(&h, &o);
+  feed_settings(&h);
+  tri_call *a = start(&h, -1);
+  tri__conn_tick(h.conn);
+  CHECK_EQ_INT(h.conn->ping_sent, 0);
+  sleep_ms(25);
+  tri__conn_tick(h.conn);
+  CHECK(h.conn->ping_sent != 0);
+  script s;
+  script_init(&s);
+  script_frame(&s, NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0, "\0\0\0\0\0\0\0\0", 8);
+  tri__conn_feed(h.conn, s.p, s.len);
+  script_free(&s);
+  CHECK_EQ_INT(h.conn->ping_sent, 0);
+  sleep_ms(25);
+  tri__conn_tick(h.conn); /* second PING (max_pings_without_data is 2) */
+  CHECK(h.conn->ping_sent != 0);
+  CHECK(!tri_call_done(a));
+  sleep_ms(25);
+  tri__conn_tick(h.conn);
+  CHECK(tri_call_done(a));
+  CHECK_EQ_INT(tri_call_code(a), TRI_CODE_UNAVAILABLE);
+  CHECK(message_is(a, "keepalive ping not acknowledged within 20 ms"));
+  CHECK_EQ_INT(tri_channel_stats(h.ch)->keepalive_timeouts, 1);
+  teardown(&h);
+  /* No call open (and no permit_without_calls): no PING. */
+  setup_opts(&h, &o);
+  feed_settings(&h);
+  sleep_ms(25);
+  tri__conn_tick(h.conn);
+  CHECK_EQ_INT(h.conn->ping_sent, 0);
+  teardown(&h);
+}
+
+/* The channel: a connection that failed before the server's SETTINGS puts
+ * the channel in backoff (calls are refused at once, with the cause); one
+ * that worked and then broke is replaced at once.  The detached connection is
+ * installed as the channel's current one, which then owns it (retires and
+ * frees it). */
+static void channel_backoff(void) {
+  tri_channel_opts o;
+  default_opts(&o);
+  harness h;
+  setup_opts(&h, &o);
+  tri_channel *ch = h.ch;
+  ch->conn = h.conn;
+  int64_t started = h.conn->attempt_start; /* the channel frees it once retired */
+  tri__conn_kill(h.conn, TRI_CODE_UNAVAILABLE, "failed to connect to 127.0.0.1:1: refused");
+  tri_conn *got;
+  char why[400];
+  int rv = tri__channel_conn(ch, NULL, &got, why, sizeof(why));
+  CHECK_EQ_INT(rv, TRI_ERR_BACKOFF);
+  CHECK(got == NULL);
+  CHECK(strstr(why, "connection backoff: 1 connection attempt failed, the next one in ") == why);
+  CHECK(strstr(why, "last error: failed to connect to 127.0.0.1:1: refused") != NULL);
+  CHECK(ch->next_attempt >= started + 800 * MS);
+  CHECK(ch->next_attempt <= started + 1200 * MS);
+  CHECK_EQ_INT(tri_channel_stats(ch)->connect_failures, 1);
+  rv = tri__channel_conn(ch, NULL, &got, why, sizeof(why)); /* counted once */
+  CHECK_EQ_INT(rv, TRI_ERR_BACKOFF);
+  CHECK_EQ_INT(ch->backoff.failures, 1);
+  CHECK_EQ_INT(tri_channel_stats(ch)->connects, 0); /* no attempt was made */
+  /* A call started now fails at once, with that message. */
+  tri_call *c;
+  tri_call_new(ch, &c, "/s/M", 4, -1, 0);
+  tri_call_start(c);
+  CHECK(tri_call_done(c));
+  CHECK_EQ_INT(tri_call_code(c), TRI_CODE_UNAVAILABLE);
+  CHECK(message_starts(c, "connection backoff: 1 connection attempt failed"));
+  tri_call_release(c);
+  tri_channel_del(ch);
+
+  /* Worked, then broke: the next connection opens at once (a live one, to a
+   * closed loopback port) and the backoff restarts. */
+  setup_opts(&h, &o);
+  ch = h.ch;
+  ch->backoff.failures = 3;
+  ch->backoff.current_ns = 4000 * MS;
+  ch->conn = h.conn;
+  feed_settings(&h);
+  tri__conn_kill(h.conn, TRI_CODE_UNAVAILABLE, "connection closed by peer");
+  rv = tri__channel_conn(ch, NULL, &got, why, sizeof(why));
+  CHECK_EQ_INT(rv, 0);
+  CHECK(got != NULL);
+  CHECK_EQ_INT(ch->backoff.failures, 0);
+  CHECK_EQ_INT(ch->next_attempt, 0);
+  CHECK_EQ_INT(tri_channel_stats(ch)->connect_failures, 0);
+  CHECK_EQ_INT(tri_channel_stats(ch)->connects, 1);
+  if (got) tri__conn_unref(got);
+  tri_channel_del(ch); /* joins the live connection's thread */
+}
+
+void test_conn(void) {
+  write_stall_kills();
+  slow_writes_are_progress();
+  write_stall_off();
+  connect_timeout();
+  keepalive();
+  channel_backoff();
+}
