@@ -42,6 +42,17 @@ def test_seed_stream_is_the_004_matrix():
     assert spec.resolved_method() == "/benchmark.BenchmarkService/StreamCall"
 
 
+def test_concurrency_sweep_compares_the_two_drivers_with_h2load():
+    m = load_matrix("concurrency-sweep")
+    assert [s.concurrency for s in m.scenarios] == [1, 10, 100, 1000]
+    assert {s.payload for s in m.scenarios} == {128} and m.baseline == "h2load"
+    arms = {a.name: a for a in m.arms}
+    assert list(arms) == ["fastpath", "fastpath-threads", "h2load"]
+    threads = m.spec(m.scenarios[0], arms["fastpath-threads"], "127.0.0.1:1")
+    assert threads.mode == "fastpath" and threads.options == {"driver_threads": True}
+    assert m.spec(m.scenarios[0], arms["fastpath"], "127.0.0.1:1").options == {}
+
+
 def test_cartesian_product_and_optional_axes():
     m = parse_matrix("""
 name = "x"

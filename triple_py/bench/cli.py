@@ -22,6 +22,7 @@ from typing import Callable, Optional, Sequence
 
 from .arms import KINDS
 from .errors import BenchError, ConfigError
+from .matrix import BUILTIN
 from .units import parse_duration, parse_size
 
 __all__ = ["main"]
@@ -145,8 +146,8 @@ def _parser() -> argparse.ArgumentParser:
     matrix = sub.add_parser("matrix", help="a benchmark matrix (TOML file or built-in)",
                             description="Run a benchmark matrix: a TOML file (format: "
                                         "pydoc triple_py.bench.matrix) or a built-in one: "
-                                        "seed-unary, seed-stream.")
-    matrix.add_argument("source", metavar="FILE|seed-unary|seed-stream")
+                                        f"{', '.join(BUILTIN)}.")
+    matrix.add_argument("source", metavar="FILE|" + "|".join(BUILTIN))
     matrix.add_argument("--rounds", type=POSITIVE, help="rounds per scenario (matrix: 3)")
     matrix.add_argument("-z", "--duration", type=DURATION,
                         help="measured time per arm and round (matrix: 3s)")
@@ -249,7 +250,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     server_factory = getattr(args, "server_factory", None)
     if server_factory is not None and args.target is not None:
         raise ConfigError("--target cannot be used here: this script starts its own server")
-    from .matrix import BUILTIN, load_matrix
+    from .matrix import load_matrix
     from .harness import run_matrix
     from .progress import Progress
     from .report import comparison, format_scenario_table, format_summary, summarize, \
@@ -324,7 +325,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from .matrix import BUILTIN, parse_matrix
+    from .matrix import parse_matrix
 
     print("arm kinds (--mode, or arms in a matrix):")
     for kind in KINDS.values():
