@@ -233,27 +233,31 @@ static size_t payload_len(const tri_call *c) {
   return c->seg0_len + c->seg1_len - prefix_len(c);
 }
 
-void tri_call_start(tri_call *c) {
+int tri_call_start(tri_call *c) {
   tri_channel *ch = c->ch;
   c->started = 1;
   TRI_STATS_ADD(&ch->stats, calls, 1);
   if (!(c->flags & TRI_CALL_CLIENT_STREAMING) && !c->seg1 && !c->seg0)
     tri_call_set_request_borrowed(c, NULL, 0);
+  /* Until the call is handed to a connection only this thread sees it, so
+   * the notify mask may be lifted for the endings found here. */
+  int mask = c->notify;
+  if (mask & TRI_EV_QUIET_START) c->notify = 0;
   if (atomic_load(&c->cancel_req)) {
     tri__call_complete(c, c->cancel_code, "%s", c->cancel_msg);
-    return;
+    goto ended;
   }
   if (ch->opts.max_send_bytes >= 0 &&
       payload_len(c) > (size_t)ch->opts.max_send_bytes) {
     tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED,
                        "Sent message larger than max (%zu vs. %lld)",
                        payload_len(c), (long long)ch->opts.max_send_bytes);
-    return;
+    goto ended;
   }
   if (c->compress == TRI_COMPRESS_GZIP &&
       !(c->flags & TRI_CALL_CLIENT_STREAMING) && compress_request(c)) {
     tri__call_complete(c, TRI_CODE_INTERNAL, "request compression failed");
-    return;
+    goto ended;
   }
   tri_conn *avoid = NULL;
   for (int attempt = 0; attempt < 3; attempt++) {
@@ -265,17 +269,22 @@ void tri_call_start(tri_call *c) {
        * could be made): UNAVAILABLE at once, as grpcio without wait_for_ready. */
       tri__call_complete(c, rv == TRI_ERR_CLOSED ? TRI_CODE_CANCELLED : TRI_CODE_UNAVAILABLE,
                          "%s", why);
-      return;
+      goto ended;
     }
     c->conn = conn;
+    c->notify = mask; /* before the push: the I/O thread reads it */
     atomic_fetch_add(&c->refs, 1); /* the I/O thread's reference */
-    if (tri__conn_push(conn, &c->submit_op.node) == 0) return;
+    if (tri__conn_push(conn, &c->submit_op.node) == 0) return 0;
+    if (mask & TRI_EV_QUIET_START) c->notify = 0; /* refused: still ours */
     atomic_fetch_sub(&c->refs, 1);
     c->conn = NULL;
     avoid = conn;
     tri__conn_unref(conn);
   }
   tri__call_complete(c, TRI_CODE_UNAVAILABLE, "connection is closing");
+ended:
+  c->notify = mask;
+  return 1;
 }
 
 int tri_call_done(const tri_call *c) {

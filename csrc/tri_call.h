@@ -77,7 +77,13 @@ enum {
   TRI_EV_DONE = 1,     /* final status known (always the last event) */
   TRI_EV_MESSAGE = 2,  /* a response message can be read */
   TRI_EV_HEADERS = 4,  /* initial metadata arrived */
-  TRI_EV_WRITABLE = 8  /* queued request bytes drained: writes will not block */
+  TRI_EV_WRITABLE = 8, /* queued request bytes drained: writes will not block */
+  /* Not an event: a call that ends inside tri_call_start (it never reached a
+   * connection: backoff, closed channel, send limit...) queues nothing; the
+   * caller learns it from tri_call_start's result.  Spares a caller that
+   * makes many calls which fail at once a round trip per call through the
+   * completion queue (and the backlog when it cannot keep up). */
+  TRI_EV_QUIET_START = 16
 };
 /* Like tri_call_set_notify for any events in `mask`.  A call is queued at
  * most once at a time: after its token is polled, the caller must look at
@@ -85,8 +91,11 @@ enum {
 void tri_call_set_notify_events(tri_call *c, void *token, int mask);
 
 /* Hands the call to its connection.  Never fails: problems found here (send
- * limit, channel closed) complete the call at once with a status. */
-void tri_call_start(tri_call *c);
+ * limit, channel closed, no connection while backing off) complete the call
+ * at once with a status.  Returns 1 when the call ended here without reaching
+ * a connection (with TRI_EV_QUIET_START, no notification comes for it), 0
+ * when it was handed over (it ends later, or already did and notifies). */
+int tri_call_start(tri_call *c);
 
 /* Nonzero once the call has its final status. */
 int tri_call_done(const tri_call *c);

@@ -114,6 +114,8 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
   pthread_mutex_init(&ch->lock, NULL);
   pthread_mutex_init(&ch->call_lock, NULL);
   pthread_mutex_init(&ch->poll_lock, NULL);
+  pthread_mutex_init(&ch->spare_lock, NULL);
+  tri_arena_init(&ch->spare, &ch->stats);
   tri_mpsc_init(&ch->completions);
   *out = ch;
   return 0;
@@ -252,6 +254,9 @@ void tri_channel_del(tri_channel *ch) {
     ch->call_free = c->io_next;
     tri_mem_free(c);
   }
+  tri_arena_free_all(&ch->spare); /* after the connections gave theirs back */
+  for (int i = 0; i < 2; i++) tri_mem_free(ch->spare_block[i]);
+  pthread_mutex_destroy(&ch->spare_lock);
   tri_gzip_pool_free(&ch->zpool);
   if (ch->ssl_ctx) tri_tls_ctx_free(ch->ssl_ctx);
   tri_pool_free(&ch->pool);
@@ -261,6 +266,39 @@ void tri_channel_del(tri_channel *ch) {
   close(ch->notify_fd);
   tri_mem_free(ch->strings);
   tri_mem_free(ch);
+}
+
+/* ---- nghttp2 arena of finished connections ------------------------------ */
+
+void tri__channel_arena_put(tri_channel *ch, tri_arena *a) {
+  pthread_mutex_lock(&ch->spare_lock);
+  tri_arena_merge(&ch->spare, a);
+  pthread_mutex_unlock(&ch->spare_lock);
+}
+
+void tri__channel_arena_take(tri_channel *ch, tri_arena *a) {
+  pthread_mutex_lock(&ch->spare_lock);
+  tri_arena_merge(a, &ch->spare);
+  pthread_mutex_unlock(&ch->spare_lock);
+}
+
+void *tri__channel_spare_take(tri_channel *ch, int kind) {
+  pthread_mutex_lock(&ch->spare_lock);
+  void *p = ch->spare_block[kind];
+  ch->spare_block[kind] = NULL;
+  pthread_mutex_unlock(&ch->spare_lock);
+  return p;
+}
+
+void tri__channel_spare_put(tri_channel *ch, int kind, void *p) {
+  if (!p) return;
+  pthread_mutex_lock(&ch->spare_lock);
+  if (!ch->spare_block[kind]) {
+    ch->spare_block[kind] = p;
+    p = NULL;
+  }
+  pthread_mutex_unlock(&ch->spare_lock);
+  tri_mem_free(p);
 }
 
 /* ---- call pool ---------------------------------------------------------- */

@@ -4,16 +4,18 @@
  * A channel owns at most one live connection (tri_conn) at a time, opened
  * lazily by the first call and replaced on the next call after it dies, so a
  * lost connection fails its in-flight calls with UNAVAILABLE and the channel
- * reconnects by itself.
+ * reconnects by itself.  It also owns the buffer pool and call pool its calls
+ * use, the counters (tri_stats), and the completion queue for calls that
+ * asked for notification, and keeps a finished connection's nghttp2 blocks
+ * (up to TRI_ARENA_MAX_CACHED) and read/output buffers for the next one, so a
+ * reconnect does not free and re-allocate them.
  *
  * Connection backoff (grpc's connection-backoff.md, see tri_backoff.h): a
  * connection attempt that failed (refused, TLS failure, timed out, or closed
  * before the server's HTTP/2 SETTINGS arrived) makes the next attempt wait;
  * until then new calls fail at once with UNAVAILABLE, as grpcio's do without
  * wait_for_ready.  A connection that worked and then broke is replaced at
- * once, and the backoff starts over.  It also owns the buffer pool and call pool its calls
- * use, the counters (tri_stats), and the completion queue for calls that
- * asked for notification.
+ * once, and the backoff starts over.
  *
  * Threads: every function may be called from any thread, concurrently, except
  * tri_channel_del, which must be the last use.

@@ -1167,17 +1167,18 @@ static void release_io_resources(tri_conn *conn) {
   conn->epfd = conn->evfd = conn->tfd = -1; /* pushes are refused already */
   for (int i = 0; i < 3; i++)
     if (fds[i] >= 0) close(fds[i]);
-  tri_mem_free(conn->rbuf);
+  tri__channel_spare_put(conn->ch, TRI_SPARE_RBUF, conn->rbuf);
   conn->rbuf = NULL;
   tri_pool_put(&conn->ch->pool, conn->staging);
   conn->staging = NULL;
   tri_pool_put(&conn->ch->pool, conn->tls_out);
   conn->tls_out = NULL;
-  tri_mem_free(conn->out);
+  tri__channel_spare_put(conn->ch, TRI_SPARE_OUT, conn->out);
   conn->out = NULL;
   tri_mem_free(conn->heap);
   conn->heap = NULL;
-  tri_arena_free_all(&conn->arena);
+  /* The session is gone: its blocks serve the next connection. */
+  tri__channel_arena_put(conn->ch, &conn->arena);
 }
 
 static void *conn_main(void *arg) {
@@ -1270,8 +1271,10 @@ static tri_conn *conn_alloc(tri_channel *ch) {
   atomic_init(&conn->refs, 1);
   tri_mpsc_init(&conn->ops);
   tri_arena_init(&conn->arena, &ch->stats);
+  tri__channel_arena_take(ch, &conn->arena);
   conn->out_cap = OUT_MAX;
-  conn->out = tri_mem_alloc(&ch->stats, conn->out_cap * sizeof(tri_out));
+  conn->out = tri__channel_spare_take(ch, TRI_SPARE_OUT);
+  if (!conn->out) conn->out = tri_mem_alloc(&ch->stats, conn->out_cap * sizeof(tri_out));
   conn->staging = tri_pool_get(&ch->pool, 64 << 10, 0);
   return conn;
 }
@@ -1282,7 +1285,8 @@ int tri__conn_new(tri_conn **out, tri_channel *ch, int64_t connect_deadline) {
   conn->connect_deadline = connect_deadline;
   if (ch->ssl_ctx) conn->tls_out = tri_pool_get(&ch->pool, 64 << 10, 0);
   conn->rbuf_cap = RBUF_SIZE;
-  conn->rbuf = tri_mem_alloc(&ch->stats, conn->rbuf_cap);
+  conn->rbuf = tri__channel_spare_take(ch, TRI_SPARE_RBUF);
+  if (!conn->rbuf) conn->rbuf = tri_mem_alloc(&ch->stats, conn->rbuf_cap);
   conn->epfd = epoll_create1(EPOLL_CLOEXEC);
   conn->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   conn->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -1302,10 +1306,11 @@ fail:
   if (conn->epfd >= 0) close(conn->epfd);
   if (conn->evfd >= 0) close(conn->evfd);
   if (conn->tfd >= 0) close(conn->tfd);
-  tri_mem_free(conn->rbuf);
+  tri__channel_spare_put(ch, TRI_SPARE_RBUF, conn->rbuf);
   tri_pool_put(&ch->pool, conn->staging);
   tri_pool_put(&ch->pool, conn->tls_out);
-  tri_mem_free(conn->out);
+  tri__channel_spare_put(ch, TRI_SPARE_OUT, conn->out);
+  tri__channel_arena_put(ch, &conn->arena);
   tri_mem_free(conn);
   return TRI_ERR_SYSTEM;
 }
@@ -1337,10 +1342,10 @@ int tri__conn_new_detached(tri_conn **out, tri_channel *ch) {
   if (!conn) return TRI_ERR_NOMEM;
   conn->detached = 1;
   if (!conn->out || !conn->staging || start_session(conn)) {
-    tri_mem_free(conn->out);
+    tri__channel_spare_put(ch, TRI_SPARE_OUT, conn->out);
     tri_pool_put(&ch->pool, conn->staging);
     if (conn->sess) nghttp2_session_del(conn->sess);
-    tri_arena_free_all(&conn->arena);
+    tri__channel_arena_put(ch, &conn->arena);
     tri_mem_free(conn);
     return TRI_ERR_NOMEM;
   }

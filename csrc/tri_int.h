@@ -147,6 +147,9 @@ struct tri_channel {
   tri_backoff backoff;   /* under lock: consecutive failed attempts */
   int64_t next_attempt;  /* under lock: no attempt before this (ns); 0: none */
   char connect_error[200]; /* under lock: why the last attempt failed */
+  pthread_mutex_t spare_lock; /* guards spare, spare_block (a leaf lock) */
+  tri_arena spare;       /* free nghttp2 blocks of finished connections */
+  void *spare_block[2];  /* a finished connection's buffers (TRI_SPARE_*) */
   tri_call *call_free;   /* call pool (linked through io_next) */
   tri_gzip_pool zpool;   /* zlib streams for compression both ways */
   SSL_CTX *ssl_ctx;      /* TLS channels only */
@@ -195,5 +198,19 @@ void tri__channel_call_put(tri_channel *ch, tri_call *c);
 int tri__channel_conn(tri_channel *ch, tri_conn *avoid, tri_conn **out,
                       char *why, size_t why_len);
 void tri__channel_notify(tri_channel *ch, tri_call *c);
+/* A connection's nghttp2 arena, once its session is gone, goes back to the
+ * channel (put), and the next connection starts with those blocks (take): a
+ * reconnect does not free and re-allocate a session's worth of small blocks
+ * (which fragments the C heap; each I/O thread allocates from a malloc arena
+ * of its own).  `a` must be owned by the calling thread; put leaves it empty,
+ * take needs it empty. */
+void tri__channel_arena_put(tri_channel *ch, tri_arena *a);
+void tri__channel_arena_take(tri_channel *ch, tri_arena *a);
+/* Likewise for a connection's fixed-size buffers, one kept per kind: take
+ * returns it (or NULL: allocate one), put keeps `p` (NULL is ignored) or
+ * frees it when one is kept already.  Blocks come from tri_mem_alloc. */
+enum { TRI_SPARE_RBUF = 0, TRI_SPARE_OUT = 1 };
+void *tri__channel_spare_take(tri_channel *ch, int kind);
+void tri__channel_spare_put(tri_channel *ch, int kind, void *p);
 
 #endif

@@ -42,6 +42,7 @@ static size_t class_size(unsigned c) { return (size_t)16 << c; }
 
 void tri_arena_init(tri_arena *a, tri_stats *stats) {
   memset(a, 0, sizeof(*a));
+  a->max_cached = TRI_ARENA_MAX_CACHED;
   a->stats = stats;
 }
 
@@ -55,6 +56,7 @@ void tri_arena_free_all(tri_arena *a) {
     }
     a->free_list[c] = NULL;
   }
+  a->cached = 0;
 }
 
 void *tri_arena_alloc(tri_arena *a, size_t n) {
@@ -62,6 +64,7 @@ void *tri_arena_alloc(tri_arena *a, size_t n) {
   if (c < TRI_ARENA_CLASSES && a->free_list[c]) {
     void *p = a->free_list[c];
     a->free_list[c] = *(void **)p;
+    a->cached -= class_size(c);
     return p;
   }
   size_t sz = c < TRI_ARENA_CLASSES ? class_size(c) : n;
@@ -83,12 +86,26 @@ void *tri_arena_calloc(tri_arena *a, size_t n, size_t size) {
 void tri_arena_free(tri_arena *a, void *p) {
   if (!p) return;
   block_hdr *h = (block_hdr *)((char *)p - HDR);
-  if (h->cls >= TRI_ARENA_CLASSES) {
+  if (h->cls >= TRI_ARENA_CLASSES || a->cached + h->size > a->max_cached) {
     free(h);
     return;
   }
   *(void **)p = a->free_list[h->cls];
   a->free_list[h->cls] = p;
+  a->cached += h->size;
+}
+
+void tri_arena_merge(tri_arena *dst, tri_arena *src) {
+  for (int c = 0; c < TRI_ARENA_CLASSES; c++) {
+    void *p = src->free_list[c];
+    src->free_list[c] = NULL;
+    while (p) {
+      void *next = *(void **)p;
+      src->cached -= class_size((unsigned)c);
+      tri_arena_free(dst, p);
+      p = next;
+    }
+  }
 }
 
 void *tri_arena_realloc(tri_arena *a, void *p, size_t n) {

@@ -9,7 +9,10 @@
  * It is NOT thread-safe: one arena belongs to one connection's I/O thread,
  * which hands it to nghttp2 (nghttp2_session_client_new3), so the per-stream
  * objects nghttp2 allocates come from recycled blocks in steady state.
- * Freed blocks are kept until tri_arena_free_all; peak usage bounds memory.
+ * Freed blocks are kept, up to max_cached bytes (TRI_ARENA_MAX_CACHED by
+ * default; beyond it they go back to the C heap), until tri_arena_free_all.
+ * A finished connection's blocks can be handed to the next connection
+ * (tri_arena_merge), so reconnecting does not free and re-allocate them.
  */
 #ifndef TRI_MEM_H
 #define TRI_MEM_H
@@ -23,10 +26,13 @@ void *tri_mem_calloc(tri_stats *st, size_t n, size_t size);
 void tri_mem_free(void *p);
 
 #define TRI_ARENA_CLASSES 9 /* 16, 32, ... 4096 bytes */
+#define TRI_ARENA_MAX_CACHED (2u << 20)
 
 typedef struct tri_arena {
   void *free_list[TRI_ARENA_CLASSES];
-  tri_stats *stats; /* borrowed; counts the blocks it really allocates */
+  size_t cached;     /* bytes of the blocks on the free lists */
+  size_t max_cached; /* a freed block beyond this goes back to the C heap */
+  tri_stats *stats;  /* borrowed; counts the blocks it really allocates */
 } tri_arena;
 
 void tri_arena_init(tri_arena *a, tri_stats *stats);
@@ -37,5 +43,10 @@ void *tri_arena_alloc(tri_arena *a, size_t n);
 void *tri_arena_calloc(tri_arena *a, size_t n, size_t size);
 void *tri_arena_realloc(tri_arena *a, void *p, size_t n);
 void tri_arena_free(tri_arena *a, void *p);
+/* Moves every free block of `src` onto `dst`'s free lists (those beyond
+ * dst's max_cached are released); `src` is left empty.  Neither arena may be
+ * in use by another thread meanwhile; blocks `src` handed out and did not
+ * get back stay valid and may later be freed into either arena. */
+void tri_arena_merge(tri_arena *dst, tri_arena *src);
 
 #endif

@@ -17,8 +17,14 @@ How it works:
 * The echo server and the proxy run in a child process (``--host``) by default, so what is
   measured (RSS, fds, threads) is the client's alone and the proxy's Python thread does not
   compete for this process's GIL.  ``--same-process`` runs them here instead.
+* Failed connection attempts back off as in grpcio (1 s, then x1.6): calls made meanwhile
+  fail at once with UNAVAILABLE and are replaced at once, so a reset window is followed by
+  up to a second of quick UNAVAILABLE calls (counted; they make calls/s jump).
 * Start and end are measured at quiet points: the load is stopped, every call has ended,
-  garbage is collected and the completion thread has exited.  The warm-up (--warmup seconds)
+  garbage is collected and the completion thread has exited.  Besides RSS the report gives
+  malloc's bytes in use and the free bytes it keeps per arena (malloc_info), Python's
+  allocated blocks, and RSS once malloc_trim(0) returned the kept pages (after the gated
+  figure, which is the plain RSS).  The warm-up (--warmup seconds)
   runs the load with each fault kind injected once, so the start figures include what the
   first fault of each kind allocates for good (pools, arenas).
 
@@ -88,6 +94,33 @@ def heap_in_use() -> Optional[int]:
     return info.uordblks + info.hblkhd
 
 
+def malloc_arenas() -> Optional[List[Dict[str, int]]]:
+    """Per glibc malloc arena (malloc_info): bytes taken from the system and bytes free in
+    it (kept by malloc, not in use).  The main arena serves the main thread; threads get
+    arenas of their own (each connection's I/O thread is a new thread).  None where
+    malloc_info is not available."""
+    try:
+        import xml.etree.ElementTree as ET
+        libc = ctypes.CDLL("libc.so.6")
+        libc.open_memstream.restype = ctypes.c_void_p
+        buf, size = ctypes.c_char_p(), ctypes.c_size_t()
+        stream = libc.open_memstream(ctypes.byref(buf), ctypes.byref(size))
+        libc.malloc_info(0, ctypes.c_void_p(stream))
+        libc.fclose(ctypes.c_void_p(stream))
+        text = ctypes.string_at(buf, size.value).decode()
+        libc.free(buf)
+        arenas = []
+        for heap in ET.fromstring(text).findall("heap"):
+            free = sum(int(t.get("size")) for t in heap.findall("total")
+                       if t.get("type") in ("fast", "rest"))
+            system = next(int(s.get("size")) for s in heap.findall("system")
+                          if s.get("type") == "current")
+            arenas.append({"system": system, "free": free})
+        return arenas
+    except (OSError, AttributeError, ValueError, StopIteration, ImportError):
+        return None
+
+
 def rss_after_malloc_trim() -> Optional[int]:
     """RSS once malloc has given the free memory it keeps back to the kernel
     (malloc_trim(0)): what is left is memory in use.  None where there is no malloc_trim."""
@@ -99,7 +132,8 @@ def rss_after_malloc_trim() -> Optional[int]:
 
 
 def process_state() -> Dict[str, Any]:
-    return {"rss": rss_bytes(), "heap_in_use": heap_in_use(),
+    return {"rss": rss_bytes(), "heap_in_use": heap_in_use(), "malloc_arenas": malloc_arenas(),
+            "python_blocks": sys.getallocatedblocks(),
             "fds": len(os.listdir("/proc/self/fd")),
             "threads": len(os.listdir("/proc/self/task"))}
 
@@ -329,6 +363,11 @@ def mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB"
 
 
+def _kept(state: Dict[str, Any]) -> int:
+    """Free bytes malloc keeps in all its arenas."""
+    return sum(a["free"] for a in state.get("malloc_arenas") or ())
+
+
 def print_summary(result: Dict[str, Any]) -> None:
     s, e = result["start"], result["end"]
     print()
@@ -341,6 +380,11 @@ def print_summary(result: Dict[str, Any]) -> None:
              f"{100 * (e['rss'] - s['rss']) / s['rss']:+.2f} %"),
             ("heap in use (malloc)", mib(s["heap_in_use"] or 0), mib(e["heap_in_use"] or 0),
              mib((e["heap_in_use"] or 0) - (s["heap_in_use"] or 0))),
+            ("malloc free (kept)", mib(_kept(s)), mib(_kept(e)), mib(_kept(e) - _kept(s))),
+            ("malloc arenas", len(s["malloc_arenas"] or ()), len(e["malloc_arenas"] or ()),
+             f"{len(e['malloc_arenas'] or ()) - len(s['malloc_arenas'] or ()):+d}"),
+            ("Python blocks", f"{s['python_blocks']:,}", f"{e['python_blocks']:,}",
+             f"{e['python_blocks'] - s['python_blocks']:+,}"),
             ("RSS after malloc_trim", "", mib(e.get("rss_after_malloc_trim") or 0),
              f"{100 * ((e.get('rss_after_malloc_trim') or 0) - s['rss']) / s['rss']:+.2f} %"),
             ("file descriptors", s["fds"], e["fds"], f"{e['fds'] - s['fds']:+d}"),
@@ -363,8 +407,11 @@ def print_summary(result: Dict[str, Any]) -> None:
     print()
     print(f"fault windows           {len(result['windows'])}; proxy: "
           + ", ".join(f"{k} {v:,}" for k, v in result["host_stats"]["proxy"].items()))
-    print(f"channel                 connects {result['channel_end']['connects']:,}, "
-          f"calls {result['channel_end']['calls']:,}")
+    ch0, ch1 = result["channel_start"], result["channel_end"]
+    print(f"channel                 connects {ch1['connects'] - ch0['connects']:,} "
+          f"(failed attempts {ch1.get('connect_failures', 0) - ch0.get('connect_failures', 0):,}, "
+          f"write stalls {ch1.get('write_stalls', 0) - ch0.get('write_stalls', 0):,}), "
+          f"calls {ch1['calls'] - ch0['calls']:,}")
     print(f"wrong responses         {result['wrong_responses']}")
     print(f"RSS growth              {result['rss_growth_pct']:+.2f} % "
           f"(bound {100 * result['rss_bound']:.0f} %): "

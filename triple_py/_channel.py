@@ -22,6 +22,12 @@ _live_cores: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _live_lock = threading.Lock()
 
 
+# Futures ask for their completion (EV_DONE), except when the call ends inside call()
+# itself (QUIET_START): a call refused at once (connection backoff, say) is done before
+# future() returns and never goes through the completion thread.
+_FUTURE_EVENTS = _triple.EV_DONE | _triple.QUIET_START
+
+
 def _compression(compression: Any) -> int:
     """The core's compression argument: -1 keeps the channel's default."""
     return -1 if compression is None else int(compression)
@@ -50,7 +56,7 @@ class UnaryUnaryMultiCallable(_MultiCallable):
     """Calls one unary method; made by ``Channel.unary_unary``."""
 
     def _start(self, request: Any, timeout: Optional[float], metadata: MetadataType,
-               wait: bool, notify: bool, compression: Any) -> Any:
+               wait: bool, notify: int, compression: Any) -> Any:
         payload = self._serialize(request) if self._serialize else request
         return self._core.call(self._method, payload, timeout, metadata, wait, notify, 0,
                                _compression(compression))
@@ -76,9 +82,11 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                metadata: MetadataType = None, credentials: Any = None,
                wait_for_ready: Optional[bool] = None, compression: Any = None) -> UnaryFuture:
         """Starts the call and returns at once with a Future (also a Call)."""
-        core_call = self._start(request, timeout, metadata, False, True, compression)
+        core_call = self._start(request, timeout, metadata, False, _FUTURE_EVENTS,
+                                compression)
         fut = UnaryFuture(core_call, self._deserialize)
-        self._channel._dispatcher.track(core_call, fut)
+        if core_call.notifying():  # else it ended at once: nothing to wait for
+            self._channel._dispatcher.track(core_call, fut)
         return fut
 
 
@@ -101,7 +109,7 @@ class StreamUnaryMultiCallable(_MultiCallable):
     """Calls a client-streaming method; made by ``Channel.stream_unary``."""
 
     def _start(self, timeout: Optional[float], metadata: MetadataType,
-               compression: Any, notify: bool = False) -> Any:
+               compression: Any, notify: int = 0) -> Any:
         return self._core.call(self._method, None, timeout, metadata, notify=notify,
                                flags=_triple.CLIENT_STREAMING,
                                compression=_compression(compression))
@@ -127,9 +135,10 @@ class StreamUnaryMultiCallable(_MultiCallable):
                metadata: MetadataType = None, credentials: Any = None,
                wait_for_ready: Optional[bool] = None, compression: Any = None) -> UnaryFuture:
         """Starts the call (requests are sent from a helper thread) and returns a Future."""
-        core_call = self._start(timeout, metadata, compression, notify=True)
+        core_call = self._start(timeout, metadata, compression, notify=_FUTURE_EVENTS)
         fut = UnaryFuture(core_call, self._deserialize)
-        self._channel._dispatcher.track(core_call, fut)
+        if core_call.notifying():
+            self._channel._dispatcher.track(core_call, fut)
         start_pump(core_call, request_iterator, self._serialize)
         return fut
 

@@ -67,6 +67,11 @@ static PyObject *call_done(CallObject *self, PyObject *unused) {
   return PyBool_FromLong(tri_call_done(self->call));
 }
 
+static PyObject *call_notifying(CallObject *self, PyObject *unused) {
+  (void)unused;
+  return PyBool_FromLong(self->notified);
+}
+
 static PyObject *call_cancel(CallObject *self, PyObject *args) {
   int code = TRI_CODE_CANCELLED;
   if (!PyArg_ParseTuple(args, "|i", &code)) return NULL;
@@ -308,6 +313,9 @@ static PyMethodDef call_methods[] = {
     {"wait", (PyCFunction)call_wait, METH_VARARGS,
      "wait(timeout=None) -> bool: block (GIL released) until done."},
     {"done", (PyCFunction)call_done, METH_NOARGS, "True once completed."},
+    {"notifying", (PyCFunction)call_notifying, METH_NOARGS,
+     "True while the call will still appear in Channel.poll_completions() (False once "
+     "polled done, or when it ended inside call() with notify=...|QUIET_START)."},
     {"cancel", (PyCFunction)call_cancel, METH_VARARGS,
      "cancel(code=CANCELLED) -> bool: reset the stream if still running."},
     {"code", (PyCFunction)call_code, METH_NOARGS, "Final status code (int)."},

@@ -262,14 +262,20 @@ static PyObject *channel_call(ChannelObject *self, PyObject *args,
     co->notified = 1;
     tri_call_set_notify_events(call, co, notify); /* 1 == TRI_EV_DONE */
   }
+  int ended_at_start;
   if (co->request.obj && co->request.len >= 8192) {
     /* Large requests may be gzip-compressed inside start: not under the GIL.
      * The request buffer is pinned by `co`, so it stays valid meanwhile. */
     Py_BEGIN_ALLOW_THREADS
-    tri_call_start(call);
+    ended_at_start = tri_call_start(call);
     Py_END_ALLOW_THREADS
   } else {
-    tri_call_start(call);
+    ended_at_start = tri_call_start(call);
+  }
+  if (ended_at_start && (notify & TRI_EV_QUIET_START) && co->notified) {
+    co->notified = 0; /* no notification comes: drop the token's reference */
+    tri_call_object_release_request(co);
+    Py_DECREF(co);
   }
   if (wait) {
     if (tri_wait_interruptible(call, -1) < 0) goto fail;

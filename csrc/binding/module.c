@@ -104,7 +104,8 @@ static int mod_exec(PyObject *m) {
       PyModule_AddIntConstant(m, "EV_DONE", TRI_EV_DONE) < 0 ||
       PyModule_AddIntConstant(m, "EV_MESSAGE", TRI_EV_MESSAGE) < 0 ||
       PyModule_AddIntConstant(m, "EV_HEADERS", TRI_EV_HEADERS) < 0 ||
-      PyModule_AddIntConstant(m, "EV_WRITABLE", TRI_EV_WRITABLE) < 0)
+      PyModule_AddIntConstant(m, "EV_WRITABLE", TRI_EV_WRITABLE) < 0 ||
+      PyModule_AddIntConstant(m, "QUIET_START", TRI_EV_QUIET_START) < 0)
     return -1;
   Py_ssize_t count = 0;
   while (tri_stats_names[count]) count++;

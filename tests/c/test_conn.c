@@ -259,13 +259,24 @@ static void channel_backoff(void) {
   CHECK_EQ_INT(rv, TRI_ERR_BACKOFF);
   CHECK_EQ_INT(ch->backoff.failures, 1);
   CHECK_EQ_INT(tri_channel_stats(ch)->connects, 0); /* no attempt was made */
-  /* A call started now fails at once, with that message. */
+  /* A call started now fails at once, with that message; it is notified
+   * unless it asked not to be for an ending inside tri_call_start. */
   tri_call *c;
   tri_call_new(ch, &c, "/s/M", 4, -1, 0);
-  tri_call_start(c);
+  tri_call_set_notify(c, &c);
+  CHECK_EQ_INT(tri_call_start(c), 1);
   CHECK(tri_call_done(c));
   CHECK_EQ_INT(tri_call_code(c), TRI_CODE_UNAVAILABLE);
   CHECK(message_starts(c, "connection backoff: 1 connection attempt failed"));
+  void *tokens[4];
+  CHECK_EQ_INT(tri_channel_poll_completions(ch, tokens, 4, 0), 1);
+  CHECK(tokens[0] == &c);
+  tri_call_release(c);
+  tri_call_new(ch, &c, "/s/M", 4, -1, 0);
+  tri_call_set_notify_events(c, &c, TRI_EV_DONE | TRI_EV_QUIET_START);
+  CHECK_EQ_INT(tri_call_start(c), 1);
+  CHECK_EQ_INT(tri_call_code(c), TRI_CODE_UNAVAILABLE);
+  CHECK_EQ_INT(tri_channel_poll_completions(ch, tokens, 4, 0), 0);
   tri_call_release(c);
   tri_channel_del(ch);
 
@@ -289,7 +300,39 @@ static void channel_backoff(void) {
   tri_channel_del(ch); /* joins the live connection's thread */
 }
 
+/* A finished connection's nghttp2 blocks go back to the channel, and the
+ * next connection's session is built from them, not from new allocations. */
+static void arena_reused_across_connections(void) {
+  tri_channel_opts o;
+  default_opts(&o);
+  harness h;
+  memset(&h, 0, sizeof(h));
+  tri_channel_new(&h.ch, &o);
+  tri_stats *st = tri_channel_stats(h.ch);
+  uint64_t a0 = st->allocations;
+  tri__conn_new_detached(&h.conn, h.ch);
+  feed_settings(&h);
+  for (int i = 0; i < 4; i++) start(&h, -1);
+  uint64_t first = st->allocations - a0;
+  tri__conn_kill(h.conn, TRI_CODE_CANCELLED, "done");
+  for (int i = 0; i < h.n; i++) tri_call_release(h.calls[i]);
+  h.n = 0;
+  tri__conn_unref(h.conn);
+  tri__conn_free(h.conn);
+  CHECK(h.ch->spare.cached > 0);
+  uint64_t a1 = st->allocations;
+  tri__conn_new_detached(&h.conn, h.ch);
+  feed_settings(&h);
+  for (int i = 0; i < 4; i++) start(&h, -1);
+  uint64_t second = st->allocations - a1;
+  /* The first connection allocated its session blocks; the second only what
+   * is not nghttp2's (the connection struct, its output queue). */
+  CHECK(second + 10 < first);
+  teardown(&h);
+}
+
 void test_conn(void) {
+  arena_reused_across_connections();
   write_stall_kills();
   slow_writes_are_progress();
   write_stall_off();

@@ -33,4 +33,38 @@ void test_mem(void) {
   CHECK(fresh != NULL);
   tri_arena_free(&a, fresh);
   tri_arena_free_all(&a);
+  CHECK_EQ_INT(a.cached, 0);
+
+  /* The cache is capped: blocks beyond max_cached go back to the heap. */
+  a.max_cached = 64;
+  void *b1 = tri_arena_alloc(&a, 32), *b2 = tri_arena_alloc(&a, 32),
+       *b3 = tri_arena_alloc(&a, 32);
+  tri_arena_free(&a, b1);
+  tri_arena_free(&a, b2);
+  tri_arena_free(&a, b3); /* over the cap: released */
+  CHECK_EQ_INT(a.cached, 64);
+  CHECK(tri_arena_alloc(&a, 32) == b2); /* recycled, newest first */
+  CHECK_EQ_INT(a.cached, 32);
+
+  /* Merge: another arena's free blocks move over (up to the cap). */
+  tri_arena other;
+  tri_arena_init(&other, &st);
+  void *o1 = tri_arena_alloc(&other, 16), *o2 = tri_arena_alloc(&other, 16),
+       *o3 = tri_arena_alloc(&other, 16);
+  tri_arena_free(&other, o1);
+  tri_arena_free(&other, o2);
+  tri_arena_free(&other, o3);
+  CHECK_EQ_INT(other.cached, 48);
+  uint64_t before = st.allocations;
+  tri_arena_merge(&a, &other); /* a: 32 + 16 + 16 = 64, the third released */
+  CHECK_EQ_INT(other.cached, 0);
+  CHECK_EQ_INT(a.cached, 64);
+  void *m1 = tri_arena_alloc(&a, 10), *m2 = tri_arena_alloc(&a, 10);
+  CHECK(m1 && m2 && m1 != m2);
+  CHECK_EQ_INT(st.allocations, before); /* both came from the merged blocks */
+  tri_arena_free(&a, m1);
+  tri_arena_free(&a, m2);
+  tri_arena_free(&a, b2); /* the block handed out before the cap test */
+  tri_arena_free_all(&a);
+  tri_arena_free_all(&other);
 }

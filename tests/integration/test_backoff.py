@@ -164,6 +164,25 @@ def test_a_broken_connection_is_replaced_at_once(embedded_server):
         assert time.monotonic() - failed_at < 0.36 + 0.2
 
 
+def test_futures_refused_at_once_skip_the_completion_thread():
+    """Futures of calls refused at once (backoff) are done when future() returns and never
+    queue for the completion thread: a closed loop of them cannot build a backlog of
+    pending futures (it used to hold ~30,000 of them, and their buffers, at a time)."""
+    with triple_py.insecure_channel(f"127.0.0.1:{closed_port()}") as channel:
+        failing_call(channel)  # the attempt fails: backoff for ~1 s
+        call = unary(channel)
+        ended = []
+        for _ in range(20_000):
+            future = call.future(b"x", timeout=TIMEOUT)
+            assert future.done()
+            future.add_done_callback(lambda f: ended.append(f.code()))
+        assert ended == [Code.UNAVAILABLE] * 20_000
+        dispatcher = channel._dispatcher
+        assert not dispatcher._pending and not dispatcher._early
+        assert dispatcher._thread is None
+        assert channel.stats()["connects"] == 1
+
+
 def test_backoff_in_threads_makes_one_attempt():
     """Many threads calling a dead port at once: one connection attempt serves them all and
     the calls made after it fail fast."""
