@@ -272,8 +272,19 @@ void tri_channel_del(tri_channel *ch) {
 
 void tri__channel_arena_put(tri_channel *ch, tri_arena *a) {
   pthread_mutex_lock(&ch->spare_lock);
-  tri_arena_merge(&ch->spare, a);
+  /* One connection's worth is kept, the larger: merging every finished
+   * connection's blocks would grow the spare (and the next session) towards
+   * the cap; a connection that died young has a small working set. */
+  tri_arena drop;
+  tri_arena_init(&drop, NULL);
+  if (a->cached > ch->spare.cached) {
+    tri_arena_merge(&drop, &ch->spare);
+    tri_arena_merge(&ch->spare, a);
+  } else {
+    tri_arena_merge(&drop, a);
+  }
   pthread_mutex_unlock(&ch->spare_lock);
+  tri_arena_free_all(&drop); /* outside the lock */
 }
 
 void tri__channel_arena_take(tri_channel *ch, tri_arena *a) {

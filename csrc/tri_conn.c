@@ -224,6 +224,25 @@ static void inflight_remove(tri_conn *conn, tri_call *c) {
 
 static void process_ops(tri_conn *conn);
 
+/* Calls held back while the output is blocked (see tri_conn.h). */
+static void held_add(tri_conn *conn, tri_call *c) {
+  c->held = 1;
+  c->io_next = NULL;
+  c->io_prev = conn->held_tail;
+  if (conn->held_tail) conn->held_tail->io_next = c;
+  else conn->held = c;
+  conn->held_tail = c;
+}
+
+static void held_remove(tri_conn *conn, tri_call *c) {
+  if (c->io_prev) c->io_prev->io_next = c->io_next;
+  else conn->held = c->io_next;
+  if (c->io_next) c->io_next->io_prev = c->io_prev;
+  else conn->held_tail = c->io_prev;
+  c->io_prev = c->io_next = NULL;
+  c->held = 0;
+}
+
 /* Drops the flush timers (each holds a reference on its call). */
 static void drop_timers(tri_conn *conn) {
   while (conn->timers) {
@@ -247,6 +266,12 @@ static void die(tri_conn *conn, int code, const char *why) {
   atomic_store(&conn->unusable, 1);
   for (tri_call *c = conn->inflight; c; c = c->io_next)
     tri__call_complete(c, code, "%s", conn->errstr);
+  while (conn->held) {
+    tri_call *c = conn->held;
+    tri__call_complete(c, code, "%s", conn->errstr);
+    held_remove(conn, c);
+    io_release(conn, c);
+  }
   out_reset(conn);
   /* Refuse new pushes, wait out pushes in progress, then fail the rest. */
   atomic_store(&conn->closed, 1);
@@ -514,7 +539,9 @@ static void *arena_realloc(void *p, size_t n, void *u) {
 
 /* ---- submitting (I/O thread) ------------------------------------------ */
 
-static void submit_call(tri_conn *conn, tri_call *c) {
+/* Starts the call's stream, or holds the call (may_hold) while the output is
+ * blocked or earlier calls are held. */
+static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
   if (conn->dead || conn->goaway) {
     tri__call_complete(c, TRI_CODE_UNAVAILABLE, "%s",
                        conn->dead ? conn->errstr : "connection is going away");
@@ -529,6 +556,19 @@ static void submit_call(tri_conn *conn, tri_call *c) {
   if (c->deadline && c->deadline <= tri__now()) {
     tri__call_complete(c, TRI_CODE_DEADLINE_EXCEEDED, "Deadline Exceeded");
     io_release(conn, c);
+    return;
+  }
+  if (c->deadline && c->heap_idx < 0 && heap_add(conn, c)) {
+    tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
+    io_release(conn, c);
+    return;
+  }
+  if (may_hold && (conn->write_since || conn->held)) {
+    /* The peer is not taking our output, so the request could not go out
+     * now anyway: it waits outside the session.  Submitted, a call that
+     * expires during a stall would leave its stream and an RST_STREAM in
+     * the session until the peer reads again. */
+    held_add(conn, c);
     return;
   }
   nghttp2_nv nva[MAX_HEADERS]; /* copied by nghttp2; the strings are not */
@@ -552,15 +592,23 @@ static void submit_call(tri_conn *conn, tri_call *c) {
   c->stream_id = sid;
   c->in_session = 1;
   inflight_add(conn, c);
-  if (c->deadline && heap_add(conn, c)) {
-    tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
-    nghttp2_submit_rst_stream(conn->sess, NGHTTP2_FLAG_NONE, sid,
-                              NGHTTP2_CANCEL);
+}
+
+/* Submits the held calls once the output has drained. */
+static void submit_held(tri_conn *conn) {
+  while (conn->held && !conn->write_since && !conn->dead) {
+    tri_call *c = conn->held;
+    held_remove(conn, c);
+    submit_call(conn, c, 0);
   }
 }
 
 static void cancel_call(tri_conn *conn, tri_call *c) {
-  if (!c->completed && c->in_session) {
+  if (c->held && !c->completed) {
+    tri__call_complete(c, c->cancel_code, "%s", c->cancel_msg);
+    held_remove(conn, c);
+    io_release(conn, c); /* the cancel op's reference keeps it alive */
+  } else if (!c->completed && c->in_session) {
     tri__call_complete(c, c->cancel_code, "%s", c->cancel_msg);
     nghttp2_submit_rst_stream(conn->sess, NGHTTP2_FLAG_NONE, c->stream_id,
                               NGHTTP2_CANCEL);
@@ -649,7 +697,7 @@ static void process_ops(tri_conn *conn) {
     tri_call *c;
     switch (op->kind) {
     case TRI_OP_SUBMIT:
-      submit_call(conn, container_of(op, tri_call, submit_op));
+      submit_call(conn, container_of(op, tri_call, submit_op), 1);
       break;
     case TRI_OP_CANCEL:
       cancel_call(conn, container_of(op, tri_call, cancel_op));
@@ -904,6 +952,11 @@ static void expire_deadlines(tri_conn *conn) {
     tri_call *c = conn->heap[0];
     tri__call_complete(c, TRI_CODE_DEADLINE_EXCEEDED, "Deadline Exceeded");
     if (c->heap_idx >= 0) heap_remove(conn, c);
+    if (c->held) { /* never submitted: nothing to reset */
+      held_remove(conn, c);
+      io_release(conn, c);
+      continue;
+    }
     if (c->in_session)
       nghttp2_submit_rst_stream(conn->sess, NGHTTP2_FLAG_NONE, c->stream_id,
                                 NGHTTP2_CANCEL);
@@ -1015,6 +1068,10 @@ static void after_events(tri_conn *conn) {
   arm_timerfd(conn);
   expire_deadlines(conn);
   flush(conn);
+  if (conn->held && !conn->write_since && !conn->dead) {
+    submit_held(conn); /* the output drained */
+    flush(conn);
+  }
   if (conn->dead) return;
   check_watchdogs(conn);
   if (conn->dead) return;

@@ -120,11 +120,13 @@ struct tri_call {
   unsigned half_close : 1;  /* end of the request stream was handed over */
   unsigned deferred : 1;    /* data provider returned DEFERRED */
   unsigned in_timer : 1;    /* on the flush-timer FIFO */
+  unsigned held : 1;        /* waits to be submitted: the connection's output
+                               is blocked (its held list, io_prev/io_next) */
   unsigned resp_gzip : 1;   /* the peer compresses responses with gzip */
   unsigned resp_enc_unknown : 1; /* ...with an encoding we do not have */
   unsigned msg_compressed : 1;   /* the message being received has flag 0x01 */
   tri_frame_decoder dec;
-  tri_call *io_prev, *io_next; /* connection's in-flight list */
+  tri_call *io_prev, *io_next; /* connection's in-flight (or held) list */
 
   /* Results (I/O thread writes before `done`; caller reads after). */
   int code;
@@ -200,10 +202,11 @@ int tri__channel_conn(tri_channel *ch, tri_conn *avoid, tri_conn **out,
 void tri__channel_notify(tri_channel *ch, tri_call *c);
 /* A connection's nghttp2 arena, once its session is gone, goes back to the
  * channel (put), and the next connection starts with those blocks (take): a
- * reconnect does not free and re-allocate a session's worth of small blocks
- * (which fragments the C heap; each I/O thread allocates from a malloc arena
- * of its own).  `a` must be owned by the calling thread; put leaves it empty,
- * take needs it empty. */
+ * reconnect does not free and re-allocate a session's worth of blocks (which
+ * fragments the C heap; each I/O thread allocates from a malloc arena of its
+ * own).  One arena is kept, the larger: put frees the other's blocks.
+ * `a` must be owned by the calling thread; put leaves it empty, take needs
+ * it empty. */
 void tri__channel_arena_put(tri_channel *ch, tri_arena *a);
 void tri__channel_arena_take(tri_channel *ch, tri_arena *a);
 /* Likewise for a connection's fixed-size buffers, one kept per kind: take

@@ -28,17 +28,18 @@ typedef struct {
 #define HDR 16
 _Static_assert(sizeof(block_hdr) <= HDR, "arena header must fit in 16 bytes");
 
+/* Class c holds 16 << c/2 bytes (even c) or 24 << c/2 (odd c).  Returns the
+ * smallest class that fits n (TRI_ARENA_CLASSES or more: too big to pool). */
 static unsigned class_of(size_t n) {
-  unsigned c = 0;
-  size_t sz = 16;
-  while (sz < n) {
-    sz <<= 1;
-    c++;
-  }
-  return c;
+  if (n <= 16) return 0;
+  /* 2^b < n <= 2^(b+1), b >= 4: the class is 3 * 2^(b-1) or 2^(b+1). */
+  unsigned b = 63u - (unsigned)__builtin_clzll((unsigned long long)(n - 1));
+  return n <= ((size_t)3 << (b - 1)) ? 2 * b - 7 : 2 * b - 6;
 }
 
-static size_t class_size(unsigned c) { return (size_t)16 << c; }
+static size_t class_size(unsigned c) {
+  return (c & 1) ? (size_t)24 << (c >> 1) : (size_t)16 << (c >> 1);
+}
 
 void tri_arena_init(tri_arena *a, tri_stats *stats) {
   memset(a, 0, sizeof(*a));

@@ -5,7 +5,10 @@
  * (stats may be NULL).  Every heap allocation in the core goes through them, so
  * the `allocations` counter is the whole truth.
  *
- * tri_arena recycles small blocks (up to 4 KiB) on per-size-class free lists.
+ * tri_arena recycles blocks up to 128 KiB on per-size-class free lists (two
+ * classes per power of two: 16, 24, 32, 48, 64 ... 96 Ki, 128 Ki bytes, so a
+ * block wastes at most a third; nghttp2's frame and inbound buffers, hash
+ * tables and HPACK rings are recycled too, not only its per-stream objects).
  * It is NOT thread-safe: one arena belongs to one connection's I/O thread,
  * which hands it to nghttp2 (nghttp2_session_client_new3), so the per-stream
  * objects nghttp2 allocates come from recycled blocks in steady state.
@@ -25,8 +28,8 @@ void *tri_mem_alloc(tri_stats *st, size_t n);
 void *tri_mem_calloc(tri_stats *st, size_t n, size_t size);
 void tri_mem_free(void *p);
 
-#define TRI_ARENA_CLASSES 9 /* 16, 32, ... 4096 bytes */
-#define TRI_ARENA_MAX_CACHED (2u << 20)
+#define TRI_ARENA_CLASSES 27 /* 16, 24, 32, 48, ... 98304, 131072 bytes */
+#define TRI_ARENA_MAX_CACHED (4u << 20)
 
 typedef struct tri_arena {
   void *free_list[TRI_ARENA_CLASSES];

@@ -167,5 +167,8 @@ class CompletionDispatcher:
                     stop = False
             for fut in done:
                 fut._run_callbacks()
+            # Let go of this batch before waiting again: otherwise up to 2 x 256 finished
+            # calls (and their responses) stay alive for as long as the next poll waits.
+            calls = done = fut = None
             if stop:
                 return

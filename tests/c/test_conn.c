@@ -144,6 +144,40 @@ static void slow_writes_are_progress(void) {
   teardown(&h);
 }
 
+/* While the output is blocked, new calls wait outside the session: one that
+ * expires or is cancelled meanwhile never gets a stream (nor an RST_STREAM);
+ * the others are submitted, in order, once the output drains. */
+static void calls_held_while_blocked(void) {
+  tri_channel_opts o;
+  default_opts(&o);
+  harness h;
+  setup_opts(&h, &o);
+  feed_settings(&h);
+  tri__conn_set_write_budget(h.conn, 0);
+  tri_call *a = start(&h, -1); /* submitted; its frames block */
+  CHECK(a->in_session && !a->held);
+  tri_call *b = start(&h, 20 * MS), *c = start(&h, -1), *d = start(&h, -1);
+  CHECK(b->held && c->held && d->held);
+  CHECK(!b->in_session && !c->in_session);
+  int32_t next_sid = nghttp2_session_get_next_stream_id(h.conn->sess);
+  tri_call_cancel(d, TRI_CODE_CANCELLED, "Cancelled");
+  tri__conn_run_ops(h.conn);
+  CHECK(tri_call_done(d) && !d->held);
+  CHECK_EQ_INT(tri_call_code(d), TRI_CODE_CANCELLED);
+  sleep_ms(30);
+  tri__conn_tick(h.conn);
+  CHECK(tri_call_done(b) && !b->held);
+  CHECK_EQ_INT(tri_call_code(b), TRI_CODE_DEADLINE_EXCEEDED);
+  CHECK(c->held && !tri_call_done(c));
+  CHECK_EQ_INT(nghttp2_session_get_next_stream_id(h.conn->sess), next_sid);
+  tri__conn_set_write_budget(h.conn, -1); /* the peer reads again */
+  tri__conn_tick(h.conn);
+  CHECK(!c->held && c->in_session);
+  CHECK_EQ_INT(c->stream_id, next_sid); /* b and d never took a stream id */
+  CHECK(!h.conn->held);
+  teardown(&h);
+}
+
 /* Timeout 0 turns the watchdog off. */
 static void write_stall_off(void) {
   tri_channel_opts o;
@@ -319,7 +353,16 @@ static void arena_reused_across_connections(void) {
   h.n = 0;
   tri__conn_unref(h.conn);
   tri__conn_free(h.conn);
-  CHECK(h.ch->spare.cached > 0);
+  size_t kept = h.ch->spare.cached;
+  CHECK(kept > 0);
+  /* Only one connection's worth is kept, the larger: a smaller arena put
+   * now is freed. */
+  tri_arena extra;
+  tri_arena_init(&extra, st);
+  tri_arena_free(&extra, tri_arena_alloc(&extra, 100));
+  tri__channel_arena_put(h.ch, &extra);
+  CHECK_EQ_INT(h.ch->spare.cached, kept);
+  CHECK_EQ_INT(extra.cached, 0);
   uint64_t a1 = st->allocations;
   tri__conn_new_detached(&h.conn, h.ch);
   feed_settings(&h);
@@ -334,6 +377,7 @@ static void arena_reused_across_connections(void) {
 void test_conn(void) {
   arena_reused_across_connections();
   write_stall_kills();
+  calls_held_while_blocked();
   slow_writes_are_progress();
   write_stall_off();
   connect_timeout();

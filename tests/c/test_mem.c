@@ -6,13 +6,13 @@ void test_mem(void) {
   tri_stats st = {0};
   tri_arena a;
   tri_arena_init(&a, &st);
-  void *p = tri_arena_alloc(&a, 24);
+  void *p = tri_arena_alloc(&a, 20);
   void *q = tri_arena_alloc(&a, 100);
   CHECK(p && q);
   CHECK_EQ_INT(((uintptr_t)p) % 16, 0);
   CHECK_EQ_INT(st.allocations, 2);
   tri_arena_free(&a, p);
-  void *r = tri_arena_alloc(&a, 30); /* same 32-byte class: recycled */
+  void *r = tri_arena_alloc(&a, 24); /* same 24-byte class: recycled */
   CHECK(r == p);
   CHECK_EQ_INT(st.allocations, 2);
   memset(q, 7, 100);
@@ -34,6 +34,27 @@ void test_mem(void) {
   tri_arena_free(&a, fresh);
   tri_arena_free_all(&a);
   CHECK_EQ_INT(a.cached, 0);
+
+  /* Classes: two per power of two, up to 128 KiB.  A freed block is
+   * recycled for any size of its class, and only for those. */
+  static const size_t same[][2] = {{17, 24},     {25, 32},      {90, 96},
+                                   {97, 128},    {65546, 98304}, {98305, 131072}};
+  for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+    void *x = tri_arena_alloc(&a, same[i][0]);
+    tri_arena_free(&a, x);
+    CHECK(tri_arena_alloc(&a, same[i][1]) == x);
+    tri_arena_free(&a, x);
+    void *y = tri_arena_alloc(&a, same[i][1] + 1); /* the next class up */
+    CHECK(y != x);
+    tri_arena_free(&a, y);
+  }
+  uint64_t allocs = st.allocations;
+  void *huge = tri_arena_alloc(&a, 131073); /* too big to pool: never cached */
+  tri_arena_free(&a, huge);
+  void *huge2 = tri_arena_alloc(&a, 131073);
+  CHECK_EQ_INT(st.allocations, allocs + 2);
+  tri_arena_free(&a, huge2);
+  tri_arena_free_all(&a);
 
   /* The cache is capped: blocks beyond max_cached go back to the heap. */
   a.max_cached = 64;

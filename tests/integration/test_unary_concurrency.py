@@ -182,3 +182,24 @@ def test_write_syscalls_per_call_with_50_in_flight(go_server, size):
     writes = after["write_syscalls"] - before["write_syscalls"]
     assert calls == 40 * 50
     assert writes / calls <= 1.0, f"{writes} write syscalls for {calls} calls"
+
+
+def test_finished_futures_are_not_kept_by_the_completion_thread(go_server):
+    """Once its callbacks ran, a future (and its call and response) is not kept alive by
+    the completion thread while it waits for the next completions (it used to hold its
+    last batch, up to 2 x 256 calls, for as long as the next wait lasted)."""
+    with triple_py.insecure_channel(go_server.address) as channel:
+        call = unary(channel)
+        slow = call.future(b"slow", timeout=TIMEOUT, metadata=[("x-delay-ms", "2000")])
+        batch = [call.future(b"x" * 100_000, timeout=TIMEOUT) for _ in range(50)]
+        called = []
+        for future in batch:
+            future.add_done_callback(called.append)
+        refs = [weakref.ref(future) for future in batch]
+        assert all(f.result(timeout=TIMEOUT) == b"x" * 100_000 for f in batch)
+        wait_for(lambda: len(called) == 50, timeout=TIMEOUT)
+        del batch, future, called
+        gc.collect()
+        wait_for(lambda: all(r() is None for r in refs), timeout=0.3)
+        assert [r for r in refs if r() is not None] == []
+        assert not slow.done()  # the completion thread is still waiting
