@@ -115,7 +115,7 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
   pthread_mutex_init(&ch->call_lock, NULL);
   pthread_mutex_init(&ch->poll_lock, NULL);
   pthread_mutex_init(&ch->spare_lock, NULL);
-  tri_arena_init(&ch->spare, &ch->stats);
+  for (int i = 0; i < 2; i++) tri_arena_init(&ch->spare[i], &ch->stats);
   tri_mpsc_init(&ch->completions);
   *out = ch;
   return 0;
@@ -254,8 +254,11 @@ void tri_channel_del(tri_channel *ch) {
     ch->call_free = c->io_next;
     tri_mem_free(c);
   }
-  tri_arena_free_all(&ch->spare); /* after the connections gave theirs back */
-  for (int i = 0; i < 2; i++) tri_mem_free(ch->spare_block[i]);
+  for (int i = 0; i < 2; i++) { /* after the connections gave theirs back */
+    tri_arena_free_all(&ch->spare[i]);
+    tri_mem_free(ch->spare_block[TRI_SPARE_RBUF][i]);
+    tri_mem_free(ch->spare_block[TRI_SPARE_OUT][i]);
+  }
   pthread_mutex_destroy(&ch->spare_lock);
   tri_gzip_pool_free(&ch->zpool);
   if (ch->ssl_ctx) tri_tls_ctx_free(ch->ssl_ctx);
@@ -271,15 +274,17 @@ void tri_channel_del(tri_channel *ch) {
 /* ---- nghttp2 arena of finished connections ------------------------------ */
 
 void tri__channel_arena_put(tri_channel *ch, tri_arena *a) {
-  pthread_mutex_lock(&ch->spare_lock);
-  /* One connection's worth is kept, the larger: merging every finished
-   * connection's blocks would grow the spare (and the next session) towards
-   * the cap; a connection that died young has a small working set. */
   tri_arena drop;
   tri_arena_init(&drop, NULL);
-  if (a->cached > ch->spare.cached) {
-    tri_arena_merge(&drop, &ch->spare);
-    tri_arena_merge(&ch->spare, a);
+  pthread_mutex_lock(&ch->spare_lock);
+  /* The two largest are kept: merging every finished connection's blocks
+   * would grow the spares (and the next sessions) towards the cap, and a
+   * connection that died young has a small working set. */
+  tri_arena *small = ch->spare[0].cached <= ch->spare[1].cached ? &ch->spare[0]
+                                                                 : &ch->spare[1];
+  if (a->cached > small->cached) {
+    tri_arena_merge(&drop, small);
+    tri_arena_merge(small, a);
   } else {
     tri_arena_merge(&drop, a);
   }
@@ -289,14 +294,19 @@ void tri__channel_arena_put(tri_channel *ch, tri_arena *a) {
 
 void tri__channel_arena_take(tri_channel *ch, tri_arena *a) {
   pthread_mutex_lock(&ch->spare_lock);
-  tri_arena_merge(a, &ch->spare);
+  tri_arena *big = ch->spare[0].cached >= ch->spare[1].cached ? &ch->spare[0]
+                                                               : &ch->spare[1];
+  tri_arena_merge(a, big);
   pthread_mutex_unlock(&ch->spare_lock);
 }
 
 void *tri__channel_spare_take(tri_channel *ch, int kind) {
+  void *p = NULL;
   pthread_mutex_lock(&ch->spare_lock);
-  void *p = ch->spare_block[kind];
-  ch->spare_block[kind] = NULL;
+  for (int i = 0; i < 2 && !p; i++) {
+    p = ch->spare_block[kind][i];
+    ch->spare_block[kind][i] = NULL;
+  }
   pthread_mutex_unlock(&ch->spare_lock);
   return p;
 }
@@ -304,9 +314,11 @@ void *tri__channel_spare_take(tri_channel *ch, int kind) {
 void tri__channel_spare_put(tri_channel *ch, int kind, void *p) {
   if (!p) return;
   pthread_mutex_lock(&ch->spare_lock);
-  if (!ch->spare_block[kind]) {
-    ch->spare_block[kind] = p;
-    p = NULL;
+  for (int i = 0; i < 2 && p; i++) {
+    if (!ch->spare_block[kind][i]) {
+      ch->spare_block[kind][i] = p;
+      p = NULL;
+    }
   }
   pthread_mutex_unlock(&ch->spare_lock);
   tri_mem_free(p);

@@ -6,9 +6,9 @@
  * lost connection fails its in-flight calls with UNAVAILABLE and the channel
  * reconnects by itself.  It also owns the buffer pool and call pool its calls
  * use, the counters (tri_stats), and the completion queue for calls that
- * asked for notification, and keeps a finished connection's nghttp2 blocks
- * (up to TRI_ARENA_MAX_CACHED) and read/output buffers for the next one, so a
- * reconnect does not free and re-allocate them.
+ * asked for notification, and keeps two finished connections' nghttp2
+ * blocks (up to TRI_ARENA_MAX_CACHED each) and read/output buffers for the
+ * next ones, so a reconnect does not free and re-allocate them.
  *
  * Connection backoff (grpc's connection-backoff.md, see tri_backoff.h): a
  * connection attempt that failed (refused, TLS failure, timed out, or closed

@@ -150,8 +150,10 @@ struct tri_channel {
   int64_t next_attempt;  /* under lock: no attempt before this (ns); 0: none */
   char connect_error[200]; /* under lock: why the last attempt failed */
   pthread_mutex_t spare_lock; /* guards spare, spare_block (a leaf lock) */
-  tri_arena spare;       /* free nghttp2 blocks of finished connections */
-  void *spare_block[2];  /* a finished connection's buffers (TRI_SPARE_*) */
+  /* What finished connections leave for the next ones: two of each, since a
+   * new connection usually starts while the one it replaces is still dying. */
+  tri_arena spare[2];    /* free nghttp2 blocks */
+  void *spare_block[2][2]; /* buffers, [TRI_SPARE_*][slot] */
   tri_call *call_free;   /* call pool (linked through io_next) */
   tri_gzip_pool zpool;   /* zlib streams for compression both ways */
   SSL_CTX *ssl_ctx;      /* TLS channels only */
@@ -204,14 +206,14 @@ void tri__channel_notify(tri_channel *ch, tri_call *c);
  * channel (put), and the next connection starts with those blocks (take): a
  * reconnect does not free and re-allocate a session's worth of blocks (which
  * fragments the C heap; each I/O thread allocates from a malloc arena of its
- * own).  One arena is kept, the larger: put frees the other's blocks.
+ * own).  Two arenas are kept, the larger ones: put frees the smallest.
  * `a` must be owned by the calling thread; put leaves it empty, take needs
  * it empty. */
 void tri__channel_arena_put(tri_channel *ch, tri_arena *a);
 void tri__channel_arena_take(tri_channel *ch, tri_arena *a);
 /* Likewise for a connection's fixed-size buffers, one kept per kind: take
- * returns it (or NULL: allocate one), put keeps `p` (NULL is ignored) or
- * frees it when one is kept already.  Blocks come from tri_mem_alloc. */
+ * returns one (or NULL: allocate one), put keeps `p` (NULL is ignored) or
+ * frees it when two are kept already.  Blocks come from tri_mem_alloc. */
 enum { TRI_SPARE_RBUF = 0, TRI_SPARE_OUT = 1 };
 void *tri__channel_spare_take(tri_channel *ch, int kind);
 void tri__channel_spare_put(tri_channel *ch, int kind, void *p);

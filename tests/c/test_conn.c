@@ -353,16 +353,20 @@ static void arena_reused_across_connections(void) {
   h.n = 0;
   tri__conn_unref(h.conn);
   tri__conn_free(h.conn);
-  size_t kept = h.ch->spare.cached;
+  size_t kept = h.ch->spare[0].cached + h.ch->spare[1].cached;
   CHECK(kept > 0);
-  /* Only one connection's worth is kept, the larger: a smaller arena put
-   * now is freed. */
+  /* Two connections' worth are kept, the larger: a second arena is kept, a
+   * third one smaller than both is freed. */
   tri_arena extra;
   tri_arena_init(&extra, st);
   tri_arena_free(&extra, tri_arena_alloc(&extra, 100));
   tri__channel_arena_put(h.ch, &extra);
-  CHECK_EQ_INT(h.ch->spare.cached, kept);
   CHECK_EQ_INT(extra.cached, 0);
+  CHECK_EQ_INT(h.ch->spare[0].cached + h.ch->spare[1].cached, kept + 128);
+  tri_arena_free(&extra, tri_arena_alloc(&extra, 10));
+  tri__channel_arena_put(h.ch, &extra);
+  CHECK_EQ_INT(extra.cached, 0);
+  CHECK_EQ_INT(h.ch->spare[0].cached + h.ch->spare[1].cached, kept + 128);
   uint64_t a1 = st->allocations;
   tri__conn_new_detached(&h.conn, h.ch);
   feed_settings(&h);
