@@ -39,8 +39,8 @@ typedef struct tri_arena {
 } tri_arena;
 
 void tri_arena_init(tri_arena *a, tri_stats *stats);
-/* Frees every block on the free lists.  Blocks still in use stay valid and
- * are released to the C heap when they are later given to tri_arena_free. */
+/* Frees every block on the free lists.  Blocks still in use stay valid; given
+ * to tri_arena_free later, they are cached again (up to max_cached). */
 void tri_arena_free_all(tri_arena *a);
 void *tri_arena_alloc(tri_arena *a, size_t n);
 void *tri_arena_calloc(tri_arena *a, size_t n, size_t size);

@@ -332,7 +332,7 @@ def quiet_point(load: Load, deadline: float) -> Dict[str, int]:
         raise RuntimeError(f"{load.pending} calls still pending {deadline + DRAIN_GRACE:.0f} s "
                            f"after the load stopped")
     gc.collect()
-    time.sleep(1.0)  # the completion thread exits 0.5 s after its last future
+    time.sleep(1.0)  # the completion thread exits after an idle 0.5 s wait
     return process_state()
 
 

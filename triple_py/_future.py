@@ -3,8 +3,8 @@ their done-callbacks.
 
 The C core queues every completed call that asked for notification; one dispatcher
 thread per channel drains that queue (GIL released while it waits) and runs the
-callbacks.  The thread exists only while futures are pending, so an idle channel holds
-no thread and can be garbage collected.
+callbacks.  The thread exists only while futures are pending (and up to 0.5 s after the
+last one ended), so an idle channel holds no thread and can be garbage collected.
 """
 from __future__ import annotations
 
@@ -160,7 +160,10 @@ class CompletionDispatcher:
                         done.append(fut)
                     else:
                         self._early[id(call)] = call
-                if calls is None or not self._pending:
+                # Stop once a whole wait brought nothing and nothing is pending, not
+                # as soon as the pending set empties: a burst of futures that end at
+                # once would otherwise start and stop a thread each time.
+                if calls is None or (not calls and not self._pending):
                     self._thread = None
                     stop = True
                 else:

@@ -545,7 +545,7 @@ def leak_run(request, embedded) -> tuple[str, LeakRun]:
             # settled channel (dead connections used to be freed only by a later call).
             outcome(lambda: call(b"x", timeout=0.05, metadata=[("x-status", "14")]))
             gc.collect()
-            time.sleep(0.6)  # the completion thread exits 0.5 s after its last future
+            time.sleep(1.1)  # the completion thread exits after an idle 0.5 s wait
             before = (open_fd_count(), os_thread_count(), live_rss())
             fds_before = fd_targets()
             if kind.startswith("stall"):
