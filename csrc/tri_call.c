@@ -509,6 +509,9 @@ int tri__call_on_header(tri_call *c, const nghttp2_frame *frame,
     return 0;
   }
   if (name_is(name, nl, "grpc-message")) {
+    /* grpc-go sends an empty one with every OK: nothing to keep, and no
+     * buffer taken for it (tri_call_message gives "" either way). */
+    if (vl == 0) return 0;
     tri_pool *pool = &c->ch->pool;
     if (!c->md && !(c->md = tri_pool_get(pool, 512, 0))) return TRI_ERR_NOMEM;
     int rv = tri_buf_reserve(pool, &c->md, REC_HDR + vl);

@@ -53,6 +53,12 @@ typedef struct tri_out {
   tri_call *owner;
 } tri_out;
 
+/* A deadline heap entry: the call's deadline, copied, and the call. */
+typedef struct tri_deadline {
+  int64_t at;
+  tri_call *call;
+} tri_deadline;
+
 struct tri_conn {
   tri_channel *ch; /* borrowed; outlives the connection */
   tri_stats *stats;
@@ -96,7 +102,7 @@ struct tri_conn {
   tri_out *out;            /* output queue: out[out_head..out_n) pending */
   size_t out_n, out_head, out_cap;
   tri_buf *staging;        /* copied frame bytes the queue refers to */
-  tri_call **heap;         /* deadline min-heap */
+  tri_deadline *heap;      /* deadline min-heap */
   size_t heap_n, heap_cap;
   tri_call *inflight;      /* calls the session knows, linked io_next */
   int self_pushed;         /* ops pushed by this thread: do not sleep */

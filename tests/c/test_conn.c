@@ -378,7 +378,59 @@ static void arena_reused_across_connections(void) {
   teardown(&h);
 }
 
+/* The deadline heap stays a heap while calls with scattered deadlines come
+ * and go: every parent is due no later than its children, every call knows
+ * its slot, and the root is the earliest deadline left. */
+static int heap_ok(tri_conn *conn) {
+  for (size_t i = 0; i < conn->heap_n; i++) {
+    if (conn->heap[i].call->heap_idx != (int)i) return 0;
+    if (conn->heap[i].at != conn->heap[i].call->deadline) return 0;
+    if (i && conn->heap[(i - 1) / 2].at > conn->heap[i].at) return 0;
+  }
+  return 1;
+}
+
+static void deadline_heap_order(void) {
+  enum { N = 300 };
+  tri_channel_opts o;
+  default_opts(&o);
+  harness h;
+  setup_opts(&h, &o);
+  feed_settings(&h);
+  tri_call *calls[N];
+  unsigned seed = 12345;
+  for (int i = 0; i < N; i++) {
+    seed = seed * 1103515245u + 12345u;
+    int64_t timeout = (int64_t)(10 + (seed >> 8) % 1000) * 1000 * MS; /* 10..1009 s */
+    h.n = 0;
+    calls[i] = start(&h, timeout);
+  }
+  CHECK_EQ_INT(h.conn->heap_n, N);
+  CHECK(heap_ok(h.conn));
+  int live = N, ok = 1;
+  for (int i = 0; i < N; i++) { /* end two in three, scattered */
+    seed = seed * 1103515245u + 12345u;
+    if ((seed >> 8) % 3 == 0) continue;
+    tri_call_cancel(calls[i], TRI_CODE_CANCELLED, "done early");
+    tri__conn_run_ops(h.conn);
+    live--;
+    ok &= heap_ok(h.conn) && (int)h.conn->heap_n == live;
+  }
+  CHECK(ok);
+  int64_t earliest = INT64_MAX;
+  for (int i = 0; i < N; i++)
+    if (!tri_call_done(calls[i]) && calls[i]->deadline < earliest)
+      earliest = calls[i]->deadline;
+  CHECK(live > 0 && h.conn->heap[0].at == earliest);
+  tri__conn_kill(h.conn, TRI_CODE_CANCELLED, "test over");
+  for (int i = 0; i < N; i++) tri_call_release(calls[i]);
+  tri__conn_unref(h.conn);
+  tri__conn_free(h.conn);
+  tri_channel_del(h.ch);
+}
+
 void test_conn(void) {
+  deadline_heap_order();
   arena_reused_across_connections();
   write_stall_kills();
   calls_held_while_blocked();
