@@ -857,10 +857,13 @@ async def test_10000_concurrent_unary_calls_without_threads(peer):
         samples = []  # (new Python threads, new OS threads) every 5 ms
         sampling = True
 
+        def take_sample() -> None:
+            samples.append((set(threading.enumerate()) - py_before,
+                            os_thread_ids() - os_before))
+
         async def sample():
             while sampling:
-                samples.append((set(threading.enumerate()) - py_before,
-                                os_thread_ids() - os_before))
+                take_sample()
                 await asyncio.sleep(0.005)
 
         sampler = asyncio.create_task(sample())
@@ -868,6 +871,9 @@ async def test_10000_concurrent_unary_calls_without_threads(peer):
         started = time.monotonic()
         responses = await asyncio.gather(*(unary(ch)(r, timeout=40) for r in requests))
         elapsed = time.monotonic() - started
+        # The calls can all finish within one or two turns of the loop, before the
+        # sampler's next turn: sample once more while the channel is still open.
+        take_sample()
         sampling = False
         await sampler
         stats = ch.stats()
