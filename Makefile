@@ -83,7 +83,8 @@ clean:
 	rm -rf build .build csrc/gen *.egg-info triple_py/*.so
 
 # libFuzzer targets (clang): each runs FUZZ_SECONDS from its committed seed corpus;
-# new inputs go to build/fuzz/<target>/ so the committed corpus stays small.
+# new inputs go to build/fuzz/<target>/ so the committed corpus stays small.  Then the
+# benchmark text parser (Python) for as long, with the same layout.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := frame gzip tjson session
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
@@ -104,6 +105,12 @@ fuzz: $(addprefix build/fuzz_,$(FUZZ_TARGETS))
 	    || exit 1; \
 	  test -z "$$(ls build/fuzz/$$t-crash-* 2>/dev/null)" || { echo "fuzz $$t: crash found"; exit 1; }; \
 	done
+	@# The benchmark text parser is Python: the same loop, coverage-guided by line tracing
+	@# (tests/fuzz/fuzz_benchtext.py; atheris is not packaged by Debian).
+	@mkdir -p build/fuzz/benchtext
+	@echo "== fuzz benchtext ($(FUZZ_SECONDS) s)"
+	@$(PY) tests/fuzz/fuzz_benchtext.py -max_total_time=$(FUZZ_SECONDS) \
+	  build/fuzz/benchtext tests/fuzz/corpus/benchtext || { echo "fuzz benchtext: crash found"; exit 1; }
 
 # ThreadSanitizer: the threaded C tests, and a many-threads client stress run
 # against the embedded server (loopback), both must report no race.
