@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "tri_error.h"
+#include "tri_thread.h"
 #include "tri_wire.h"
 
 #define OUT_MAX 1000               /* iovecs per writev (IOV_MAX is 1024) */
@@ -1358,7 +1359,7 @@ int tri__conn_new(tri_conn **out, tri_channel *ch, int64_t connect_deadline) {
   if (epoll_ctl(conn->epfd, EPOLL_CTL_ADD, conn->evfd, &ev)) goto fail;
   struct epoll_event tev = {.events = EPOLLIN, .data.fd = conn->tfd};
   if (epoll_ctl(conn->epfd, EPOLL_CTL_ADD, conn->tfd, &tev)) goto fail;
-  if (pthread_create(&conn->thread, NULL, conn_main, conn)) goto fail;
+  if (tri_thread_create(&conn->thread, conn_main, conn)) goto fail;
   TRI_STATS_ADD(&ch->stats, connects, 1);
   *out = conn;
   return 0;
@@ -1411,7 +1412,7 @@ int tri__conn_new_detached(tri_conn **out, tri_channel *ch) {
   }
   conn->connected = 1;
   /* A thread that exits at once keeps tri__conn_join/free uniform. */
-  pthread_create(&conn->thread, NULL, detached_main, NULL);
+  tri_thread_create(&conn->thread, detached_main, NULL);
   atomic_store(&conn->exited, 1);
   flush(conn); /* our preface and SETTINGS, discarded */
   *out = conn;

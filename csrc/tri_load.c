@@ -27,6 +27,7 @@
 #include "tri_call.h"
 #include "tri_channel.h"
 #include "tri_error.h"
+#include "tri_thread.h"
 #include "tri_frame.h"
 #include "tri_mem.h"
 #include "tri_pb.h"
@@ -804,7 +805,7 @@ int tri_load_start(tri_load *l) {
   /* Threads block on the lock at the start gate until all are created. */
   int rv = 0;
   for (int i = 0; i < l->nw; i++) {
-    if (pthread_create(&l->w[i].thread, NULL, worker_main, &l->w[i])) {
+    if (tri_thread_create(&l->w[i].thread, worker_main, &l->w[i])) {
       set_error_locked(l, TRI_ERR_SYSTEM, "load: pthread_create failed");
       atomic_store(&l->stop, 1);
       rv = TRI_ERR_SYSTEM;

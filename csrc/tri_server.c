@@ -40,6 +40,7 @@
 
 #include "tri_buf.h"
 #include "tri_error.h"
+#include "tri_thread.h"
 #include "tri_frame.h"
 #include "tri_gzip.h"
 #include "tri_mem.h"
@@ -3170,10 +3171,10 @@ int tri_server_start(tri_server *s) {
   }
   for (int i = 0; i < s->nworkers; i++) {
     srv_worker *w = &s->workers[i];
-    if (pthread_create(&w->thread, NULL, worker_main, w)) goto fail;
+    if (tri_thread_create(&w->thread, worker_main, w)) goto fail;
     w->running = 1;
   }
-  if (pthread_create(&s->acceptor, NULL, acceptor_main, s)) goto fail;
+  if (tri_thread_create(&s->acceptor, acceptor_main, s)) goto fail;
   s->acceptor_running = 1;
   return 0;
 fail:

@@ -22,6 +22,7 @@ void test_hist(void);
 void test_load(void);
 void test_backoff(void);
 void test_conn(void);
+void test_thread(void);
 
 static const struct {
   const char *name;
@@ -36,7 +37,8 @@ static const struct {
               {"hist", test_hist},
               {"load", test_load},
               {"backoff", test_backoff},
-              {"conn", test_conn}};
+              {"conn", test_conn},
+              {"thread", test_thread}};
 
 /* Runs every suite, or only those named on the command line. */
 int main(int argc, char **argv) {

@@ -1,0 +1,23 @@
+/*
+ * tri_thread: starting the core's own threads (I/O threads, load drivers,
+ * server workers) so that they never receive asynchronous signals.
+ *
+ * A process-directed signal (SIGINT from Ctrl-C, SIGTERM) goes to any thread
+ * that does not block it.  Python runs its handlers on the main thread only
+ * and relies on the signal interrupting the main thread's wait; delivered to
+ * one of our threads instead, a Ctrl-C would go unnoticed until the main
+ * thread woke for another reason.  So every thread the core starts blocks all
+ * signals except the synchronous ones (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+ * SIGTRAP, SIGABRT, SIGSYS), from its first instruction: the mask is set
+ * around pthread_create and inherited, with no window.
+ */
+#ifndef TRI_THREAD_H
+#define TRI_THREAD_H
+
+#include <pthread.h>
+
+/* pthread_create with asynchronous signals blocked in the new thread; the
+ * caller's mask is unchanged on return.  Returns pthread_create's result. */
+int tri_thread_create(pthread_t *thread, void *(*fn)(void *), void *arg);
+
+#endif
