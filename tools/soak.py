@@ -24,9 +24,9 @@ How it works:
   garbage is collected and the completion thread has exited.  Besides RSS the report gives
   malloc's bytes in use and the free bytes it keeps per arena (malloc_info), Python's
   allocated blocks, and RSS once malloc_trim(0) returned the kept pages (after the gated
-  figure, which is the plain RSS).  The warm-up (--warmup seconds)
-  runs the load with each fault kind injected once, so the start figures include what the
-  first fault of each kind allocates for good (pools, arenas).
+  figure, which is the plain RSS).  The warm-up (--warmup seconds, 25 by default)
+  runs the load with each fault kind injected once at the measured cadence, so the start
+  figures include what the first fault of each kind allocates for good (pools, arenas).
 
 Usage: .venv/bin/python tools/soak.py [--seconds 60] [--in-flight 1000] [--deadline 0.4]
        [--fault-every 5] [--fault-window 0.5] [--faults reset,stall,truncate,close_after]
@@ -426,8 +426,9 @@ def print_summary(result: Dict[str, Any]) -> None:
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="measured run length")
-    parser.add_argument("--warmup", type=float, default=6.0,
-                        help="unmeasured load first, with each fault once")
+    parser.add_argument("--warmup", type=float, default=25.0,
+                        help="unmeasured load first, with each fault once, at the measured "
+                             "cadence when it fits (25 s: 4 faults, 5 s apart)")
     parser.add_argument("--in-flight", type=int, default=1000)
     parser.add_argument("--deadline", type=float, default=0.4,
                         help="per-call deadline (below --fault-window so stalls show)")
@@ -471,9 +472,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         load = Load(channel, args.in_flight, args.deadline, b"s" * args.payload)
         print(f"soak: warm-up {args.warmup:g} s (each fault once), then {args.seconds:g} s "
               f"with a {args.fault_window:g} s fault every {args.fault_every:g} s")
-        warm = FaultSchedule(host, args.kinds, args.warmup / (len(args.kinds) + 1),
-                             min(args.fault_window, args.warmup / (2 * len(args.kinds) + 2)),
-                             load.started_at)
+        # The measured cadence when the warm-up has room for it, so that the caches
+        # (buffer and call pools, spare arenas) reach the high-water mark the measured
+        # minute will see before the start is taken; compressed otherwise.
+        warm_every = min(args.fault_every, args.warmup / (len(args.kinds) + 1))
+        warm = FaultSchedule(host, args.kinds, warm_every,
+                             min(args.fault_window, warm_every / 2), load.started_at)
         load.run_for(args.warmup, warm.tick)
         warm.finish()
         load.run_for(1.0)  # a fault-free second so the start is not right after a fault
