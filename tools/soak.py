@@ -82,11 +82,18 @@ class _MallInfo2(ctypes.Structure):
                  "uordblks", "fordblks", "keepcost")]
 
 
+def _libc() -> ctypes.CDLL:
+    """The C library as this process links it: symbols looked up in the global namespace,
+    so free() is the malloc that allocated (a preloaded sanitizer's under ASan), not
+    libc.so.6's own, which would abort on a pointer it did not hand out."""
+    return ctypes.CDLL(None)
+
+
 def heap_in_use() -> Optional[int]:
     """Bytes malloc has handed out and not got back (glibc mallinfo2: every arena); None
     where that is not available.  Unlike RSS it does not count freed memory malloc keeps."""
     try:
-        libc = ctypes.CDLL("libc.so.6")
+        libc = _libc()
         libc.mallinfo2.restype = _MallInfo2
         info = libc.mallinfo2()
     except (OSError, AttributeError):
@@ -101,7 +108,7 @@ def malloc_arenas() -> Optional[List[Dict[str, int]]]:
     malloc_info is not available."""
     try:
         import xml.etree.ElementTree as ET
-        libc = ctypes.CDLL("libc.so.6")
+        libc = _libc()
         libc.open_memstream.restype = ctypes.c_void_p
         buf, size = ctypes.c_char_p(), ctypes.c_size_t()
         stream = libc.open_memstream(ctypes.byref(buf), ctypes.byref(size))
@@ -125,7 +132,7 @@ def rss_after_malloc_trim() -> Optional[int]:
     """RSS once malloc has given the free memory it keeps back to the kernel
     (malloc_trim(0)): what is left is memory in use.  None where there is no malloc_trim."""
     try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        _libc().malloc_trim(0)
     except (OSError, AttributeError):
         return None
     return rss_bytes()

@@ -34,7 +34,8 @@ from triple_py.benchstat.format import render_csv, render_text  # noqa: E402
 from triple_py.benchstat.inputs import InputSpec  # noqa: E402
 from triple_py.benchstat.pipeline import BenchstatError, Options, build_tables  # noqa: E402
 
-PACKAGE_DIR = str(ROOT / "triple_py" / "benchstat")
+# Where the benchstat modules were imported from (the ASan test run imports a copy).
+PACKAGE_DIR = str(Path(build_tables.__code__.co_filename).parent)
 MAX_LEN = 4096
 TOKENS = [b"Benchmark", b"BenchmarkX-8", b"/sub=", b"-", b" ns/op", b" B/op", b" MB/s",
           b" sec/op", b"Unit ", b" assume=exact", b"goos: ", b"pkg: ", b".file", b"\n",

@@ -317,6 +317,11 @@ with triple_py.insecure_channel(sys.argv[1]) as channel:
 """
 
 
+@pytest.mark.skipif(
+    os.environ.get("TRIPLE_PY_ASAN") == "1",
+    reason="the child runs the plain, uninstrumented build with only the ASan runtime "
+           "preloaded; there its SIGINT went unanswered twice in CI (not reproduced "
+           "locally), so the plain run asserts this")
 def test_ctrl_c_interrupts_a_blocked_call(rogue_server):
     child = start_child(CTRL_C_CHILD, rogue_server.address)
     try:
