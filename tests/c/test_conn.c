@@ -6,6 +6,7 @@
  */
 #include <time.h>
 
+#include "detached_call.h"
 #include "session_script.h"
 #include "tri_call.h"
 #include "tri_channel.h"
@@ -53,22 +54,13 @@ static tri_call *start(harness *h, int64_t timeout_ns) {
   tri_call *c;
   tri_call_new(h->ch, &c, "/s/M", 4, timeout_ns, 0);
   tri_call_set_request_borrowed(c, (const uint8_t *)"req", 3);
-  c->started = 1;
-  c->conn = h->conn;
-  tri__conn_ref(h->conn);
-  atomic_fetch_add(&c->refs, 1); /* the I/O side's reference */
-  tri__conn_push(h->conn, &c->submit_op.node);
-  tri__conn_run_ops(h->conn);
+  detached_submit(h->conn, c);
   h->calls[h->n++] = c;
   return c;
 }
 
 static void teardown(harness *h) {
-  tri__conn_kill(h->conn, TRI_CODE_CANCELLED, "test over");
-  for (int i = 0; i < h->n; i++) tri_call_release(h->calls[i]);
-  tri__conn_unref(h->conn);
-  tri__conn_free(h->conn);
-  tri_channel_del(h->ch);
+  detached_teardown(h->ch, h->conn, h->calls, h->n);
 }
 
 static int message_is(tri_call *c, const char *want) {
@@ -422,11 +414,7 @@ static void deadline_heap_order(void) {
     if (!tri_call_done(calls[i]) && calls[i]->deadline < earliest)
       earliest = calls[i]->deadline;
   CHECK(live > 0 && h.conn->heap[0].at == earliest);
-  tri__conn_kill(h.conn, TRI_CODE_CANCELLED, "test over");
-  for (int i = 0; i < N; i++) tri_call_release(calls[i]);
-  tri__conn_unref(h.conn);
-  tri__conn_free(h.conn);
-  tri_channel_del(h.ch);
+  detached_teardown(h.ch, h.conn, calls, N);
 }
 
 void test_conn(void) {

@@ -2,6 +2,7 @@
  * test_session.c: the response path of a connection, driven with scripted
  * server frames through a detached connection (no socket, no thread).
  */
+#include "detached_call.h"
 #include "session_script.h"
 #include "tri_call.h"
 #include "tri_channel.h"
@@ -34,22 +35,13 @@ static tri_call *start(harness *h, const char *path, int flags) {
   tri_call_new(h->ch, &c, path, strlen(path), -1, flags);
   if (!(flags & TRI_CALL_CLIENT_STREAMING))
     tri_call_set_request_borrowed(c, (const uint8_t *)"req", 3);
-  c->started = 1;
-  c->conn = h->conn;
-  tri__conn_ref(h->conn);
-  atomic_fetch_add(&c->refs, 1); /* the I/O side's reference */
-  tri__conn_push(h->conn, &c->submit_op.node);
-  tri__conn_run_ops(h->conn);
+  detached_submit(h->conn, c);
   h->calls[h->n++] = c;
   return c;
 }
 
 static void teardown(harness *h) {
-  tri__conn_kill(h->conn, TRI_CODE_CANCELLED, "test over");
-  for (int i = 0; i < h->n; i++) tri_call_release(h->calls[i]);
-  tri__conn_unref(h->conn);
-  tri__conn_free(h->conn);
-  tri_channel_del(h->ch);
+  detached_teardown(h->ch, h->conn, h->calls, h->n);
 }
 
 static const char *ok_headers[] = {":status", "200", "content-type",

@@ -1,0 +1,35 @@
+/*
+ * detached_call.h: calls on a detached connection (tri__conn_new_detached),
+ * for the C tests that play the I/O thread themselves.
+ */
+#ifndef TRI_DETACHED_CALL_H
+#define TRI_DETACHED_CALL_H
+
+#include "tri_call.h"
+#include "tri_channel.h"
+#include "tri_conn.h"
+#include "tri_int.h"
+
+/* What tri_call_start does for a call bound to `conn`: marks it started,
+ * gives the I/O side its references, queues the submission and runs it. */
+static inline void detached_submit(tri_conn *conn, tri_call *c) {
+  c->started = 1;
+  c->conn = conn;
+  tri__conn_ref(conn);
+  atomic_fetch_add(&c->refs, 1); /* the I/O side's reference */
+  tri__conn_push(conn, &c->submit_op.node);
+  tri__conn_run_ops(conn);
+}
+
+/* Fails what is left on `conn`, releases the n calls and frees the
+ * connection and the channel. */
+static inline void detached_teardown(tri_channel *ch, tri_conn *conn,
+                                     tri_call **calls, int n) {
+  tri__conn_kill(conn, TRI_CODE_CANCELLED, "test over");
+  for (int i = 0; i < n; i++) tri_call_release(calls[i]);
+  tri__conn_unref(conn);
+  tri__conn_free(conn);
+  tri_channel_del(ch);
+}
+
+#endif
