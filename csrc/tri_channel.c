@@ -376,6 +376,18 @@ void tri__channel_notify(tri_channel *ch, tri_call *c) {
   (void)w;
 }
 
+/* Moves the queued completions to the end of the ready list (poll_lock
+ * held).  Returns nonzero when there were any. */
+static int splice_completions(tri_channel *ch) {
+  tri_node *list = tri_mpsc_take_all(&ch->completions);
+  if (!list) return 0;
+  if (ch->ready_tail) ch->ready_tail->next = list;
+  else ch->ready_head = list;
+  while (list->next) list = list->next;
+  ch->ready_tail = list;
+  return 1;
+}
+
 static int take_ready(tri_channel *ch, void **tokens, int max) {
   int n = 0;
   while (n < max && ch->ready_head) {
@@ -392,16 +404,7 @@ static int take_ready(tri_channel *ch, void **tokens, int max) {
 int tri_channel_take_completions(tri_channel *ch, void **tokens, int max) {
   pthread_mutex_lock(&ch->poll_lock);
   int n = take_ready(ch, tokens, max);
-  if (n < max) {
-    tri_node *list = tri_mpsc_take_all(&ch->completions);
-    if (list) {
-      if (ch->ready_tail) ch->ready_tail->next = list;
-      else ch->ready_head = list;
-      while (list->next) list = list->next;
-      ch->ready_tail = list;
-      n += take_ready(ch, tokens + n, max - n);
-    }
-  }
+  if (n < max && splice_completions(ch)) n += take_ready(ch, tokens + n, max - n);
   pthread_mutex_unlock(&ch->poll_lock);
   return n;
 }
@@ -427,14 +430,7 @@ int tri_channel_poll_completions(tri_channel *ch, void **tokens, int max,
     ssize_t r = read(ch->notify_fd, &v, sizeof(v));
     (void)r;
     atomic_store(&ch->notify_pending, 0);
-    tri_node *list = tri_mpsc_take_all(&ch->completions);
-    if (list) {
-      if (ch->ready_tail) ch->ready_tail->next = list;
-      else ch->ready_head = list;
-      while (list->next) list = list->next;
-      ch->ready_tail = list;
-      continue;
-    }
+    if (splice_completions(ch)) continue;
     if (tri_channel_closed(ch)) {
       n = TRI_ERR_CLOSED;
       break;
