@@ -54,7 +54,7 @@ static PyObject *mod_timeout_encode(PyObject *m, PyObject *arg) {
   long long ns = PyLong_AsLongLong(arg);
   if (ns == -1 && PyErr_Occurred()) return NULL;
   char buf[TRI_TIMEOUT_MAX];
-  int n = tri_grpc_timeout_encode(ns, buf);
+  int n = tri_grpc_timeout_encode(tri_timeout_round_up(ns), buf);
   return PyUnicode_FromStringAndSize(buf, n);
 }
 
@@ -90,7 +90,8 @@ static PyMethodDef mod_methods[] = {
     {"retired_stats", mod_retired_stats, METH_NOARGS,
      "Counters summed over channels that no longer exist."},
     {"grpc_timeout", mod_timeout_encode, METH_O,
-     "grpc_timeout(ns) -> str: the grpc-timeout header value for ns."},
+     "grpc_timeout(ns) -> str: the grpc-timeout header value a call sends with\n"
+     "ns left (rounded up to three significant digits, as every call does)."},
     {NULL, NULL, 0, NULL}};
 
 static int mod_exec(PyObject *m) {

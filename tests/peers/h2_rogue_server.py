@@ -31,9 +31,12 @@ request is complete (END_STREAM), except where noted:
                     data), grpc-status 0
   CompressedNoEncoding  200 without grpc-encoding, one message with flag 0x01 whose body
                     is a valid gzip of an encoded payload, grpc-status 0
+  RecordHeaders     a correct gRPC echo, like Echo; the request's header list (in the
+                    order received, HPACK-decoded) is kept for Stats
   Stats             one message: JSON counters of this server (connections, streams,
                     resets, drops, huge_sent = bytes of each ended HugeResponse, modes =
-                    complete requests per mode)
+                    complete requests per mode, headers = the header lists of the
+                    RecordHeaders requests)
   anything else     trailers-only grpc-status 12 (UNIMPLEMENTED)
 
 The server advertises 16 MiB stream windows and a 1 GiB connection window, and returns
@@ -131,7 +134,7 @@ class Stats:
         self.lock = threading.Lock()
         self.counts: Dict[str, object] = {
             "connections": 0, "streams": 0, "resets": 0, "drops": 0, "huge_sent": [],
-            "modes": {}}
+            "modes": {}, "headers": []}
 
     def add(self, key: str, n: int = 1) -> None:
         with self.lock:
@@ -140,6 +143,10 @@ class Stats:
     def add_mode(self, mode: str) -> None:
         with self.lock:
             self.counts["modes"][mode] = self.counts["modes"].get(mode, 0) + 1
+
+    def record_headers(self, headers: Headers) -> None:
+        with self.lock:
+            self.counts["headers"].append([[k.decode(), v.decode()] for k, v in headers])
 
     def record_huge(self, sent: int) -> None:
         with self.lock:
@@ -225,6 +232,7 @@ MODES: Dict[str, Callable[[bytes], Iterator[Item]]] = {
         ("headers", GRPC_200, False), ("data", frame(encode_payload(b"ok")), False),
         ("headers", [(b"x-note", b"no grpc-status")], True)]),
     "Echo": lambda body: echo(body),
+    "RecordHeaders": lambda body: echo(body),
     "GzipBomb": lambda body: compressed_answer(GRPC_200_GZIP, gzip_bomb()),
     "GzipCorrupt": lambda body: compressed_answer(GRPC_200_GZIP, GZIP_CORRUPT),
     "CompressedNoEncoding": lambda body: compressed_answer(
@@ -289,6 +297,8 @@ class Connection:
         if isinstance(event, h2.events.RequestReceived):
             STATS.add("streams")
             path = dict(event.headers).get(b":path", b"")
+            if path.endswith(b"/RecordHeaders"):
+                STATS.record_headers(event.headers)
             self.requests[event.stream_id] = (path.rsplit(b"/", 1)[-1].decode(), bytearray())
         elif isinstance(event, h2.events.DataReceived):
             self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)

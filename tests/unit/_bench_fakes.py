@@ -35,7 +35,8 @@ class FakeRunner:
             errors=0, qps=qps, status_codes={"OK": int(qps * spec.duration)}, latency=lat,
             latency_corrected=lat, histogram=[(40000, 50), (100000, 50)],
             per_call={"write_syscalls": 0.25, "allocations": 0.0} if spec.mode in
-            ("fastpath", "stream-path") else {})
+            ("fastpath", "stream-path") else {},
+            cpu={"process_us_per_call": 1e6 / qps})
 
 
 class FakeServers:

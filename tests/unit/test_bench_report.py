@@ -42,6 +42,7 @@ def test_go_format_lines_name_scenario_and_arm(matrix_run):
     assert int(iters) > 0
     assert " ns/op " in f" {rest} " and " ops/s " in f" {rest} " and "p99-ns" in rest
     assert "writes/op" in rest  # our arms report write syscalls
+    assert " cpu-ns/op" in rest  # every arm that measured its CPU reports it per call
     ref = next(l for l in lines if "/grpcio-aio-" in l)
     assert "writes/op" not in ref  # reference arms do not
     assert text.startswith("goos: ")
@@ -65,6 +66,7 @@ def test_comparison_uses_benchstat_with_significance_marks(matrix_run):
     assert "benchstat: stream-path (base) vs fastpath" in text
     assert "benchstat: stream-path (base) vs grpcio-aio" in text
     assert "vs base" in text and "p=" in text
+    assert "cpu-sec/op" in text
     assert "Unary/128B/c50-" in text
     assert text.count("goos:") == 1
 

@@ -7,6 +7,9 @@ import shutil
 import pytest
 
 from triple_py.bench import BenchResult, ConfigError, TargetError, run
+from triple_py.bench.arms_h2load import _result as h2load_result
+from triple_py.bench.arms_h2load import parse_h2load_output
+from triple_py.bench.spec import RunSpec
 from triple_py.testing import EchoServer
 
 QUICK = dict(duration=0.3, warmup=0.1, concurrency=4)
@@ -84,6 +87,24 @@ def test_h2load_reference_arm(server):
     assert r.status_codes.get("HTTP_2xx") == r.calls
     logged = run(server, mode="h2load", options={"latency_log": True}, **QUICK)
     assert logged.latency.p99 is not None and sum(logged.series["calls"]) == logged.calls
+
+
+def test_h2load_cpu_per_call_counts_the_warmup_calls():
+    """h2load's CPU time covers its warm-up, whose calls it does not report: per call, the
+    warm-up is counted at the measured rate (0.4 s over 4 s of calls at 1,000/s)."""
+    summary = parse_h2load_output(
+        "finished in 3.00s, 1000.00 req/s, 1MB/s\n"
+        "requests: 3000 total, 3000 started, 3000 done, 3000 succeeded, 0 failed, 0 errored, "
+        "0 timeout\n"
+        "time for request:      100us      2.00ms      1.00ms       50us    90.00%\n")
+    spec = RunSpec(arm="h2load", mode="h2load", target="127.0.0.1:1", duration=3.0,
+                   warmup=1.0)
+    r = h2load_result(spec, summary, [], 0.4, ["h2load"])
+    assert r.cpu["h2load_s"] == 0.4 and r.cpu_us_per_call == pytest.approx(100.0)
+    counted = RunSpec(arm="h2load", mode="h2load", target="127.0.0.1:1", duration=0,
+                      warmup=1.0, count=3000)
+    assert h2load_result(counted, summary, [], 0.4, ["h2load"]).cpu_us_per_call == \
+        pytest.approx(0.4e6 / 3000)
 
 
 def test_bad_parameters_and_unreachable_target():

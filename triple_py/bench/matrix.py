@@ -33,6 +33,7 @@ The format (every key but ``arms``/``mode`` and ``[scenarios]`` is optional)::
     write_buffer_size = 0       # also: method, wire, write_buffer_delay_us, timeout,
                                 # shared_request, threads (triple-py-bidi),
                                 # latency_log (h2load: percentiles, but slower),
+                                # minimal_headers (h2load: content-type and te only),
                                 # driver_threads (C unary kinds: drive the loop
                                 # from a thread of its own, not the I/O thread)
 
@@ -146,8 +147,10 @@ AXES = ("payload", "concurrency", "connections", "stream_messages", "rate",
 _TOP_KEYS = {"name", "description", "benchmark", "baseline", "rounds", "duration", "warmup",
              "timeout", "restart_server", "method", "wire", "arms", "mode", "scenarios", "arm"}
 _ARM_KEYS = {"name", "mode", "method", "wire", "write_buffer_size", "write_buffer_delay_us",
-             "timeout", "shared_request", "threads", "latency_log", "driver_threads"}
-_OPTION_KEYS = ("threads", "latency_log", "driver_threads")  # RunSpec.options
+             "timeout", "shared_request", "threads", "latency_log", "driver_threads",
+             "minimal_headers"}
+# The keys that go to RunSpec.options.
+_OPTION_KEYS = ("threads", "latency_log", "driver_threads", "minimal_headers")
 _ARM_NAME = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*")
 _BENCH_NAME = re.compile(r"[A-Za-z0-9_]+")
 

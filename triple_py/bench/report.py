@@ -19,7 +19,9 @@ Files written into the results directory by :func:`write_results`:
 
 ns/op is 1e9 / QPS: the wall time per completed call at the run's concurrency (like Go's
 RunParallel benchmarks), so lower is better and benchstat's sec/op column reads as the
-seeds' did.
+seeds' did. cpu-ns/op is the client's CPU time per call (benchstat: cpu-sec/op): when the
+server is the bottleneck every arm reaches about the same QPS, and the client's cost is what
+tells the arms apart.
 """
 from __future__ import annotations
 
@@ -46,7 +48,8 @@ CSV_COLUMNS = [
     "write_buffer_size", "duration_s", "warmup_s", "elapsed_s", "calls", "errors", "qps",
     "messages_per_s", "p50_ms", "p90_ms", "p99_ms", "p99_9_ms", "p99_99_ms", "max_ms",
     "mean_ms", "p99_uncorrected_ms", "write_syscalls_per_call", "write_syscalls_per_message",
-    "bytes_written_per_call", "allocations_per_call", "cpu_s", "cpu_cores", "status",
+    "bytes_written_per_call", "allocations_per_call", "cpu_s", "cpu_cores", "cpu_us_per_call",
+    "status",
     "failed", "target"]
 
 NOTE_FEW_ROUNDS = ("note: with fewer than 4 rounds per arm the Mann-Whitney U test cannot "
@@ -179,6 +182,8 @@ def unit_values(result: BenchResult, ours: bool) -> Dict[str, float]:
         if value is not None:
             values[key] = float(value)
     values["errors"] = float(result.errors)
+    if result.cpu_us_per_call:
+        values["cpu-ns/op"] = result.cpu_us_per_call * 1e3
     if ours and result.per_call:
         if result.streams and result.write_syscalls_per_message is not None:
             values["writes/msg"] = result.write_syscalls_per_message
@@ -267,6 +272,7 @@ def _csv_row(run: MatrixRun, r: ArmRun) -> Dict[str, Any]:
             "allocations_per_call": res.allocations_per_call,
             "cpu_s": res.cpu.get("process_s", res.cpu.get("h2load_s")),
             "cpu_cores": res.cpu.get("process_cores", res.cpu.get("h2load_cores")),
+            "cpu_us_per_call": res.cpu_us_per_call,
             "status": ";".join(f"{k}={v}" for k, v in sorted(res.status_codes.items()))})
     return {k: ("" if row.get(k) is None else row.get(k, "")) for k in CSV_COLUMNS}
 
@@ -339,7 +345,8 @@ def write_results(run: MatrixRun, out_dir: Path, comparison_text: str = "") -> D
 
 # -- comparison -------------------------------------------------------------------------------
 
-def comparison(run: MatrixRun, units: str = ".unit:(sec/op OR p99-sec)") -> str:
+def comparison(run: MatrixRun,
+               units: str = ".unit:(sec/op OR p99-sec OR cpu-sec/op)") -> str:
     """benchstat's comparison of the baseline arm with each other arm (per scenario, with
     the significance marks), through triple_py.benchstat's Python API."""
     from ..benchstat import BenchstatError, render
@@ -359,7 +366,7 @@ def comparison(run: MatrixRun, units: str = ".unit:(sec/op OR p99-sec)") -> str:
             blocks.append(f"== {matrix.baseline} vs {arm.name}: no results for {arm.name} ==")
             continue
         warnings: List[str] = []
-        arm_units = units if " p99-ns" in text else ".unit:sec/op"  # h2load: no percentiles
+        arm_units = units if " p99-ns" in text else ".unit:(sec/op OR cpu-sec/op)"  # h2load
         try:
             rendered = render([(matrix.baseline, base_text), (arm.name, text)],
                               filter=arm_units, on_warning=warnings.append)

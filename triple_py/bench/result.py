@@ -191,6 +191,13 @@ class BenchResult:
         return self.calls - self.errors
 
     @property
+    def cpu_us_per_call(self) -> Optional[float]:
+        """The client's CPU time per call in µs (the whole process for our arms and grpcio,
+        h2load's process for h2load), or None when not measured."""
+        value = self.cpu.get("process_us_per_call", self.cpu.get("h2load_us_per_call"))
+        return float(value) if value else None
+
+    @property
     def error_rate(self) -> float:
         """errors / calls (0.0 without calls)."""
         return self.errors / self.calls if self.calls else 0.0

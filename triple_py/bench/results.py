@@ -484,7 +484,7 @@ def _run_row(e: Mapping[str, Any], matrix: Mapping[str, Any], config: Mapping[st
         "cpu_s": cpu.get("process_s", cpu.get("h2load_s")),
         "cpu_user_s": cpu.get("process_user_s"), "cpu_sys_s": cpu.get("process_sys_s"),
         "cpu_cores": cpu.get("process_cores", cpu.get("h2load_cores")),
-        "cpu_us_per_call": cpu.get("process_us_per_call"),
+        "cpu_us_per_call": cpu.get("process_us_per_call", cpu.get("h2load_us_per_call")),
         "status_codes": codes, "first_error": max(bad, key=bad.get) if bad else None,
         "notes": "; ".join(res.get("notes") or []) or None})
     return row
