@@ -298,9 +298,8 @@ int tri_load_new(tri_load **out, const tri_load_config *cfg) {
   l->cfg.path = memcpy(l->strings + lh + lp, path, lpath);
   l->path_len = lpath - 1;
   memset(l->payload, 'a', cfg->payload_size);
-  l->flags = cfg->mode == TRI_LOAD_UNARY ? 0
-             : cfg->mode == TRI_LOAD_UNARY_STREAM_PATH
-                 ? TRI_CALL_CLIENT_STREAMING
+  l->flags = cfg->mode == TRI_LOAD_UNARY
+                 ? 0
                  : TRI_CALL_CLIENT_STREAMING | TRI_CALL_SERVER_STREAMING;
   l->open_loop = cfg->rate > 0;
   l->timeout_ns = cfg->timeout_s > 0 ? (int64_t)(cfg->timeout_s * 1e9) : -1;
@@ -360,12 +359,16 @@ static int write_one(worker *w, slot *s) {
   return rv;
 }
 
-static void drain_reads(slot *s) {
+/* Reads every queued response message; returns their bytes. */
+static uint64_t drain_reads(slot *s) {
   tri_buf *m;
+  uint64_t bytes = 0;
   while (tri_call_read(s->call, 0, &m) == 1) {
     s->received++;
+    bytes += m->len;
     tri_call_msg_release(s->call, m);
   }
+  return bytes;
 }
 
 static void add_pending(worker *w, slot *s) {
@@ -499,6 +502,10 @@ static void complete(worker *w, slot *s, int64_t now) {
   uint64_t resp = 0;
   if (l->cfg.mode == TRI_LOAD_BIDI) {
     drain_reads(s);
+  } else if (l->cfg.mode == TRI_LOAD_UNARY_STREAM_PATH) {
+    resp = drain_reads(s);
+    if (code == TRI_CODE_OK && s->received != 1) code = TRI_CODE_INTERNAL;
+    if (code != TRI_CODE_OK) resp = 0;
   } else {
     const uint8_t *p;
     size_t n;

@@ -28,9 +28,12 @@
  *    BenchmarkRequest packed per call into a pooled buffer
  *    (tri_call_set_request_buf), or with shared_request one request packed
  *    per thread up front and lent to every call (set_request_borrowed).
- *  - UNARY_STREAM_PATH: the same unary call through the streaming machinery
- *    (the baseline arm): TRI_CALL_CLIENT_STREAMING, one tri_call_write,
- *    tri_call_done_writing, the answer from tri_call_response.
+ *  - UNARY_STREAM_PATH: the same unary call through the full-duplex
+ *    streaming machinery (the baseline arm, like the seeds' duplexHTTPCall):
+ *    CLIENT|SERVER streaming, one tri_call_write, tri_call_done_writing, the
+ *    answer read with tri_call_read.  A call that ends OK without exactly
+ *    one response message counts as INTERNAL, as the fast path reports a
+ *    unary answer of two messages.
  *  - BIDI: CLIENT|SERVER streaming (default path
  *    /benchmark.BenchmarkService/StreamCall): K = stream_messages writes,
  *    done_writing, and K responses read.  One stream is one "call" in every
