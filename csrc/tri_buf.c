@@ -1,5 +1,6 @@
 #include "tri_buf.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "tri_error.h"
@@ -19,6 +20,13 @@ void tri_pool_init(tri_pool *p, tri_stats *stats) {
     pthread_mutex_init(&p->cls[c].lock, NULL);
   p->max_cached_bytes = 32u << 20;
   p->stats = stats;
+}
+
+void tri_pool_keep(tri_pool *p, size_t count, size_t size) {
+  int c = class_for(size);
+  if (c < 0 || count > SIZE_MAX / class_cap(c)) return; /* never pooled */
+  if (count * class_cap(c) > p->max_cached_bytes)
+    p->max_cached_bytes = count * class_cap(c);
 }
 
 void tri_pool_free(tri_pool *p) {

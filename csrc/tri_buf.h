@@ -55,6 +55,13 @@ void tri_pool_init(tri_pool *p, tri_stats *stats);
 /* Frees every cached buffer.  Buffers still out are not tracked. */
 void tri_pool_free(tri_pool *p);
 
+/* Raises the cache limit so that `count` free buffers of `size` bytes (of
+ * their size class) can be kept; never lowers it.  For an owner that knows
+ * its working set (the load generator: calls in flight x messages per call),
+ * so that big messages do not go back to malloc on every call.  Only before
+ * the pool is shared with other threads. */
+void tri_pool_keep(tri_pool *p, size_t count, size_t size);
+
 /* Returns a buffer with at least `headroom + size` bytes of storage, with
  * off = headroom and len = 0, or NULL when out of memory. */
 tri_buf *tri_pool_get(tri_pool *p, size_t size, size_t headroom);

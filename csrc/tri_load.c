@@ -228,6 +228,10 @@ static int worker_init(tri_load *l, worker *w, int id) {
     o.max_recv_bytes = (int64_t)c->payload_size + 1024; /* echoes come back */
   int rv = tri_channel_new(&w->ch, &o);
   if (rv) return rv;
+  /* Every call in flight holds a request and a response buffer: keep that
+   * many, or big messages go back to malloc (and the kernel) on every call. */
+  tri_pool_keep(tri_channel_pool(w->ch), 2 * (size_t)c->concurrency + 2,
+                c->payload_size + 64);
   rv = tri_pb_pack_benchmark_request(tri_channel_pool(w->ch), l->payload,
                                      c->payload_size, TRI_FRAME_PREFIX, &w->msg);
   if (rv) return rv;

@@ -70,9 +70,37 @@ static void cache_is_bounded(void) {
   tri_pool_free(&pool);
 }
 
+/* tri_pool_keep: the limit grows to hold `count` buffers of the class and
+ * then they all stay cached (no malloc on the next round); it never shrinks,
+ * and a size beyond the largest class changes nothing. */
+static void keep_raises_the_cache_limit(void) {
+  tri_stats st = {0};
+  tri_pool pool;
+  tri_pool_init(&pool, &st);
+  size_t before = pool.max_cached_bytes;
+  size_t big = (1u << 20) + 69; /* a 1 MiB message: the 2 MiB class */
+  tri_pool_keep(&pool, 40, big);
+  CHECK(pool.max_cached_bytes >= 40 * ((size_t)2 << 20));
+  tri_buf *bs[40];
+  for (int i = 0; i < 40; i++) bs[i] = tri_pool_get(&pool, big, 5);
+  for (int i = 0; i < 40; i++) tri_pool_put(&pool, bs[i]);
+  uint64_t allocated = st.allocations;
+  for (int i = 0; i < 40; i++) bs[i] = tri_pool_get(&pool, big, 5);
+  CHECK_EQ_INT(st.allocations, allocated);
+  for (int i = 0; i < 40; i++) tri_pool_put(&pool, bs[i]);
+  size_t raised = pool.max_cached_bytes;
+  tri_pool_keep(&pool, 1, 100);
+  CHECK_EQ_INT(pool.max_cached_bytes, raised);
+  tri_pool_keep(&pool, 1000, (size_t)1 << 30); /* unpooled size */
+  CHECK_EQ_INT(pool.max_cached_bytes, raised);
+  CHECK(raised > before);
+  tri_pool_free(&pool);
+}
+
 void test_buf(void) {
   headroom_and_reuse();
   size_classes();
   append_grows_and_keeps_content();
   cache_is_bounded();
+  keep_raises_the_cache_limit();
 }

@@ -1,0 +1,137 @@
+"""Client instructions per call, counted by callgrind: a cost measure free of timing noise.
+
+    .venv/bin/python benchmarks/instructions.py [--modes fastpath,stream-path]
+        [--sizes 128,1KiB,16KiB,1MiB] [-c 50] [--out results/instructions.json]
+
+On a shared 2-core VM one QPS figure moves by 10-50 % from round to round, which hides
+differences of a few percent between two arms, and against a server that saturates the
+machine every arm reaches the same QPS anyway. Instructions executed per call do not move:
+for each mode and payload size this runs the C load generator twice under
+``valgrind --tool=callgrind`` (all threads, the process from start to exit) with two call
+counts, and divides the difference of the totals by the difference of the calls, so the
+interpreter's start-up and the run's set-up cancel out. The target is the embedded echo
+server in a process of its own (not counted). Callgrind runs the client's threads one at a
+time, so this counts work, not contention or waiting: it complements the QPS matrix, it does
+not replace it. The figures are for this build of the extension and of libnghttp2.
+
+Output: one line per (size, mode) with instructions per call and the ratio to the first mode;
+``--out`` also keeps the raw totals as JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the in-tree triple_py when it is not installed
+
+from triple_py.bench.units import parse_size  # noqa: E402
+
+MODES = {"fastpath": "unary", "stream-path": "unary_stream_path"}
+# Calls per run: (small run, large run).  Large payloads cost more per call: fewer calls.
+CALLS = [(64 * 1024, (10, 60)), (4 * 1024, (500, 3000)), (0, (2000, 12000))]
+CHILD = """
+import sys, triple_py._triple as t
+host, port, mode, size, conc, count = sys.argv[1:7]
+r = t.run_load(host, port, None, mode, int(size), int(conc), 1, 0, 0, count=int(count))
+print("CALLS", r["calls"], r["errors"])
+"""
+
+
+def calls_for(size: int) -> Tuple[int, int]:
+    """(small, large) call counts for a payload of ``size`` bytes."""
+    return next(counts for floor, counts in CALLS if size >= floor)
+
+
+def counted_run(address: str, mode: str, size: int, concurrency: int,
+                count: int) -> Tuple[int, int]:
+    """(instructions, calls) of one callgrind run of the load generator."""
+    host, port = address.rsplit(":", 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        proc = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
+             "-c", CHILD, host, port, MODES[mode], str(size), str(concurrency), str(count)],
+            capture_output=True, text=True, timeout=1800, cwd=ROOT)
+    calls = re.search(r"^CALLS (\d+) (\d+)$", proc.stdout, re.M)
+    collected = re.search(r"Collected : (\d+)", proc.stderr)
+    if proc.returncode or not calls or not collected:
+        raise RuntimeError(f"callgrind run failed ({mode}, {size} B): "
+                           + (proc.stdout + proc.stderr).strip()[-400:])
+    if int(calls.group(2)):
+        raise RuntimeError(f"{calls.group(2)} calls failed ({mode}, {size} B)")
+    return int(collected.group(1)), int(calls.group(1))
+
+
+def measure(address: str, modes: List[str], sizes: List[int],
+            concurrency: int) -> List[Dict[str, object]]:
+    """One row per (size, mode): instructions per call and the raw totals."""
+    rows = []
+    for size in sizes:
+        small, large = calls_for(size)
+        for mode in modes:
+            i1, c1 = counted_run(address, mode, size, concurrency, small)
+            i2, c2 = counted_run(address, mode, size, concurrency, large)
+            rows.append({"size": size, "mode": mode, "concurrency": concurrency,
+                         "instructions_per_call": (i2 - i1) / (c2 - c1),
+                         "runs": [{"calls": c1, "instructions": i1},
+                                  {"calls": c2, "instructions": i2}]})
+            print(f"  {size:>8} B  {mode:<12} {rows[-1]['instructions_per_call']:>12,.0f}",
+                  file=sys.stderr, flush=True)
+    return rows
+
+
+def report(rows: List[Dict[str, object]], modes: List[str]) -> str:
+    """The table: instructions per call per mode, and each mode's ratio to the first."""
+    base = modes[0]
+    lines = [f"{'payload':>9}  " + "  ".join(f"{m:>14}" for m in modes)
+             + "".join(f"  {m + ' / ' + base:>26}" for m in modes[1:])]
+    for size in dict.fromkeys(r["size"] for r in rows):
+        per = {r["mode"]: r["instructions_per_call"] for r in rows if r["size"] == size}
+        lines.append(f"{size:>8}B  " + "  ".join(f"{per[m]:>14,.0f}" for m in modes)
+                     + "".join(f"  {per[m] / per[base]:>26.3f}" for m in modes[1:]))
+    return "\n".join(lines)
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--modes", default="fastpath,stream-path")
+    parser.add_argument("--sizes", default="128,1KiB,16KiB,1MiB")
+    parser.add_argument("-c", "--concurrency", type=int, default=50)
+    parser.add_argument("--out", help="write the rows as JSON here")
+    args = parser.parse_args(argv)
+    modes = args.modes.split(",")
+    unknown = [m for m in modes if m not in MODES]
+    problem = (f"unknown mode {unknown[0]!r} (known: {', '.join(MODES)})" if unknown
+               else "valgrind is not installed" if shutil.which("valgrind") is None else "")
+    if problem:
+        print(f"instructions.py: error: {problem}", file=sys.stderr)
+        return 2
+    sizes = [parse_size(s) for s in args.sizes.split(",")]
+    server = subprocess.Popen([sys.executable, "-m", "triple_py.server", "--port", "0",
+                               "--exit-on-stdin-eof"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        address = f"127.0.0.1:{server.stdout.readline().split()[1]}"
+        rows = measure(address, modes, sizes, args.concurrency)
+    finally:
+        server.terminate()
+        server.wait()
+    print(f"client instructions per call (callgrind), {args.concurrency} in flight, "
+          f"embedded echo server")
+    print(report(rows, modes))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
