@@ -4,9 +4,9 @@
 kind               what runs
 =================  =====================================================================
 fastpath           C load generator, unary fast path (aliases: unary)
-stream-path        C load generator, the unary call through the streaming machinery, one
-                   message, no coalescing: the baseline arm, like the seeds' duplex
-                   (aliases: stream_path, unary_stream_path)
+stream-path        C load generator, the unary call as a full-duplex stream (one message
+                   written, the answer read as a stream): the baseline arm, like the
+                   seeds' duplexHTTPCall (aliases: stream_path, unary_stream_path)
 bidi               C load generator, bidi streams of K messages each way; the writer is on
                    unless write_buffer_size is 0
 grpcio-sync        grpcio, Python threads, blocking unary calls
