@@ -1,7 +1,7 @@
 """Start and stop the test peers as subprocesses.
 
     from peers.launch import start_peer
-    with start_peer("go") as peer:          # "grpcio", "go", "rogue" or "connect"
+    with start_peer("go") as peer:   # "grpcio", "go", "rogue", "connect" or "embedded"
         channel = make_channel(peer.address)  # "127.0.0.1:PORT"
 
 Each peer binds 127.0.0.1 on a free port and announces it with `LISTENING <port>`; start_peer
@@ -24,6 +24,7 @@ import fcntl
 import queue
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -37,7 +38,7 @@ PYTHON = "/usr/bin/python3"  # Debian's Python: has python3-grpcio and python3-h
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 5.0
 NODE = "node"  # Node.js 20 (with npm) runs the Connect peer
-PEER_NAMES = ("grpcio", "go", "rogue", "connect")
+PEER_NAMES = ("grpcio", "go", "rogue", "connect", "embedded")
 
 _live: "set[Peer]" = set()
 
@@ -150,6 +151,9 @@ def peer_command(name: str, host: str, port: int, **options: object) -> List[str
         return [str(build_go_peer())] + _flag_args("-", flags)
     if name == "connect":
         return [NODE, str(install_connect_peer())] + _flag_args("--", flags)
+    if name == "embedded":  # our C echo server, in a process of its own
+        return [sys.executable, "-m", "triple_py.server", "--exit-on-stdin-eof"] + \
+            _flag_args("--", flags)
     scripts = {"grpcio": "grpcio_server.py", "rogue": "h2_rogue_server.py"}
     if name not in scripts:
         raise ValueError(f"unknown peer {name!r}; expected one of {PEER_NAMES}")
@@ -167,7 +171,8 @@ def start_peer(name: str, *, host: str = "127.0.0.1", port: int = 0,
                timeout: float = START_TIMEOUT, tls_cert: Optional[object] = None,
                tls_key: Optional[object] = None, tls_client_ca: Optional[object] = None,
                **options: object) -> Peer:
-    """Start peer `name` ("grpcio", "go", "rogue", "connect") and wait until it listens.
+    """Start peer `name` ("grpcio", "go", "rogue", "connect", "embedded") and wait until it
+    listens.
 
     tls_cert / tls_key (PEM file paths, together) make a grpcio or go peer serve TLS;
     tls_client_ca (a PEM file path) also makes it require client certificates.
