@@ -16,6 +16,9 @@ TRIPLE_CFLAGS="$flags -O1" TRIPLE_LDFLAGS="$flags" \
 cp -r triple_py/*.py triple_py/aio triple_py/benchstat "$out/triple_py/" 2>/dev/null || true
 for d in bench interop; do [ -d "triple_py/$d" ] && cp -r "triple_py/$d" "$out/triple_py/"; done
 find "$out/triple_py" -name '__pycache__' -prune -exec rm -rf {} +
+# The package's metadata next to the copy, so that its entry points (the pytest11 plugin)
+# are found as in an installed package.
+.venv/bin/python setup.py -q dist_info --output-dir "$out" 2>/dev/null
 asan=$(gcc -print-file-name=libasan.so)
 ubsan=$(gcc -print-file-name=libubsan.so)
 export LD_PRELOAD="$asan:$ubsan"
