@@ -27,22 +27,37 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the in-tree triple_py when it is not installed
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(1, str(ROOT))  # the in-tree triple_py when it is not installed
+from peers.launch import start_peer  # noqa: E402
 
+from triple_py.bench import ConfigError  # noqa: E402
+from triple_py.bench.arms import canonical_mode  # noqa: E402
 from triple_py.bench.units import parse_size  # noqa: E402
 
-MODES = {"fastpath": "unary", "stream-path": "unary_stream_path"}
+MODES = ("fastpath", "stream-path")  # the C load generator's unary kinds
 # Calls per run: (small run, large run).  Large payloads cost more per call: fewer calls.
 CALLS = [(64 * 1024, (10, 60)), (4 * 1024, (500, 3000)), (0, (2000, 12000))]
 CHILD = """
-import sys, triple_py._triple as t
-host, port, mode, size, conc, count = sys.argv[1:7]
-r = t.run_load(host, port, None, mode, int(size), int(conc), 1, 0, 0, count=int(count))
-print("CALLS", r["calls"], r["errors"])
+import sys
+from triple_py.bench import run
+target, mode, size, conc, count = sys.argv[1:6]
+r = run(target, mode=mode, payload_size=int(size), concurrency=int(conc), duration=0,
+        warmup=0, count=int(count))
+print("CALLS", r.calls, r.errors)
 """
+
+
+def unary_kind(name: str) -> Optional[str]:
+    """The arm kind ``name`` stands for (aliases allowed) when it is one of MODES."""
+    try:
+        kind = canonical_mode(name)
+    except ConfigError:
+        return None
+    return kind if kind in MODES else None
 
 
 def calls_for(size: int) -> Tuple[int, int]:
@@ -53,12 +68,11 @@ def calls_for(size: int) -> Tuple[int, int]:
 def counted_run(address: str, mode: str, size: int, concurrency: int,
                 count: int) -> Tuple[int, int]:
     """(instructions, calls) of one callgrind run of the load generator."""
-    host, port = address.rsplit(":", 1)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         proc = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-             "-c", CHILD, host, port, MODES[mode], str(size), str(concurrency), str(count)],
+             "-c", CHILD, address, mode, str(size), str(concurrency), str(count)],
             capture_output=True, text=True, timeout=1800, cwd=ROOT)
     calls = re.search(r"^CALLS (\d+) (\d+)$", proc.stdout, re.M)
     collected = re.search(r"Collected : (\d+)", proc.stderr)
@@ -107,23 +121,17 @@ def main(argv: List[str]) -> int:
     parser.add_argument("-c", "--concurrency", type=int, default=50)
     parser.add_argument("--out", help="write the rows as JSON here")
     args = parser.parse_args(argv)
-    modes = args.modes.split(",")
-    unknown = [m for m in modes if m not in MODES]
+    names = args.modes.split(",")
+    modes = [unary_kind(name) for name in names]
+    unknown = [name for name, mode in zip(names, modes) if mode is None]
     problem = (f"unknown mode {unknown[0]!r} (known: {', '.join(MODES)})" if unknown
                else "valgrind is not installed" if shutil.which("valgrind") is None else "")
     if problem:
         print(f"instructions.py: error: {problem}", file=sys.stderr)
         return 2
     sizes = [parse_size(s) for s in args.sizes.split(",")]
-    server = subprocess.Popen([sys.executable, "-m", "triple_py.server", "--port", "0",
-                               "--exit-on-stdin-eof"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    try:
-        address = f"127.0.0.1:{server.stdout.readline().split()[1]}"
-        rows = measure(address, modes, sizes, args.concurrency)
-    finally:
-        server.terminate()
-        server.wait()
+    with start_peer("embedded") as server:
+        rows = measure(server.address, modes, sizes, args.concurrency)
     print(f"client instructions per call (callgrind), {args.concurrency} in flight, "
           f"embedded echo server")
     print(report(rows, modes))

@@ -27,7 +27,7 @@ void tri_channel_opts_init(tri_channel_opts *o) {
   o->stream_window = (16u << 20) - 1;
   o->conn_window = (1u << 30) - 1;
   o->max_frame_size = 64u << 10;
-  o->user_agent = "triple-py";
+  o->user_agent = TRI_USER_AGENT;
   o->write_buffer_size = TRI_WRITER_DEFAULT_WATERMARK;
   o->write_buffer_delay_us = 200;
   o->write_stall_timeout_ms = 10000;
@@ -62,7 +62,7 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
   const char *values[] = {opts->host,
                           opts->port,
                           authority,
-                          opts->user_agent ? opts->user_agent : "triple-py",
+                          opts->user_agent ? opts->user_agent : TRI_USER_AGENT,
                           opts->service_group ? opts->service_group : "",
                           opts->service_version ? opts->service_version : "",
                           opts->triple_codec ? opts->triple_codec : "proto",

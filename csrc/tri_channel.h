@@ -29,6 +29,9 @@
 #include "tri_buf.h"
 #include "tri_stats.h"
 
+/* The user-agent a channel sends unless told otherwise. */
+#define TRI_USER_AGENT "triple-py"
+
 typedef struct tri_channel tri_channel;
 
 typedef struct tri_channel_opts {
@@ -40,7 +43,7 @@ typedef struct tri_channel_opts {
   uint32_t stream_window;    /* our SETTINGS_INITIAL_WINDOW_SIZE */
   uint32_t conn_window;      /* our connection window */
   uint32_t max_frame_size;   /* our SETTINGS_MAX_FRAME_SIZE */
-  const char *user_agent;    /* copied */
+  const char *user_agent;    /* copied; default TRI_USER_AGENT */
   uint32_t write_buffer_size;  /* coalescing watermark; 0 = off (default 32 KiB) */
   uint32_t write_buffer_delay_us; /* longest wait of a partial chunk (200) */
   int wire;                    /* TRI_WIRE_GRPC (default) or TRI_WIRE_TRIPLE */

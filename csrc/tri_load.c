@@ -27,11 +27,11 @@
 #include "tri_call.h"
 #include "tri_channel.h"
 #include "tri_error.h"
-#include "tri_thread.h"
 #include "tri_frame.h"
 #include "tri_mem.h"
 #include "tri_pb.h"
 #include "tri_stats.h"
+#include "tri_thread.h"
 #include "tri_wire.h"
 
 #define MAX_PAYLOAD ((size_t)64 << 20)

@@ -40,10 +40,10 @@
 
 #include "tri_buf.h"
 #include "tri_error.h"
-#include "tri_thread.h"
 #include "tri_frame.h"
 #include "tri_gzip.h"
 #include "tri_mem.h"
+#include "tri_thread.h"
 #include "tri_tjson.h"
 #include "tri_wire.h"
 

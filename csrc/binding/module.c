@@ -100,6 +100,7 @@ static int mod_exec(PyObject *m) {
   if (tri_call_type_init(m, st) < 0) return -1;
   if (tri_server_type_init(m, st) < 0) return -1;
   if (PyModule_AddStringConstant(m, "CORE_VERSION", TRIPLE_VERSION) < 0 ||
+      PyModule_AddStringConstant(m, "USER_AGENT", TRI_USER_AGENT) < 0 ||
       PyModule_AddIntConstant(m, "CLIENT_STREAMING", TRI_CALL_CLIENT_STREAMING) < 0 ||
       PyModule_AddIntConstant(m, "SERVER_STREAMING", TRI_CALL_SERVER_STREAMING) < 0 ||
       PyModule_AddIntConstant(m, "EV_DONE", TRI_EV_DONE) < 0 ||

@@ -38,8 +38,8 @@ from .messages import grpc_frame
 from .result import BenchResult, Latency, histogram_from_samples, series_from_completions
 from .spec import RunSpec
 
-__all__ = ["h2load", "h2load_command", "request_headers", "parse_h2load_output", "parse_h2load_log", "h2load_ms",
-           "H2loadSummary"]
+__all__ = ["h2load", "h2load_command", "request_headers", "parse_h2load_output",
+           "parse_h2load_log", "h2load_ms", "H2loadSummary"]
 
 _FINISHED = re.compile(r"finished in ([\d.]+)(us|ms|s), ([\d.]+) req/s")
 _REQUESTS = re.compile(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
@@ -47,7 +47,6 @@ _REQUESTS = re.compile(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+)
 _STATUS = re.compile(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx")
 _TIME = re.compile(r"time for request:\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)")
 _UNITS_MS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
-USER_AGENT = "triple-py"  # the C core's default (csrc/tri_channel.c), which the generator uses
 
 
 def h2load_ms(text: str) -> float:
@@ -117,7 +116,7 @@ def request_headers(spec: RunSpec) -> List[str]:
     """The non-pseudo request headers h2load sends for ``spec`` (see the module's doc)."""
     headers = ["content-type: application/grpc", "te: trailers"]
     if not spec.options.get("minimal_headers"):
-        from .._triple import grpc_timeout
+        from .._triple import USER_AGENT, grpc_timeout
 
         headers += ["grpc-accept-encoding: gzip",
                     f"grpc-timeout: {grpc_timeout(round(spec.timeout * 1e9))}",

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .harness import ArmRun, MatrixRun
-from .result import BenchResult
+from .result import BenchResult, client_cpu
 
 __all__ = ["CSV_COLUMNS", "ArmSummary", "summarize", "format_scenario_table",
            "format_summary", "unit_values", "go_line", "go_bench_text", "go_header",
@@ -270,8 +270,7 @@ def _csv_row(run: MatrixRun, r: ArmRun) -> Dict[str, Any]:
             "write_syscalls_per_message": res.write_syscalls_per_message,
             "bytes_written_per_call": res.per_call.get("bytes_written") if res.per_call else None,
             "allocations_per_call": res.allocations_per_call,
-            "cpu_s": res.cpu.get("process_s", res.cpu.get("h2load_s")),
-            "cpu_cores": res.cpu.get("process_cores", res.cpu.get("h2load_cores")),
+            "cpu_s": client_cpu(res.cpu, "s"), "cpu_cores": client_cpu(res.cpu, "cores"),
             "cpu_us_per_call": res.cpu_us_per_call,
             "status": ";".join(f"{k}={v}" for k, v in sorted(res.status_codes.items()))})
     return {k: ("" if row.get(k) is None else row.get(k, "")) for k in CSV_COLUMNS}

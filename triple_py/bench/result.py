@@ -131,6 +131,13 @@ def series_from_completions(completions: Iterable[Tuple[float, float, bool]], st
     return {"calls": [len(b) for b in buckets], "errors": errors, "p99_ns": p99}
 
 
+def client_cpu(cpu: Mapping[str, Any], figure: str) -> Any:
+    """One of a result's ``cpu`` figures (``s``, ``cores``, ``us_per_call``) for the client,
+    whichever kind of arm measured it: ``process_<figure>`` (our arms, grpcio) or
+    ``h2load_<figure>``; None when neither is there."""
+    return cpu.get("process_" + figure, cpu.get("h2load_" + figure))
+
+
 @dataclasses.dataclass
 class BenchResult:
     """One run of one arm: throughput, latency, errors and the client's costs.
@@ -194,7 +201,7 @@ class BenchResult:
     def cpu_us_per_call(self) -> Optional[float]:
         """The client's CPU time per call in µs (the whole process for our arms and grpcio,
         h2load's process for h2load), or None when not measured."""
-        value = self.cpu.get("process_us_per_call", self.cpu.get("h2load_us_per_call"))
+        value = client_cpu(self.cpu, "us_per_call")
         return float(value) if value else None
 
     @property

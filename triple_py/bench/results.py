@@ -29,6 +29,8 @@ import math
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from .result import client_cpu
+
 __all__ = ["Results", "load_results", "RUN_COLUMNS", "SUCCESS_CODES", "percentile_spectrum",
            "interval", "higher_is_better", "significant_changes", "conclusions"]
 
@@ -481,10 +483,10 @@ def _run_row(e: Mapping[str, Any], matrix: Mapping[str, Any], config: Mapping[st
         "allocations_per_call": per_call.get("allocations"),
         "pool_misses_per_call": per_call.get("pool_misses"),
         "wakeups_per_call": per_call.get("wakeups"),
-        "cpu_s": cpu.get("process_s", cpu.get("h2load_s")),
+        "cpu_s": client_cpu(cpu, "s"),
         "cpu_user_s": cpu.get("process_user_s"), "cpu_sys_s": cpu.get("process_sys_s"),
-        "cpu_cores": cpu.get("process_cores", cpu.get("h2load_cores")),
-        "cpu_us_per_call": cpu.get("process_us_per_call", cpu.get("h2load_us_per_call")),
+        "cpu_cores": client_cpu(cpu, "cores"),
+        "cpu_us_per_call": client_cpu(cpu, "us_per_call"),
         "status_codes": codes, "first_error": max(bad, key=bad.get) if bad else None,
         "notes": "; ".join(res.get("notes") or []) or None})
     return row
