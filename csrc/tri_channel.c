@@ -344,7 +344,7 @@ tri_call *tri__channel_call_get(tri_channel *ch) {
   memset(c, 0, sizeof(*c));
   c->ch = ch;
   atomic_init(&c->refs, 1);
-  c->heap_idx = -1;
+  c->deadline_slot = -1;
   c->grpc_status = -1;
   c->submit_op.kind = TRI_OP_SUBMIT;
   c->cancel_op.kind = TRI_OP_CANCEL;

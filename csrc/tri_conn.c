@@ -85,65 +85,11 @@ void tri__conn_shutdown(tri_conn *conn) {
   atomic_fetch_sub(&conn->producers, 1);
 }
 
-/* ---- deadline heap (I/O thread) --------------------------------------- */
+/* ---- deadlines (I/O thread) ------------------------------------------ */
 
-/* Entries keep the deadline next to the call, so sifting compares without
- * touching the calls themselves (with 1,000 calls in flight, each of those
- * touches was a cache miss); only the calls that move are written. */
-
-static void heap_place(tri_conn *conn, size_t i, tri_deadline e) {
-  conn->heap[i] = e;
-  e.call->heap_idx = (int)i;
-}
-
-static void heap_up(tri_conn *conn, size_t i) {
-  tri_deadline e = conn->heap[i];
-  while (i > 0) {
-    size_t p = (i - 1) / 2;
-    if (conn->heap[p].at <= e.at) break;
-    heap_place(conn, i, conn->heap[p]);
-    i = p;
-  }
-  heap_place(conn, i, e);
-}
-
-static void heap_down(tri_conn *conn, size_t i) {
-  tri_deadline e = conn->heap[i];
-  for (;;) {
-    size_t l = 2 * i + 1, r = l + 1, m = l;
-    if (l >= conn->heap_n) break;
-    if (r < conn->heap_n && conn->heap[r].at < conn->heap[l].at) m = r;
-    if (conn->heap[m].at >= e.at) break;
-    heap_place(conn, i, conn->heap[m]);
-    i = m;
-  }
-  heap_place(conn, i, e);
-}
-
-static int heap_add(tri_conn *conn, tri_call *c) {
-  if (conn->heap_n == conn->heap_cap) {
-    size_t cap = conn->heap_cap ? conn->heap_cap * 2 : 64;
-    tri_deadline *h = tri_mem_alloc(conn->stats, cap * sizeof(*h));
-    if (!h) return TRI_ERR_NOMEM;
-    if (conn->heap_n) memcpy(h, conn->heap, conn->heap_n * sizeof(*h));
-    tri_mem_free(conn->heap);
-    conn->heap = h;
-    conn->heap_cap = cap;
-  }
-  conn->heap[conn->heap_n] = (tri_deadline){c->deadline, c};
-  heap_up(conn, conn->heap_n++);
-  return 0;
-}
-
-static void heap_remove(tri_conn *conn, tri_call *c) {
-  size_t i = (size_t)c->heap_idx;
-  c->heap_idx = -1;
-  if (--conn->heap_n == i) return;
-  conn->heap[i] = conn->heap[conn->heap_n];
-  if (i > 0 && conn->heap[(i - 1) / 2].at > conn->heap[i].at)
-    heap_up(conn, i);
-  else
-    heap_down(conn, i);
+static void deadline_remove(tri_conn *conn, tri_call *c) {
+  tri_deadlines_remove(&conn->deadlines, c->deadline_slot);
+  c->deadline_slot = -1;
 }
 
 /* ---- output queue (I/O thread) ---------------------------------------- */
@@ -173,7 +119,7 @@ static void chunk_entry_done(tri_out *e) {
 }
 
 void tri__conn_call_finished(tri_conn *conn, tri_call *c) {
-  if (c->heap_idx >= 0) heap_remove(conn, c);
+  if (c->deadline_slot >= 0) deadline_remove(conn, c);
   if (!c->queued) return;
   /* Copy the call's still-unwritten request bytes into staging so that the
    * caller may free them now.  Staging may move; entries use offsets. */
@@ -562,7 +508,9 @@ static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
     io_release(conn, c);
     return;
   }
-  if (c->deadline && c->heap_idx < 0 && heap_add(conn, c)) {
+  if (c->deadline && c->deadline_slot < 0 &&
+      (c->deadline_slot = tri_deadlines_add(&conn->deadlines, c, c->deadline)) < 0) {
+    c->deadline_slot = -1;
     tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
     io_release(conn, c);
     return;
@@ -952,10 +900,11 @@ static void read_in(tri_conn *conn) {
 
 static void expire_deadlines(tri_conn *conn) {
   int64_t now = tri__now();
-  while (conn->heap_n && conn->heap[0].at <= now) {
-    tri_call *c = conn->heap[0].call;
+  while (tri_deadlines_count(&conn->deadlines) &&
+         tri_deadlines_first_at(&conn->deadlines) <= now) {
+    tri_call *c = tri_deadlines_first(&conn->deadlines);
     tri__call_complete(c, TRI_CODE_DEADLINE_EXCEEDED, "Deadline Exceeded");
-    if (c->heap_idx >= 0) heap_remove(conn, c);
+    if (c->deadline_slot >= 0) deadline_remove(conn, c);
     if (c->held) { /* never submitted: nothing to reset */
       held_remove(conn, c);
       io_release(conn, c);
@@ -988,7 +937,8 @@ static int64_t next_wakeup(const tri_conn *conn) {
     int64_t at_ = (x);                   \
     if (at_ && (!t || at_ < t)) t = at_; \
   } while (0)
-  if (conn->heap_n) EARLIER(conn->heap[0].at);
+  if (tri_deadlines_count(&conn->deadlines))
+    EARLIER(tri_deadlines_first_at(&conn->deadlines));
   EARLIER(conn->connect_deadline);
   if (conn->write_since && o->write_stall_timeout_ms)
     EARLIER(conn->write_since + o->write_stall_timeout_ms * MS);
@@ -1236,8 +1186,7 @@ static void release_io_resources(tri_conn *conn) {
   conn->tls_out = NULL;
   tri__channel_spare_put(conn->ch, TRI_SPARE_OUT, conn->out);
   conn->out = NULL;
-  tri_mem_free(conn->heap);
-  conn->heap = NULL;
+  tri_deadlines_free(&conn->deadlines);
   /* The session is gone: its blocks serve the next connection. */
   tri__channel_arena_put(conn->ch, &conn->arena);
 }
@@ -1325,6 +1274,7 @@ static tri_conn *conn_alloc(tri_channel *ch) {
   if (!conn) return NULL;
   conn->ch = ch;
   conn->stats = &ch->stats;
+  tri_deadlines_init(&conn->deadlines, conn->stats);
   conn->fd = conn->evfd = conn->tfd = conn->epfd = -1;
   conn->hook_ms = -1;
   conn->attempt_start = conn->last_read = tri__now();

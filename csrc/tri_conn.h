@@ -2,9 +2,9 @@
  * tri_conn: one HTTP/2 connection and the I/O thread that owns it.
  *
  * The thread owns the socket, the nghttp2 session, the output queue and the
- * deadline heap; nothing else touches them.  Callers hand it work through a
- * lock-free queue of call nodes plus one eventfd write, coalesced by an atomic
- * flag (no write while a wake-up is pending).  Each loop iteration: take the
+ * deadlines (tri_deadlines); nothing else touches them.  Callers hand it work
+ * through a lock-free queue of call nodes plus one eventfd write, coalesced by
+ * an atomic flag (no write while a wake-up is pending).  Each loop iteration: take the
  * queued ops and submit them, read and feed the socket, expire deadlines,
  * then pull every frame nghttp2 has and send them with one writev.  DATA
  * payloads go out NO_COPY: the output queue points at the request bytes, and
@@ -40,6 +40,7 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 
+#include "tri_deadlines.h"
 #include "tri_int.h"
 #include "tri_tls.h"
 
@@ -52,12 +53,6 @@ typedef struct tri_out {
                       call, `owner`, credited and unreferenced) once written */
   tri_call *owner;
 } tri_out;
-
-/* A deadline heap entry: the call's deadline, copied, and the call. */
-typedef struct tri_deadline {
-  int64_t at;
-  tri_call *call;
-} tri_deadline;
 
 struct tri_conn {
   tri_channel *ch; /* borrowed; outlives the connection */
@@ -102,8 +97,7 @@ struct tri_conn {
   tri_out *out;            /* output queue: out[out_head..out_n) pending */
   size_t out_n, out_head, out_cap;
   tri_buf *staging;        /* copied frame bytes the queue refers to */
-  tri_deadline *heap;      /* deadline min-heap */
-  size_t heap_n, heap_cap;
+  tri_deadlines deadlines; /* of the calls that have one */
   tri_call *inflight;      /* calls the session knows, linked io_next */
   int self_pushed;         /* ops pushed by this thread: do not sleep */
   int hook_ms;             /* the I/O hook's longest sleep (-1: none) */

@@ -107,7 +107,7 @@ struct tri_call {
   size_t queued;        /* unary: borrowed bytes in the output queue */
   tri_buf *sendq, *sendq_tail; /* streaming: chunks not yet fully framed */
   size_t sendq_off;     /* bytes of the head chunk already framed */
-  int heap_idx;         /* index in the deadline heap, -1 when absent */
+  int deadline_slot;    /* slot in the connection's deadlines, -1 when absent */
   int64_t timer_at;     /* flush-timer expiry */
   tri_call *timer_next; /* flush-timer FIFO */
   int http_status;

@@ -374,10 +374,13 @@ static void arena_reused_across_connections(void) {
  * and go: every parent is due no later than its children, every call knows
  * its slot, and the root is the earliest deadline left. */
 static int heap_ok(tri_conn *conn) {
-  for (size_t i = 0; i < conn->heap_n; i++) {
-    if (conn->heap[i].call->heap_idx != (int)i) return 0;
-    if (conn->heap[i].at != conn->heap[i].call->deadline) return 0;
-    if (i && conn->heap[(i - 1) / 2].at > conn->heap[i].at) return 0;
+  const tri_deadlines *d = &conn->deadlines;
+  for (size_t i = 0; i < d->n; i++) {
+    tri_call *c = d->owner[d->heap[i].slot];
+    if (!c || c->deadline_slot != (int)d->heap[i].slot) return 0;
+    if (d->pos[d->heap[i].slot] != i) return 0;
+    if (d->heap[i].at != c->deadline) return 0;
+    if (i && d->heap[(i - 1) / 2].at > d->heap[i].at) return 0;
   }
   return 1;
 }
@@ -397,7 +400,7 @@ static void deadline_heap_order(void) {
     h.n = 0;
     calls[i] = start(&h, timeout);
   }
-  CHECK_EQ_INT(h.conn->heap_n, N);
+  CHECK_EQ_INT(tri_deadlines_count(&h.conn->deadlines), N);
   CHECK(heap_ok(h.conn));
   int live = N, ok = 1;
   for (int i = 0; i < N; i++) { /* end two in three, scattered */
@@ -406,14 +409,14 @@ static void deadline_heap_order(void) {
     tri_call_cancel(calls[i], TRI_CODE_CANCELLED, "done early");
     tri__conn_run_ops(h.conn);
     live--;
-    ok &= heap_ok(h.conn) && (int)h.conn->heap_n == live;
+    ok &= heap_ok(h.conn) && (int)tri_deadlines_count(&h.conn->deadlines) == live;
   }
   CHECK(ok);
   int64_t earliest = INT64_MAX;
   for (int i = 0; i < N; i++)
     if (!tri_call_done(calls[i]) && calls[i]->deadline < earliest)
       earliest = calls[i]->deadline;
-  CHECK(live > 0 && h.conn->heap[0].at == earliest);
+  CHECK(live > 0 && tri_deadlines_first_at(&h.conn->deadlines) == earliest);
   detached_teardown(h.ch, h.conn, calls, N);
 }
 

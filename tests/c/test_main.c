@@ -21,6 +21,7 @@ void test_session(void);
 void test_hist(void);
 void test_load(void);
 void test_backoff(void);
+void test_deadlines(void);
 void test_conn(void);
 void test_thread(void);
 
@@ -37,6 +38,7 @@ static const struct {
               {"hist", test_hist},
               {"load", test_load},
               {"backoff", test_backoff},
+              {"deadlines", test_deadlines},
               {"conn", test_conn},
               {"thread", test_thread}};
 
