@@ -15,7 +15,8 @@ Files written into the results directory by :func:`write_results`:
 ``benchstat/<arm>.txt``  the same lines per arm without the arm in the name, so that
                    ``python -m triple_py.benchstat benchstat/stream-path.txt
                    benchstat/fastpath.txt`` compares two arms the way the seeds did.
-``summary.txt``    the summary tables; ``comparison.txt``: the benchstat comparison.
+``summary.txt``    the summary tables; ``comparison.txt``: the benchstat comparison and the
+                   paired-by-round table (:mod:`.paired`).
 
 ns/op is 1e9 / QPS: the wall time per completed call at the run's concurrency (like Go's
 RunParallel benchmarks), so lower is better and benchstat's sec/op column reads as the
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .harness import ArmRun, MatrixRun
+from .paired import format_paired
 from .result import BenchResult, client_cpu
 
 __all__ = ["CSV_COLUMNS", "ArmSummary", "summarize", "format_scenario_table",
@@ -347,7 +349,8 @@ def write_results(run: MatrixRun, out_dir: Path, comparison_text: str = "") -> D
 def comparison(run: MatrixRun,
                units: str = ".unit:(sec/op OR p99-sec OR cpu-sec/op)") -> str:
     """benchstat's comparison of the baseline arm with each other arm (per scenario, with
-    the significance marks), through triple_py.benchstat's Python API."""
+    the significance marks), through triple_py.benchstat's Python API; then the same arms
+    paired by round (:mod:`.paired`)."""
     from ..benchstat import BenchstatError, render
 
     matrix = run.matrix
@@ -373,6 +376,9 @@ def comparison(run: MatrixRun,
             rendered = f"benchstat: {exc}"
         blocks.append(f"== benchstat: {matrix.baseline} (base) vs {arm.name} ==\n"
                       + _strip_config(rendered).rstrip())
+    paired = format_paired(run)
+    if paired:
+        blocks.append(paired)
     if rounds and rounds < 4:
         blocks.append(NOTE_FEW_ROUNDS)
     return go_header(run) + "\n" + "\n\n".join(blocks) + "\n"

@@ -242,6 +242,26 @@ class Results:
         inputs, options = self._benchstat_args(units, arms, baseline, warnings)
         return benchstat.compare(inputs, alpha=alpha, confidence=confidence, **options)
 
+    def paired(self, value: str = "qps", baseline: Optional[str] = None):
+        """Each arm against ``baseline`` (default: the matrix's), paired by round: per
+        scenario and arm, the median, geometric mean, min and max of the per-round ratios
+        ``value / baseline's value in the same round`` and the exact Wilcoxon signed-rank
+        p-value of their logs (see :mod:`triple_py.bench.paired`; the matrix prints the
+        same table for QPS). Columns: ``scenario, arm, rounds, median, geomean, low, high,
+        p, significant``."""
+        import pandas as pd
+
+        from .paired import compare_rounds
+
+        m = self.measured.dropna(subset=[value])
+        values = {(row.scenario, row.arm, int(row.round)): float(getattr(row, value))
+                  for row in m.itertuples()}
+        rows = compare_rounds(values, baseline or self.baseline, self.scenarios, self.arms)
+        return pd.DataFrame([dict(dataclasses.asdict(r), significant=r.significant)
+                             for r in rows],
+                            columns=["scenario", "arm", "rounds", "median", "geomean", "low",
+                                     "high", "p", "significant"])
+
     def benchstat_text(self, units: Sequence[str] = ("sec/op", "p99-sec"),
                        arms: Optional[Sequence[str]] = None, baseline: Optional[str] = None,
                        alpha: float = 0.05, confidence: float = 0.95,
