@@ -25,6 +25,8 @@
 #define OUT_MAX 1000               /* iovecs per writev (IOV_MAX is 1024) */
 #define PULL_MAX_BYTES (4u << 20)  /* stop pulling frames beyond this */
 #define RBUF_SIZE (256u << 10)
+#define FEED_SLICE 4096u           /* bytes handed to nghttp2 at a time (see feed) */
+#define PIPELINE_MIN_CALLS 8       /* ... and the fewest completions worth a write */
 #define MAX_HEADERS 64
 #define MS 1000000LL               /* ns per ms */
 
@@ -159,6 +161,7 @@ static void io_release(tri_conn *conn, tri_call *c) {
 }
 
 static void inflight_add(tri_conn *conn, tri_call *c) {
+  conn->inflight_n++;
   c->io_prev = NULL;
   c->io_next = conn->inflight;
   if (conn->inflight) conn->inflight->io_prev = c;
@@ -166,6 +169,8 @@ static void inflight_add(tri_conn *conn, tri_call *c) {
 }
 
 static void inflight_remove(tri_conn *conn, tri_call *c) {
+  conn->inflight_n--;
+  conn->closed_since_flush++;
   if (c->io_prev) c->io_prev->io_next = c->io_next;
   else conn->inflight = c->io_next;
   if (c->io_next) c->io_next->io_prev = c->io_prev;
@@ -818,6 +823,7 @@ static int write_out(tri_conn *conn) {
  * writev per call. */
 static void flush(tri_conn *conn) {
   if (!conn->connected || conn->dead) return;
+  conn->closed_since_flush = 0;
   if (conn->out_head < conn->out_n ||
       (conn->ssl && conn->tls_out_off < conn->tls_out->len)) {
     int rv = write_out(conn);
@@ -855,6 +861,35 @@ static void flush(tri_conn *conn) {
   set_epollout(conn, 0);
 }
 
+static void after_events(tri_conn *conn);
+
+/* Hands `n` received bytes to nghttp2, FEED_SLICE at a time.  When a slice
+ * has closed a quarter of the calls in flight (at least PIPELINE_MIN_CALLS),
+ * the loop's work runs before the next slice: the I/O hook starts the
+ * replacements of the calls just completed, queued ops are submitted, and
+ * the output is written.  Without this, a read that returns a whole window of
+ * responses (100 calls of 128 B are 15 KB) is parsed to the end before
+ * anything is sent, the server idles meanwhile, and client and server take
+ * turns instead of working at the same time: measured against our echo
+ * server in another process, 128 B with 100 in flight went from 141k to 282k
+ * calls/s with the same CPU per call.  Returns nghttp2's error, or 0. */
+static int feed(tri_conn *conn, const uint8_t *p, size_t n) {
+  while (n) {
+    size_t k = n < FEED_SLICE ? n : FEED_SLICE;
+    ssize_t rv = nghttp2_session_mem_recv(conn->sess, p, k);
+    if (rv < 0) return (int)rv;
+    p += k;
+    n -= k;
+    size_t enough = (conn->inflight_n + conn->closed_since_flush) / 4;
+    if (enough < PIPELINE_MIN_CALLS) enough = PIPELINE_MIN_CALLS;
+    if (n && conn->closed_since_flush >= enough) {
+      after_events(conn);
+      if (conn->dead) return 0;
+    }
+  }
+  return 0;
+}
+
 static void read_in(tri_conn *conn) {
   for (;;) {
     ssize_t r;
@@ -886,11 +921,12 @@ static void read_in(tri_conn *conn) {
     }
     TRI_STATS_ADD(conn->stats, bytes_read, r);
     if (conn->ch->opts.keepalive_time_ms) conn->last_read = tri__now();
-    ssize_t rv = nghttp2_session_mem_recv(conn->sess, conn->rbuf, (size_t)r);
+    int rv = feed(conn, conn->rbuf, (size_t)r);
+    if (conn->dead) return;
     if (rv < 0) {
       snprintf(conn->errstr, sizeof(conn->errstr),
                "HTTP/2 protocol error from peer: %s",
-               nghttp2_strerror((int)rv));
+               nghttp2_strerror(rv));
       die(conn, TRI_CODE_INTERNAL, conn->errstr);
       return;
     }
@@ -1377,10 +1413,11 @@ void tri__conn_run_ops(tri_conn *conn) {
 int tri__conn_feed(tri_conn *conn, const uint8_t *data, size_t len) {
   if (conn->dead) return TRI_ERR_CLOSED;
   conn->last_read = tri__now();
-  ssize_t rv = nghttp2_session_mem_recv(conn->sess, data, len);
+  int rv = feed(conn, data, len);
+  if (conn->dead) return TRI_ERR_HTTP2;
   if (rv < 0) {
     snprintf(conn->errstr, sizeof(conn->errstr),
-             "HTTP/2 protocol error from peer: %s", nghttp2_strerror((int)rv));
+             "HTTP/2 protocol error from peer: %s", nghttp2_strerror(rv));
     die(conn, TRI_CODE_INTERNAL, conn->errstr);
     return TRI_ERR_HTTP2;
   }

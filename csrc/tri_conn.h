@@ -4,9 +4,13 @@
  * The thread owns the socket, the nghttp2 session, the output queue and the
  * deadlines (tri_deadlines); nothing else touches them.  Callers hand it work
  * through a lock-free queue of call nodes plus one eventfd write, coalesced by
- * an atomic flag (no write while a wake-up is pending).  Each loop iteration: take the
- * queued ops and submit them, read and feed the socket, expire deadlines,
- * then pull every frame nghttp2 has and send them with one writev.  DATA
+ * an atomic flag (no write while a wake-up is pending).  Each loop iteration:
+ * take the queued ops and submit them, read and feed the socket, expire
+ * deadlines, then pull every frame nghttp2 has and send them with one writev.
+ * A read is fed to nghttp2 in 4 KiB slices, and once a quarter of the calls
+ * in flight have completed that iteration's work runs between two slices, so
+ * the replacements of the first responses of a window go out while the rest
+ * is parsed and the server is not left idle (see feed() in tri_conn.c).  DATA
  * payloads go out NO_COPY: the output queue points at the request bytes, and
  * a call that completes while its bytes are queued has them copied into the
  * staging area first, so a completed call is never referenced.
@@ -99,6 +103,8 @@ struct tri_conn {
   tri_buf *staging;        /* copied frame bytes the queue refers to */
   tri_deadlines deadlines; /* of the calls that have one */
   tri_call *inflight;      /* calls the session knows, linked io_next */
+  size_t inflight_n;       /* how many */
+  size_t closed_since_flush; /* streams closed since the last flush */
   int self_pushed;         /* ops pushed by this thread: do not sleep */
   int hook_ms;             /* the I/O hook's longest sleep (-1: none) */
   tri_call *held, *held_tail; /* calls not yet submitted because the output

@@ -420,7 +420,78 @@ static void deadline_heap_order(void) {
   detached_teardown(h.ch, h.conn, calls, N);
 }
 
+/* A window of responses that arrives in one read is not parsed to the end
+ * before the loop's work runs: once a quarter of the calls in flight have
+ * completed, the I/O hook runs (and queued ops and the output go out), and
+ * the rest of the bytes are parsed after.  A single completed call waits for
+ * the end of the read as before. */
+typedef struct {
+  tri_call **calls;
+  int n;
+  int runs;       /* hook invocations */
+  int done_first; /* calls done at the first invocation */
+} window_probe;
+
+static int window_hook(void *arg) {
+  window_probe *p = arg;
+  int done = 0;
+  for (int i = 0; i < p->n; i++) done += tri_call_done(p->calls[i]);
+  if (!p->runs++) p->done_first = done;
+  return -1;
+}
+
+static void window_of_responses(int n, window_probe *probe) {
+  tri_channel_opts o;
+  default_opts(&o);
+  harness h;
+  setup_opts(&h, &o);
+  feed_settings(&h);
+  tri_call *calls[64];
+  for (int i = 0; i < n; i++) {
+    tri_call_new(h.ch, &calls[i], "/s/M", 4, -1, 0);
+    tri_call_set_request_borrowed(calls[i], (const uint8_t *)"req", 3);
+    detached_submit(h.conn, calls[i]);
+  }
+  const char *const headers[] = {":status", "200", "content-type", "application/grpc",
+                                 NULL};
+  const char *const trailers[] = {"grpc-status", "0", NULL};
+  uint8_t body[200];
+  memset(body, 'r', sizeof(body));
+  script s;
+  script_init(&s);
+  for (int i = 0; i < n; i++) {
+    script_headers(&s, 1 + 2 * i, 0, headers);
+    script_message(&s, 1 + 2 * i, 0, body, sizeof(body), 0);
+    script_headers(&s, 1 + 2 * i, 1, trailers);
+  }
+  memset(probe, 0, sizeof(*probe));
+  probe->calls = calls;
+  probe->n = n;
+  tri_io_hook hook = {window_hook, probe};
+  tri_channel_set_io_hook(h.ch, &hook);
+  int rv = tri__conn_feed(h.conn, s.p, s.len);
+  CHECK_EQ_INT(rv, 0);
+  if (rv) fprintf(stderr, "  %s\n", h.conn->errstr);
+  tri_channel_set_io_hook(h.ch, NULL);
+  int ok = 0;
+  for (int i = 0; i < n; i++) ok += tri_call_done(calls[i]) && tri_call_code(calls[i]) == 0;
+  CHECK_EQ_INT(ok, n);
+  script_free(&s);
+  detached_teardown(h.ch, h.conn, calls, n);
+}
+
+static void window_answered_while_parsed(void) {
+  window_probe p;
+  window_of_responses(64, &p); /* 64 x ~230 B: four slices */
+  CHECK(p.runs >= 2);
+  CHECK(p.done_first >= 16 && p.done_first < 64); /* a quarter of 64 */
+  window_of_responses(1, &p);
+  CHECK_EQ_INT(p.runs, 1);
+  CHECK_EQ_INT(p.done_first, 1);
+}
+
 void test_conn(void) {
+  window_answered_while_parsed();
   deadline_heap_order();
   arena_reused_across_connections();
   write_stall_kills();
