@@ -26,7 +26,7 @@
 #define PULL_MAX_BYTES (4u << 20)  /* stop pulling frames beyond this */
 #define RBUF_SIZE (256u << 10)
 #define FEED_SLICE 4096u           /* bytes handed to nghttp2 at a time (see feed) */
-#define PIPELINE_MIN_CALLS 8       /* ... and the fewest completions worth a write */
+#define PIPELINE_MIN_CALLS 8       /* fewest completions worth a write mid-read */
 #define MAX_HEADERS 64
 #define MS 1000000LL               /* ns per ms */
 
@@ -88,6 +88,14 @@ void tri__conn_shutdown(tri_conn *conn) {
 }
 
 /* ---- deadlines (I/O thread) ------------------------------------------ */
+
+/* Gives `c` its slot in the deadlines.  Returns 0 or TRI_ERR_NOMEM. */
+static int deadline_add(tri_conn *conn, tri_call *c) {
+  int slot = tri_deadlines_add(&conn->deadlines, c, c->deadline);
+  if (slot < 0) return slot;
+  c->deadline_slot = slot;
+  return 0;
+}
 
 static void deadline_remove(tri_conn *conn, tri_call *c) {
   tri_deadlines_remove(&conn->deadlines, c->deadline_slot);
@@ -513,9 +521,7 @@ static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
     io_release(conn, c);
     return;
   }
-  if (c->deadline && c->deadline_slot < 0 &&
-      (c->deadline_slot = tri_deadlines_add(&conn->deadlines, c, c->deadline)) < 0) {
-    c->deadline_slot = -1;
+  if (c->deadline && c->deadline_slot < 0 && deadline_add(conn, c)) {
     tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
     io_release(conn, c);
     return;
@@ -873,19 +879,27 @@ static void after_events(tri_conn *conn);
  * turns instead of working at the same time.  Against our echo server in
  * another process, 128 B with 100 in flight went from 146k to 271k calls/s
  * (1 KiB: 187k to 261k) at the same client CPU per call; a server that is
- * busy anyway (grpc-go) sees no change.  Returns nghttp2's error, or 0. */
+ * busy anyway (grpc-go) sees no change.  Returns 0, or -1 when the
+ * connection died (a protocol error from the peer: INTERNAL). */
 static int feed(tri_conn *conn, const uint8_t *p, size_t n) {
   while (n) {
     size_t k = n < FEED_SLICE ? n : FEED_SLICE;
     ssize_t rv = nghttp2_session_mem_recv(conn->sess, p, k);
-    if (rv < 0) return (int)rv;
+    if (rv < 0) {
+      snprintf(conn->errstr, sizeof(conn->errstr),
+               "HTTP/2 protocol error from peer: %s", nghttp2_strerror((int)rv));
+      die(conn, TRI_CODE_INTERNAL, conn->errstr);
+      return -1;
+    }
     p += k;
     n -= k;
+    if (!n) break;
+    /* closed + in flight now = in flight at the last flush */
     size_t enough = (conn->inflight_n + conn->closed_since_flush) / 4;
     if (enough < PIPELINE_MIN_CALLS) enough = PIPELINE_MIN_CALLS;
-    if (n && conn->closed_since_flush >= enough) {
+    if (conn->closed_since_flush >= enough) {
       after_events(conn);
-      if (conn->dead) return 0;
+      if (conn->dead) return -1;
     }
   }
   return 0;
@@ -922,15 +936,7 @@ static void read_in(tri_conn *conn) {
     }
     TRI_STATS_ADD(conn->stats, bytes_read, r);
     if (conn->ch->opts.keepalive_time_ms) conn->last_read = tri__now();
-    int rv = feed(conn, conn->rbuf, (size_t)r);
-    if (conn->dead) return;
-    if (rv < 0) {
-      snprintf(conn->errstr, sizeof(conn->errstr),
-               "HTTP/2 protocol error from peer: %s",
-               nghttp2_strerror(rv));
-      die(conn, TRI_CODE_INTERNAL, conn->errstr);
-      return;
-    }
+    if (feed(conn, conn->rbuf, (size_t)r)) return;
     if (!conn->ssl && (size_t)r < conn->rbuf_cap) return; /* drained */
   }
 }
@@ -1414,14 +1420,7 @@ void tri__conn_run_ops(tri_conn *conn) {
 int tri__conn_feed(tri_conn *conn, const uint8_t *data, size_t len) {
   if (conn->dead) return TRI_ERR_CLOSED;
   conn->last_read = tri__now();
-  int rv = feed(conn, data, len);
-  if (conn->dead) return TRI_ERR_HTTP2;
-  if (rv < 0) {
-    snprintf(conn->errstr, sizeof(conn->errstr),
-             "HTTP/2 protocol error from peer: %s", nghttp2_strerror(rv));
-    die(conn, TRI_CODE_INTERNAL, conn->errstr);
-    return TRI_ERR_HTTP2;
-  }
+  if (feed(conn, data, len)) return TRI_ERR_HTTP2;
   after_events(conn);
   return conn->dead ? TRI_ERR_HTTP2 : 0;
 }

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import List, Mapping, Sequence, Tuple
 
 from .harness import MatrixRun
 
@@ -95,13 +95,13 @@ def compare_rounds(qps: Mapping[Tuple[str, str, int], float], baseline: str,
     every scenario and every arm but ``baseline``, in the given orders."""
     rows = []
     for scenario in scenarios:
-        base = {rnd: v for (sc, a, rnd), v in qps.items()
-                if sc == scenario and a == baseline and v > 0}
+        runs = {(a, rnd): v for (sc, a, rnd), v in qps.items() if sc == scenario and v > 0}
+        base = {rnd: v for (a, rnd), v in runs.items() if a == baseline}
         for arm in arms:
             if arm == baseline:
                 continue
-            ratios = [v / base[rnd] for (sc, a, rnd), v in sorted(qps.items())
-                      if sc == scenario and a == arm and v > 0 and rnd in base]
+            ratios = [v / base[rnd] for (a, rnd), v in runs.items()
+                      if a == arm and rnd in base]
             if not ratios:
                 continue
             logs = [math.log(x) for x in ratios]
@@ -122,9 +122,9 @@ def paired_ratios(run: MatrixRun) -> List[PairedRatio]:
                           [a.name for a in matrix.arms])
 
 
-def format_paired(run: MatrixRun, rows: Optional[List[PairedRatio]] = None) -> str:
+def format_paired(run: MatrixRun) -> str:
     """The paired table: per scenario and arm, the per-round QPS ratios to the baseline."""
-    rows = paired_ratios(run) if rows is None else rows
+    rows = paired_ratios(run)
     if not rows:
         return ""
     what = "streams/s" if run.matrix.streaming else "QPS"
