@@ -1,4 +1,4 @@
-# triple_py: `make bench` runs the seed-unary benchmark matrix with a report;
+# triple_py: `make bench` runs the seed-unary benchmark matrices with a report;
 # `make test` runs every test.  Both set up the machine first (tools/bootstrap.sh).
 PY := .venv/bin/python
 CC ?= gcc
@@ -53,10 +53,12 @@ pytest: bootstrap
 test: ctest pytest
 
 # The seeds' unary matrix (fast path vs stream path, plus grpcio sync/aio and h2load) against
-# the embedded echo server: tables, then benchstat's comparison; files in results/.
+# the embedded echo server, then the same A/B from the Python API (seed-unary-py: the
+# triple.unary_fast_path switch): tables, then benchstat's comparison; files in results/.
 # The reference clients against the grpc-go peer: make bench-peers (benchmarks/unary_peers.py).
 bench: bootstrap
 	$(PY) -m triple_py.bench matrix seed-unary --rounds 3 --duration 3
+	$(PY) -m triple_py.bench matrix seed-unary-py --rounds 3 --duration 3
 
 bench-peers: bootstrap
 	$(PY) benchmarks/unary_peers.py

@@ -58,8 +58,24 @@ class UnaryUnaryMultiCallable(_MultiCallable):
     def _start(self, request: Any, timeout: Optional[float], metadata: MetadataType,
                wait: bool, notify: int, compression: Any) -> Any:
         payload = self._serialize(request) if self._serialize else request
-        return self._core.call(self._method, payload, timeout, metadata, wait, notify, 0,
-                               _compression(compression))
+        if self._channel._options.unary_fast_path:
+            return self._core.call(self._method, payload, timeout, metadata, wait, notify, 0,
+                                   _compression(compression))
+        return self._start_streamed(payload, timeout, metadata, wait, notify, compression)
+
+    def _start_streamed(self, payload: Any, timeout: Optional[float], metadata: MetadataType,
+                        wait: bool, notify: int, compression: Any) -> Any:
+        """The call through the client-streaming machinery (``triple.unary_fast_path``
+        False): start, one write, done_writing, as ``stream_unary`` with one request.
+        The response side keeps unary rules, so errors are the fast path's."""
+        core_call = self._core.call(self._method, None, timeout, metadata, notify=notify,
+                                    flags=_triple.CLIENT_STREAMING,
+                                    compression=_compression(compression))
+        if core_call.write(payload):
+            core_call.done_writing()
+        if wait:
+            core_call.wait()
+        return core_call
 
     def __call__(self, request: Any, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,

@@ -28,6 +28,7 @@ MAX_PINGS_WITHOUT_DATA = "grpc.http2.max_pings_without_data"
 INITIAL_RECONNECT_BACKOFF_MS = "grpc.initial_reconnect_backoff_ms"
 MAX_RECONNECT_BACKOFF_MS = "grpc.max_reconnect_backoff_ms"
 MIN_RECONNECT_BACKOFF_MS = "grpc.min_reconnect_backoff_ms"
+UNARY_FAST_PATH = "triple.unary_fast_path"
 INT_MAX = 2**31 - 1
 WIRES = {"grpc": 0, "triple": 1}
 
@@ -66,6 +67,11 @@ class ChannelOptions:
     initial_reconnect_backoff_ms: int = 1_000
     max_reconnect_backoff_ms: int = 120_000
     min_reconnect_backoff_ms: int = 20_000
+    # Unary calls take the fast path (one op: headers and the whole request at once).
+    # False sends them through the client-streaming machinery instead (start, write,
+    # done_writing: dubbo-go's duplex path), the baseline of an A/B and a fallback.
+    # gRPC wire only: the streaming machinery frames messages the gRPC way.
+    unary_fast_path: bool = True
 
     @classmethod
     def from_pairs(cls, options: Optional[Iterable[tuple[str, Any]]]) -> "ChannelOptions":
@@ -79,6 +85,9 @@ class ChannelOptions:
             elif key in _FIELDS:
                 name, kind = _FIELDS[key]
                 setattr(o, name, kind(value))
+        if not o.unary_fast_path and o.wire != "grpc":
+            raise ValueError(f"{UNARY_FAST_PATH}=False needs the gRPC wire: the streaming "
+                             f"machinery frames messages the gRPC way, not {o.wire!r}'s")
         return o
 
     def core_kwargs(self) -> dict[str, Any]:
@@ -117,6 +126,13 @@ def _count(value: Any) -> int:
     return min(value, INT_MAX)
 
 
+def _flag(value: Any) -> bool:
+    """A switch option: a bool (or 0/1, as grpcio's C core takes ints)."""
+    if value not in (True, False) or not isinstance(value, (bool, int)):
+        raise TypeError(f"a switch option must be a bool, not {value!r}")
+    return bool(value)
+
+
 # Option key -> (ChannelOptions field, converter), for the keys that map one to one.
 _FIELDS: dict[str, tuple[str, Any]] = {
     MAX_RECEIVE: ("max_receive", int),
@@ -140,4 +156,5 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     INITIAL_RECONNECT_BACKOFF_MS: ("initial_reconnect_backoff_ms", _milliseconds),
     MAX_RECONNECT_BACKOFF_MS: ("max_reconnect_backoff_ms", _milliseconds),
     MIN_RECONNECT_BACKOFF_MS: ("min_reconnect_backoff_ms", _milliseconds),
+    UNARY_FAST_PATH: ("unary_fast_path", _flag),
 }

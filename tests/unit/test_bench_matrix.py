@@ -42,6 +42,17 @@ def test_seed_stream_is_the_004_matrix():
     assert spec.resolved_method() == "/benchmark.BenchmarkService/StreamCall"
 
 
+def test_seed_unary_py_flips_the_channel_option():
+    m = load_matrix("seed-unary-py")
+    assert [(s.payload, s.concurrency) for s in m.scenarios] == [
+        (p, c) for p in (128, 1024, 16384, 1048576) for c in (50, 100)]
+    arms = {a.name: a for a in m.arms}
+    assert list(arms) == ["py-stream-path", "py-fastpath"] and m.baseline == "py-stream-path"
+    for name, switch in (("py-stream-path", False), ("py-fastpath", True)):
+        spec = m.spec(m.scenarios[0], arms[name], "127.0.0.1:1")
+        assert spec.mode == "triple-py-sync" and spec.options == {"unary_fast_path": switch}
+
+
 def test_concurrency_sweep_compares_the_two_drivers_with_h2load():
     m = load_matrix("concurrency-sweep")
     assert [s.concurrency for s in m.scenarios] == [1, 10, 100, 1000]

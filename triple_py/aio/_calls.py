@@ -269,6 +269,11 @@ class UnaryUnaryCall(UnaryResponseCall):
     """``await stub.Method(request)``."""
 
 
+class StreamedUnaryUnaryCall(StreamRequestMixin, UnaryUnaryCall):
+    """A unary call sent through the client-streaming machinery
+    (``triple.unary_fast_path`` False): its one request goes out from a task."""
+
+
 class UnaryStreamCall(StreamResponseMixin):
     """A server stream: ``async for response in call``."""
 

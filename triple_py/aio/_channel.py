@@ -8,8 +8,8 @@ from .. import _triple
 from .._channel import Channel as _SyncChannel
 from .._channel import _compression
 from .._credentials import ChannelCredentials
-from ._calls import (STREAM_EVENTS, Deserializer, Serializer, StreamStreamCall,
-                     StreamUnaryCall, UnaryStreamCall, UnaryUnaryCall)
+from ._calls import (STREAM_EVENTS, Deserializer, Serializer, StreamedUnaryUnaryCall,
+                     StreamStreamCall, StreamUnaryCall, UnaryStreamCall, UnaryUnaryCall)
 from ._reactor import Reactor
 
 MetadataType = Optional[Sequence[tuple[str, Any]]]
@@ -41,8 +41,16 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                  metadata: MetadataType = None, credentials: Any = None,
                  wait_for_ready: Optional[bool] = None,
                  compression: Any = None) -> UnaryUnaryCall:
-        core_call = self._start(request, timeout, metadata, compression, 0, _triple.EV_DONE)
-        return UnaryUnaryCall(self._channel._reactor(), core_call, None, self._deserialize)
+        if self._channel._sync._options.unary_fast_path:
+            core_call = self._start(request, timeout, metadata, compression, 0,
+                                    _triple.EV_DONE)
+            return UnaryUnaryCall(self._channel._reactor(), core_call, None, self._deserialize)
+        core_call = self._start(None, timeout, metadata, compression,
+                                _triple.CLIENT_STREAMING, STREAM_EVENTS)
+        call = StreamedUnaryUnaryCall(self._channel._reactor(), core_call, self._serialize,
+                                      self._deserialize)
+        self._channel._pump(call, (request,))
+        return call
 
 
 class UnaryStreamMultiCallable(_MultiCallable):

@@ -1,6 +1,8 @@
 """Arms that drive triple_py's Python API from Python threads (not the C load generator).
 
-``triple-py-sync``   ``concurrency`` threads making blocking unary calls on triple_py channels
+``triple-py-sync``   ``concurrency`` threads making blocking unary calls on triple_py channels;
+                     ``options["unary_fast_path"]`` False sends them through the streaming
+                     machinery (the channel option ``triple.unary_fast_path``)
 ``triple-py-bidi``   T = min(threads, C) threads each driving C/T bidi streams in batches:
                      open a stream, write K, done_writing, for each of its streams in turn,
                      then drain them in order (read K and the final status), recording each
@@ -39,7 +41,8 @@ def _sum_stats(channels) -> Dict[str, int]:
 def _channel_options(spec: RunSpec) -> List[Tuple[str, object]]:
     return [("triple.write_buffer_size", spec.write_buffer_size),
             ("triple.write_buffer_delay_us", spec.write_buffer_delay_us),
-            ("triple.wire", spec.wire), ("grpc.max_receive_message_length", -1)]
+            ("triple.wire", spec.wire), ("grpc.max_receive_message_length", -1),
+            ("triple.unary_fast_path", bool(spec.options.get("unary_fast_path", True)))]
 
 
 def _apply_counters(result: BenchResult, delta: Dict[str, int], messages: int = 0) -> None:

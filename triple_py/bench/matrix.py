@@ -35,7 +35,9 @@ The format (every key but ``arms``/``mode`` and ``[scenarios]`` is optional)::
                                 # latency_log (h2load: percentiles, but slower),
                                 # minimal_headers (h2load: content-type and te only),
                                 # driver_threads (C unary kinds: drive the loop
-                                # from a thread of its own, not the I/O thread)
+                                # from a thread of its own, not the I/O thread),
+                                # unary_fast_path (triple-py-sync: false sends each
+                                # call through the streaming machinery)
 
 ``arms`` lists arm kinds (``fastpath``, ``grpcio-aio``...: the arm is named after its kind)
 and names defined in ``[arm.<name>]`` tables; an entry may also be an inline table
@@ -49,7 +51,8 @@ The scenario label in the outputs joins the axes that matter: ``128B/c50``, ``12
 (``m``: stream messages, shown when an arm streams), ``/conn4`` (connections other than 1),
 ``/rps2000`` (open loop), ``/wb0`` (a write_buffer_size axis).
 
-Built-in matrices: ``seed-unary``, ``seed-stream`` and ``concurrency-sweep`` (see BUILTIN;
+Built-in matrices: ``seed-unary``, ``seed-unary-py``, ``seed-stream`` and
+``concurrency-sweep`` (see BUILTIN;
 ``python -m triple_py.bench matrix --show seed-unary`` prints their TOML).
 '''
 from __future__ import annotations
@@ -84,6 +87,33 @@ arms = ["stream-path", "fastpath", "grpcio-sync", "grpcio-aio", "h2load"]
 [scenarios]
 payload = [128, "1KiB", "16KiB", "1MiB"]
 concurrency = [50, 100]
+'''
+
+SEED_UNARY_PY = '''\
+# The same A/B in the Python API, where the seeds' users met it: one channel option,
+# triple.unary_fast_path, on and off (dubbo-go's WithUnaryFastPath), Python threads making
+# blocking unary calls. Off, each call goes through the client-streaming machinery:
+# start, write, done_writing, each crossing to the I/O thread.
+name = "seed-unary-py"
+description = "unary from Python: triple.unary_fast_path off (streaming machinery) vs on"
+benchmark = "UnaryPy"
+baseline = "py-stream-path"
+rounds = 3
+duration = "3s"
+warmup = "0.5s"
+arms = ["py-stream-path", "py-fastpath"]
+
+[scenarios]
+payload = [128, "1KiB", "16KiB", "1MiB"]
+concurrency = [50, 100]
+
+[arm.py-stream-path]
+mode = "triple-py-sync"
+unary_fast_path = false
+
+[arm.py-fastpath]
+mode = "triple-py-sync"
+unary_fast_path = true
 '''
 
 SEED_STREAM = '''\
@@ -138,8 +168,8 @@ mode = "fastpath"
 driver_threads = true
 '''
 
-BUILTIN: Dict[str, str] = {"seed-unary": SEED_UNARY, "seed-stream": SEED_STREAM,
-                           "concurrency-sweep": CONCURRENCY_SWEEP}
+BUILTIN: Dict[str, str] = {"seed-unary": SEED_UNARY, "seed-unary-py": SEED_UNARY_PY,
+                           "seed-stream": SEED_STREAM, "concurrency-sweep": CONCURRENCY_SWEEP}
 
 #: Scenario axes and their defaults.
 AXES = ("payload", "concurrency", "connections", "stream_messages", "rate",
@@ -148,9 +178,10 @@ _TOP_KEYS = {"name", "description", "benchmark", "baseline", "rounds", "duration
              "timeout", "restart_server", "method", "wire", "arms", "mode", "scenarios", "arm"}
 _ARM_KEYS = {"name", "mode", "method", "wire", "write_buffer_size", "write_buffer_delay_us",
              "timeout", "shared_request", "threads", "latency_log", "driver_threads",
-             "minimal_headers"}
+             "minimal_headers", "unary_fast_path"}
 # The keys that go to RunSpec.options.
-_OPTION_KEYS = ("threads", "latency_log", "driver_threads", "minimal_headers")
+_OPTION_KEYS = ("threads", "latency_log", "driver_threads", "minimal_headers",
+                "unary_fast_path")
 _ARM_NAME = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*")
 _BENCH_NAME = re.compile(r"[A-Za-z0-9_]+")
 
