@@ -71,8 +71,12 @@ class UnaryUnaryMultiCallable(_MultiCallable):
         core_call = self._core.call(self._method, None, timeout, metadata, notify=notify,
                                     flags=_triple.CLIENT_STREAMING,
                                     compression=_compression(compression))
-        if core_call.write(payload):
-            core_call.done_writing()
+        try:
+            if core_call.write(payload):
+                core_call.done_writing()
+        except BaseException:  # not bytes-like, say: the fast path would not have started
+            core_call.cancel()
+            raise
         if wait:
             core_call.wait()
         return core_call

@@ -80,6 +80,12 @@ def test_request_larger_than_max_send(peer, fast_path):
         assert unary(ch)(b"x" * 100, timeout=TIMEOUT) == b"x" * 100
 
 
+def test_request_not_bytes_like(channel):
+    with pytest.raises(TypeError):
+        unary(channel)("text", timeout=TIMEOUT)
+    assert unary(channel)(b"next", timeout=TIMEOUT) == b"next"
+
+
 # --- what the rogue peer shows -----------------------------------------------------------
 
 @pytest.fixture
