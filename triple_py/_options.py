@@ -128,7 +128,7 @@ def _count(value: Any) -> int:
 
 def _flag(value: Any) -> bool:
     """A switch option: a bool (or 0/1, as grpcio's C core takes ints)."""
-    if value not in (True, False) or not isinstance(value, (bool, int)):
+    if not isinstance(value, int) or value not in (0, 1):  # bool is an int
         raise TypeError(f"a switch option must be a bool, not {value!r}")
     return bool(value)
 

@@ -136,6 +136,9 @@ def test_aio(peer, fast_path):
             with pytest.raises(aio.AioRpcError) as info:
                 await method(b"slow", metadata=[("x-delay-ms", "10000")], timeout=0.3)
             assert info.value.code() is Code.DEADLINE_EXCEEDED
+            with pytest.raises(TypeError):
+                method("text", timeout=TIMEOUT)
+            assert await method(b"next", timeout=TIMEOUT) == b"next"
     asyncio.run(asyncio.wait_for(main(), 30))
 
 

@@ -45,11 +45,14 @@ class UnaryUnaryMultiCallable(_MultiCallable):
             core_call = self._start(request, timeout, metadata, compression, 0,
                                     _triple.EV_DONE)
             return UnaryUnaryCall(self._channel._reactor(), core_call, None, self._deserialize)
+        # Serialized here, so that a bad request raises from this call as on the fast path.
+        payload = self._serialize(request) if self._serialize else request
+        memoryview(payload).release()  # TypeError unless bytes-like
         core_call = self._start(None, timeout, metadata, compression,
                                 _triple.CLIENT_STREAMING, STREAM_EVENTS)
-        call = StreamedUnaryUnaryCall(self._channel._reactor(), core_call, self._serialize,
+        call = StreamedUnaryUnaryCall(self._channel._reactor(), core_call, None,
                                       self._deserialize)
-        self._channel._pump(call, (request,))
+        self._channel._pump(call, (payload,))
         return call
 
 
