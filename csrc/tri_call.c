@@ -979,16 +979,6 @@ void tri__call_free_streams(tri_call *c) {
   pthread_mutex_destroy(&c->rlock);
 }
 
-/* The request's HEADERS frame has been encoded: nghttp2 reads the path and
- * metadata it was lent (NO_COPY) only then, so the buffer goes back to the
- * pool now, while it is still in cache and can serve the next call, instead
- * of staying with the call until it ends (with 1,000 calls in flight that
- * is 1,000 buffers nobody reads). */
-void tri__call_headers_sent(tri_call *c) {
-  tri_pool_put(&c->ch->pool, c->hdr);
-  c->hdr = NULL;
-}
-
 size_t tri__call_header_count(const tri_call *c) {
   size_t off = c->path_len, n = 0;
   int kind;

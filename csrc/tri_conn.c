@@ -120,19 +120,6 @@ static int staging_append(tri_conn *conn, const void *p, size_t n) {
   return 0;
 }
 
-/* n more bytes of a unary request went out (written, or copied for TLS).
- * Once all of an owned request is on its way, its buffer goes back to the
- * pool: still in cache, it serves the next call's request, instead of
- * staying with this call until the response (with 1,000 calls in flight,
- * 1,000 buffers nobody reads). */
-static void request_bytes_written(tri_conn *conn, tri_call *c, size_t n) {
-  c->queued -= n;
-  if (c->queued || !c->req || c->sent < c->seg0_len + c->seg1_len) return;
-  tri_pool_put(&conn->ch->pool, c->req);
-  c->req = NULL;
-  c->seg1 = NULL;
-}
-
 /* A written (or discarded) entry that ends a request-stream chunk. */
 static void chunk_entry_done(tri_out *e) {
   if (!e->chunk) return;
@@ -488,11 +475,6 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *frame,
     conn->local_goaway_error = frame->goaway.error_code;
   if (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA)
     conn->pings_without_data = 0; /* grpc.http2.max_pings_without_data */
-  if (frame->hd.type == NGHTTP2_HEADERS &&
-      frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
-    tri_call *c = stream_call(conn, frame->hd.stream_id);
-    if (c) tri__call_headers_sent(c);
-  }
   return 0;
 }
 
@@ -740,7 +722,7 @@ static int write_out_tls(tri_conn *conn) {
       die(conn, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
       return -1;
     }
-    if (e->call) request_bytes_written(conn, e->call, e->len);
+    if (e->call) e->call->queued -= e->len;
     chunk_entry_done(e);
   }
   conn->out_n = conn->out_head = 0;
@@ -828,12 +810,12 @@ static int write_out(tri_conn *conn) {
       if (e->ptr) e->ptr += left;
       else e->off += left;
       e->len -= left;
-      if (e->call) request_bytes_written(conn, e->call, left);
+      if (e->call) e->call->queued -= left;
       conn->write_since = tri__now(); /* progress, and more waits */
       return 0;
     }
     left -= e->len;
-    if (e->call) request_bytes_written(conn, e->call, e->len);
+    if (e->call) e->call->queued -= e->len;
     chunk_entry_done(e);
     conn->out_head++;
   }

@@ -48,8 +48,7 @@ struct tri_call {
   tri_conn *conn;       /* counted reference, taken at start */
   int flags;            /* TRI_CALL_CLIENT_STREAMING | TRI_CALL_SERVER_STREAMING */
   int64_t deadline;     /* CLOCK_MONOTONIC ns; 0 = none */
-  tri_buf *hdr;         /* path, then metadata records (see tri_call.c); given
-                           back once the request's HEADERS were encoded (NULL) */
+  tri_buf *hdr;         /* path, then metadata records (see tri_call.c) */
   size_t path_len;
   const uint8_t *seg0;  /* unary: envelope prefix when not in the buffer */
   size_t seg0_len;
@@ -58,8 +57,7 @@ struct tri_call {
   uint8_t prefix[TRI_FRAME_PREFIX];
   char timeout[TRI_TIMEOUT_MAX]; /* grpc-timeout value; NO_COPY, so it lives here */
   char clen[24];        /* content-length value of a unary request (NO_COPY) */
-  tri_buf *req;         /* owned request buffer, or NULL when borrowed; given
-                           back (NULL) once all of it was written */
+  tri_buf *req;         /* owned request buffer, or NULL when borrowed */
   void *token;
   int notify;           /* TRI_EV_* mask of events to report, 0 = none */
   _Atomic int notify_queued; /* on the channel's completion queue now */
@@ -192,8 +190,6 @@ void tri__call_headers_done(tri_call *c);
 /* Builds the request header block into nva (capacity cap).  Returns count. */
 size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap);
 size_t tri__call_header_count(const tri_call *c);
-/* The request's HEADERS frame was encoded: gives `hdr` back to the pool. */
-void tri__call_headers_sent(tri_call *c);
 
 /* Channel: invoked by calls. */
 tri_call *tri__channel_call_get(tri_channel *ch);

@@ -170,59 +170,6 @@ static void calls_held_while_blocked(void) {
   teardown(&h);
 }
 
-/* A call's header buffer (path and metadata) goes back to the pool once its
- * HEADERS frame is encoded, not when the call ends: with many calls in
- * flight those buffers would be memory nobody reads.  A call held outside
- * the session keeps it until it is submitted. */
-static void header_buffer_returned_when_sent(void) {
-  tri_channel_opts o;
-  default_opts(&o);
-  harness h;
-  setup_opts(&h, &o);
-  feed_settings(&h);
-  tri__conn_set_write_budget(h.conn, 0);
-  tri_call *a = start(&h, -1); /* submitted; its frames block */
-  tri_call *b = start(&h, -1); /* held */
-  CHECK(b->held && b->hdr != NULL);
-  tri__conn_set_write_budget(h.conn, -1);
-  tri__conn_tick(h.conn);
-  CHECK(!b->held && b->in_session);
-  CHECK(a->hdr == NULL && b->hdr == NULL);
-  CHECK(!tri_call_done(a) && !tri_call_done(b));
-  teardown(&h);
-}
-
-/* An owned request buffer goes back to the pool as soon as all of it is
- * written, not when the call ends; part of it still waiting keeps it. */
-static void request_buffer_returned_when_written(void) {
-  tri_channel_opts o;
-  default_opts(&o);
-  harness h;
-  setup_opts(&h, &o);
-  feed_settings(&h);
-  tri__conn_set_write_budget(h.conn, 0);
-  tri_call *c;
-  tri_call_new(h.ch, &c, "/s/M", 4, -1, 0);
-  tri_buf *b = tri_pool_get(tri_channel_pool(h.ch), 3000, TRI_FRAME_PREFIX);
-  memset(tri_buf_begin(b), 'x', 3000);
-  b->len = 3000;
-  tri_call_set_request_buf(c, b);
-  detached_submit(h.conn, c);
-  h.calls[h.n++] = c;
-  size_t pending = 0;
-  for (size_t i = h.conn->out_head; i < h.conn->out_n; i++)
-    pending += h.conn->out[i].len;
-  CHECK(pending > 3000);
-  tri__conn_set_write_budget(h.conn, (ssize_t)pending - 100); /* all but 100 */
-  tri__conn_tick(h.conn);
-  CHECK(c->req == b && c->queued == 100);
-  tri__conn_set_write_budget(h.conn, -1);
-  tri__conn_tick(h.conn);
-  CHECK(c->req == NULL && c->queued == 0);
-  CHECK(!tri_call_done(c));
-  teardown(&h);
-}
-
 /* Timeout 0 turns the watchdog off. */
 static void write_stall_off(void) {
   tri_channel_opts o;
@@ -549,8 +496,6 @@ void test_conn(void) {
   arena_reused_across_connections();
   write_stall_kills();
   calls_held_while_blocked();
-  header_buffer_returned_when_sent();
-  request_buffer_returned_when_written();
   slow_writes_are_progress();
   write_stall_off();
   connect_timeout();
