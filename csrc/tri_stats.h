@@ -22,7 +22,10 @@ typedef struct tri_stats {
   _Atomic uint64_t pool_misses;    /* pool was empty (or size unpooled) */
   _Atomic uint64_t wakeups;        /* eventfd writes that woke an I/O thread */
   _Atomic uint64_t connects;       /* connections opened (connection attempts) */
-  _Atomic uint64_t connect_failures; /* attempts that never got the server's SETTINGS */
+  _Atomic uint64_t connect_failures; /* attempts that never got the server's SETTINGS;
+                                        booked when the channel next looks for a
+                                        connection (the next call), not when the
+                                        attempt fails */
   _Atomic uint64_t write_stalls;   /* connections killed by the write-stall watchdog */
   _Atomic uint64_t keepalive_timeouts; /* connections killed by an unanswered PING */
 } tri_stats;
