@@ -44,6 +44,13 @@ class _MultiCallable:
         self._serialize = serializer
         self._deserialize = deserializer
 
+    def _start_client_stream(self, timeout: Optional[float], metadata: MetadataType,
+                             compression: Any, notify: int = 0) -> Any:
+        """Starts a client-streaming call of this method; requests follow with write()."""
+        return self._core.call(self._method, None, timeout, metadata, notify=notify,
+                               flags=_triple.CLIENT_STREAMING,
+                               compression=_compression(compression))
+
     def _response(self, core_call: Any) -> Any:
         """The single response of a finished call, or its RpcError."""
         if core_call.code() != 0:
@@ -55,10 +62,15 @@ class _MultiCallable:
 class UnaryUnaryMultiCallable(_MultiCallable):
     """Calls one unary method; made by ``Channel.unary_unary``."""
 
+    def __init__(self, channel: "Channel", method: str, serializer: Serializer,
+                 deserializer: Deserializer) -> None:
+        super().__init__(channel, method, serializer, deserializer)
+        self._fast_path = channel._options.unary_fast_path  # fixed for the channel
+
     def _start(self, request: Any, timeout: Optional[float], metadata: MetadataType,
                wait: bool, notify: int, compression: Any) -> Any:
         payload = self._serialize(request) if self._serialize else request
-        if self._channel._options.unary_fast_path:
+        if self._fast_path:
             return self._core.call(self._method, payload, timeout, metadata, wait, notify, 0,
                                    _compression(compression))
         return self._start_streamed(payload, timeout, metadata, wait, notify, compression)
@@ -68,9 +80,7 @@ class UnaryUnaryMultiCallable(_MultiCallable):
         """The call through the client-streaming machinery (``triple.unary_fast_path``
         False): start, one write, done_writing, as ``stream_unary`` with one request.
         The response side keeps unary rules, so errors are the fast path's."""
-        core_call = self._core.call(self._method, None, timeout, metadata, notify=notify,
-                                    flags=_triple.CLIENT_STREAMING,
-                                    compression=_compression(compression))
+        core_call = self._start_client_stream(timeout, metadata, compression, notify)
         try:
             if core_call.write(payload):
                 core_call.done_writing()
@@ -128,12 +138,6 @@ class UnaryStreamMultiCallable(_MultiCallable):
 class StreamUnaryMultiCallable(_MultiCallable):
     """Calls a client-streaming method; made by ``Channel.stream_unary``."""
 
-    def _start(self, timeout: Optional[float], metadata: MetadataType,
-               compression: Any, notify: int = 0) -> Any:
-        return self._core.call(self._method, None, timeout, metadata, notify=notify,
-                               flags=_triple.CLIENT_STREAMING,
-                               compression=_compression(compression))
-
     def __call__(self, request_iterator: Any, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
                  wait_for_ready: Optional[bool] = None, compression: Any = None) -> Any:
@@ -146,7 +150,7 @@ class StreamUnaryMultiCallable(_MultiCallable):
                   wait_for_ready: Optional[bool] = None,
                   compression: Any = None) -> tuple[Any, CallResult]:
         """Like ``__call__`` but returns ``(response, call)``."""
-        core_call = self._start(timeout, metadata, compression)
+        core_call = self._start_client_stream(timeout, metadata, compression)
         pump_requests(core_call, request_iterator, self._serialize)
         core_call.wait()
         return self._response(core_call), CallResult(core_call)
@@ -155,7 +159,8 @@ class StreamUnaryMultiCallable(_MultiCallable):
                metadata: MetadataType = None, credentials: Any = None,
                wait_for_ready: Optional[bool] = None, compression: Any = None) -> UnaryFuture:
         """Starts the call (requests are sent from a helper thread) and returns a Future."""
-        core_call = self._start(timeout, metadata, compression, notify=_FUTURE_EVENTS)
+        core_call = self._start_client_stream(timeout, metadata, compression,
+                                              notify=_FUTURE_EVENTS)
         fut = UnaryFuture(core_call, self._deserialize)
         if core_call.notifying():
             self._channel._dispatcher.track(core_call, fut)

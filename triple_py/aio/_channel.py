@@ -33,27 +33,38 @@ class _MultiCallable:
         return core.call(self._method, payload, timeout, metadata, False, events, flags,
                          _compression(compression))
 
+    def _start_request_stream(self, call_class: type, flags: int, requests: Any,
+                              serializer: Serializer, timeout: Optional[float],
+                              metadata: MetadataType, compression: Any) -> Any:
+        """Starts a call whose requests stream (``flags`` has CLIENT_STREAMING): a
+        ``call_class`` call, fed from ``requests`` by a task when they are given."""
+        core_call = self._start(None, timeout, metadata, compression, flags, STREAM_EVENTS)
+        call = call_class(self._channel._reactor(), core_call, serializer, self._deserialize)
+        self._channel._pump(call, requests)
+        return call
+
 
 class UnaryUnaryMultiCallable(_MultiCallable):
     """``await channel.unary_unary(path)(request)``."""
+
+    def __init__(self, channel: "Channel", method: str, serializer: Serializer,
+                 deserializer: Deserializer) -> None:
+        super().__init__(channel, method, serializer, deserializer)
+        self._fast_path = channel._sync._options.unary_fast_path  # fixed for the channel
 
     def __call__(self, request: Any, *, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
                  wait_for_ready: Optional[bool] = None,
                  compression: Any = None) -> UnaryUnaryCall:
-        if self._channel._sync._options.unary_fast_path:
+        if self._fast_path:
             core_call = self._start(request, timeout, metadata, compression, 0,
                                     _triple.EV_DONE)
             return UnaryUnaryCall(self._channel._reactor(), core_call, None, self._deserialize)
         # Serialized here, so that a bad request raises from this call as on the fast path.
         payload = self._serialize(request) if self._serialize else request
         memoryview(payload).release()  # TypeError unless bytes-like
-        core_call = self._start(None, timeout, metadata, compression,
-                                _triple.CLIENT_STREAMING, STREAM_EVENTS)
-        call = StreamedUnaryUnaryCall(self._channel._reactor(), core_call, None,
-                                      self._deserialize)
-        self._channel._pump(call, (payload,))
-        return call
+        return self._start_request_stream(StreamedUnaryUnaryCall, _triple.CLIENT_STREAMING,
+                                          (payload,), None, timeout, metadata, compression)
 
 
 class UnaryStreamMultiCallable(_MultiCallable):
@@ -75,12 +86,9 @@ class StreamUnaryMultiCallable(_MultiCallable):
                  metadata: MetadataType = None, credentials: Any = None,
                  wait_for_ready: Optional[bool] = None,
                  compression: Any = None) -> StreamUnaryCall:
-        core_call = self._start(None, timeout, metadata, compression,
-                                _triple.CLIENT_STREAMING, STREAM_EVENTS)
-        call = StreamUnaryCall(self._channel._reactor(), core_call, self._serialize,
-                               self._deserialize)
-        self._channel._pump(call, request_iterator)
-        return call
+        return self._start_request_stream(StreamUnaryCall, _triple.CLIENT_STREAMING,
+                                          request_iterator, self._serialize, timeout,
+                                          metadata, compression)
 
 
 class StreamStreamMultiCallable(_MultiCallable):
@@ -90,13 +98,9 @@ class StreamStreamMultiCallable(_MultiCallable):
                  metadata: MetadataType = None, credentials: Any = None,
                  wait_for_ready: Optional[bool] = None,
                  compression: Any = None) -> StreamStreamCall:
-        core_call = self._start(None, timeout, metadata, compression,
-                                _triple.CLIENT_STREAMING | _triple.SERVER_STREAMING,
-                                STREAM_EVENTS)
-        call = StreamStreamCall(self._channel._reactor(), core_call, self._serialize,
-                                self._deserialize)
-        self._channel._pump(call, request_iterator)
-        return call
+        return self._start_request_stream(
+            StreamStreamCall, _triple.CLIENT_STREAMING | _triple.SERVER_STREAMING,
+            request_iterator, self._serialize, timeout, metadata, compression)
 
 
 class Channel:
