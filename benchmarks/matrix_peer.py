@@ -3,19 +3,26 @@
     .venv/bin/python benchmarks/matrix_peer.py seed-unary [--peer go] [matrix flags...]
     .venv/bin/python benchmarks/matrix_peer.py seed-stream --restart-server --rounds 6
     .venv/bin/python benchmarks/matrix_peer.py concurrency-sweep --peer embedded --pin
+    .venv/bin/python benchmarks/matrix_peer.py concurrency-sweep --peer-flag stream_workers=2
 
 Starts the peer with tests/peers/launch.py (the Go peer is built on first use) and runs
 `python -m triple_py.bench matrix ...` against it; every flag after the matrix name is the
 harness's (see `python -m triple_py.bench matrix --help`). With --restart-server every
 round gets a freshly started peer. The package itself never imports tests/: this script
 hands the harness a server factory instead of a --target. `--peer embedded` is our C echo
-server in a process of its own.
+server in a process of its own. The peer runs in a process of its own, so every arm run
+also reports the server's CPU time per call (the `srv µs/call` column, `server_cpu_us_per_call`
+in the CSV, `server-cpu-ns/op` in bench.txt).
 
 `--pin` puts the peer on the last CPU (every thread of it; the Go peer with GOMAXPROCS=1)
 and this process, with the load generator's threads and the h2load it starts, on the other
 CPUs, so that client and server stop taking turns on the same cores: the QPS then varies
 less from round to round, and it is the server's capacity, not the scheduler's, that
 bounds a server-bound arm.
+
+`--peer-flag NAME=VALUE` (repeatable) starts the peer with one more flag of its own, e.g.
+`stream_workers=2` for the Go peer's `-stream-workers 2` (grpc.NumStreamWorkers: streams
+served by long-lived goroutines instead of one new goroutine per stream).
 """
 from __future__ import annotations
 
@@ -31,6 +38,7 @@ sys.path.insert(1, str(ROOT))  # the in-tree triple_py when it is not installed
 from peers.launch import PEER_NAMES, start_peer  # noqa: E402
 
 from triple_py.bench.cli import main  # noqa: E402
+from triple_py.bench.server_cpu import ServerProcess  # noqa: E402
 
 
 def pin_process(pid: int, cpus: Set[int]) -> None:
@@ -53,6 +61,16 @@ def run(argv: list) -> int:
         peer = argv[i + 1]
         del argv[i:i + 2]
 
+    peer_flags = {}
+    while "--peer-flag" in argv:
+        i = argv.index("--peer-flag")
+        name, sep, value = (argv[i + 1] if i + 1 < len(argv) else "").partition("=")
+        if not name or not sep:
+            print("matrix_peer.py: error: --peer-flag needs NAME=VALUE", file=sys.stderr)
+            return 2
+        peer_flags[name] = value
+        del argv[i:i + 2]
+
     pin = "--pin" in argv
     if pin:
         argv.remove("--pin")
@@ -65,11 +83,11 @@ def run(argv: list) -> int:
         os.sched_setaffinity(0, client_cpus)
 
     @contextlib.contextmanager
-    def server() -> Iterator[str]:
-        with start_peer(peer) as p:
+    def server() -> Iterator[ServerProcess]:
+        with start_peer(peer, **peer_flags) as p:
             if pin:
                 pin_process(p.process.pid, server_cpus)
-            yield p.address
+            yield ServerProcess(p.address, p.process.pid)
 
     return main(["matrix", *argv], server_factory=server, server_name=f"the {peer} peer")
 

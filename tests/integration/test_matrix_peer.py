@@ -1,7 +1,8 @@
 """benchmarks/matrix_peer.py: a matrix against a peer in a process of its own, pinned.
 
 --pin must put every thread of the peer on the last CPU and the harness (with the load
-generator and h2load) on the others; a run with it must produce the usual results.
+generator and h2load) on the others; a run with it must produce the usual results, plus the
+peer's CPU time per call. --peer-flag must reach the peer's command line.
 """
 from __future__ import annotations
 
@@ -57,7 +58,34 @@ def test_pinned_matrix_against_the_embedded_peer(tmp_path):
     results = json.loads((out / "results.json").read_text())["results"]
     assert {r["arm"] for r in results} == {"fastpath", "h2load"}
     assert all(r["result"]["calls"] > 0 and r["result"]["errors"] == 0 for r in results)
+    assert all(r["result"]["cpu"]["server_us_per_call"] > 0 for r in results)
     assert "against the embedded peer" in proc.stdout
+    assert "srv µs/call" in proc.stdout
+
+
+def run_script(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), "concurrency-sweep", *args],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env={**os.environ, "CI": "1"})
+
+
+def test_peer_flag_reaches_the_go_peer(tmp_path):
+    common = ("--peer", "go", "-c", "10", "--rounds", "1", "--duration", "0.2", "--warmup", "0",
+              "--arms", "fastpath", "--baseline", "fastpath")
+    ok = run_script(*common, "--peer-flag", "stream_workers=2", "--out", str(tmp_path / "a"))
+    assert ok.returncode == 0, ok.stdout[-2000:] + ok.stderr[-2000:]
+    results = json.loads((tmp_path / "a" / "results.json").read_text())["results"]
+    assert results and all(r["result"]["errors"] == 0 for r in results)
+    # The same flag machinery with a flag the Go peer does not have: the peer refuses it.
+    bad = run_script(*common, "--peer-flag", "no_such=1", "--out", str(tmp_path / "b"))
+    assert bad.returncode != 0
+    assert "flag provided but not defined: -no-such" in bad.stdout + bad.stderr
+
+
+def test_peer_flag_needs_name_and_value():
+    proc = run_script("--peer-flag", "stream_workers")
+    assert proc.returncode == 2
+    assert "--peer-flag needs NAME=VALUE" in proc.stderr
 
 
 def test_pin_needs_two_cpus_message():

@@ -187,8 +187,7 @@ def _result(spec: RunSpec, s: H2loadSummary, rows: List[Tuple[int, int, int]], c
             start, max(1, math.ceil(elapsed - 1e-6)))
     # h2load's CPU time covers its warm-up too, whose calls it does not report: per call,
     # the warm-up is taken to have run at the measured rate.
-    run_calls = result.calls * ((spec.warmup + elapsed) / elapsed
-                                if not spec.count and elapsed > 0 else 1.0)
+    run_calls = result.calls_including_warmup()
     result.cpu = {"h2load_s": cpu, "h2load_cores": cpu / elapsed if elapsed > 0 else 0.0,
                   "h2load_us_per_call": cpu * 1e6 / run_calls if run_calls else 0.0}
     if spec.streaming:

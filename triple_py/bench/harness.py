@@ -5,7 +5,9 @@ For each scenario, ``rounds`` rounds; in each round every arm runs once, in the 
 server. With ``restart_server`` every round gets a new server from the server factory
 (the embedded EchoServer by default; a fixed ``--target`` cannot be restarted). An arm that
 raises is recorded as failed and the matrix goes on; an unreachable target or a method the
-server does not implement stops it before the first arm (the preflight).
+server does not implement stops it before the first arm (the preflight). When the
+factory yields a :class:`~.server_cpu.ServerProcess`, each arm run also books the server's
+CPU time (see :mod:`.server_cpu`).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from .progress import Progress
 from .recorders import describe
 from .result import BenchResult
 from .runner import preflight
+from .server_cpu import book_server_cpu, process_cpu_seconds, served_address, served_pid
 from .spec import RunSpec
 from .target import ServerFactory, fixed_target
 
@@ -84,7 +87,8 @@ def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
     """Runs every scenario, round and arm of ``matrix``; returns all results.
 
     ``target`` (host:port) or ``server_factory`` (a callable returning a context manager
-    that yields an address, e.g. one that starts a peer process) choose the server;
+    that yields an address, or a ServerProcess whose CPU time is then booked per arm run,
+    e.g. one that starts a peer process) choose the server;
     neither: the embedded echo server. ``check`` makes one test call per method first
     (TargetError / RunFailed). ``on_scenario`` is called after each scenario (to print its
     table). Raises ConfigError when ``restart_server`` is asked of a fixed target.
@@ -100,13 +104,15 @@ def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
     out = MatrixRun(matrix, [], environment() if capture_environment else {}, time.time(),
                     target=target)
     generation = 0
+    server_pid: Optional[int] = None
     checked: set = set()
 
     @contextlib.contextmanager
     def server() -> Iterator[str]:
-        nonlocal generation
+        nonlocal generation, server_pid
         generation += 1
-        with factory() as address:
+        with factory() as served:
+            address, server_pid = served_address(served), served_pid(served)
             if check:
                 for arm in matrix.arms:
                     spec = matrix.spec(matrix.scenarios[0], arm, address)
@@ -125,8 +131,11 @@ def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
                          generation, time.time())
             progress.start(f"{run.label} round {index + 1}/{matrix.rounds} {name}",
                            matrix.warmup + matrix.duration)
+            cpu_before = process_cpu_seconds(server_pid) if server_pid is not None else None
             try:
                 run.result = runner(spec)
+                if cpu_before is not None:
+                    book_server_cpu(run.result, cpu_before, process_cpu_seconds(server_pid))
             except ConfigError:
                 raise  # a configuration the matrix check let through: stop
             except BenchError as exc:

@@ -51,7 +51,7 @@ CSV_COLUMNS = [
     "messages_per_s", "p50_ms", "p90_ms", "p99_ms", "p99_9_ms", "p99_99_ms", "max_ms",
     "mean_ms", "p99_uncorrected_ms", "write_syscalls_per_call", "write_syscalls_per_message",
     "bytes_written_per_call", "allocations_per_call", "cpu_s", "cpu_cores", "cpu_us_per_call",
-    "status",
+    "server_cpu_us_per_call", "status",
     "failed", "target"]
 
 NOTE_FEW_ROUNDS = ("note: with fewer than 4 rounds per arm the Mann-Whitney U test cannot "
@@ -70,7 +70,8 @@ def _median(values: Sequence[Optional[float]]) -> Optional[float]:
 
 class ArmSummary(dict):
     """Per scenario and arm, over the rounds: qps median/min/max, p50/p99 medians (ms),
-    errors, failures, ratio to the baseline's median QPS, write syscalls per call."""
+    errors, failures, ratio to the baseline's median QPS, write syscalls per call, and the
+    medians of client and server CPU time per call (µs; None when not measured)."""
 
 
 def summarize(run: MatrixRun) -> List[Tuple[str, Dict[str, ArmSummary]]]:
@@ -99,6 +100,8 @@ def summarize(run: MatrixRun) -> List[Tuple[str, Dict[str, ArmSummary]]]:
             s["write_syscalls_per_call"] = _median([r.write_syscalls_per_call for r in results])
             s["write_syscalls_per_message"] = _median(
                 [r.write_syscalls_per_message for r in results])
+            s["cpu_us_per_call"] = _median([r.cpu_us_per_call for r in results])
+            s["server_cpu_us_per_call"] = _median([r.server_cpu_us_per_call for r in results])
             s["ours"] = arm.ours
             arms[arm.name] = s
         base = arms[matrix.baseline]["qps"]
@@ -119,17 +122,22 @@ def _qps_text(value: Optional[float]) -> str:
 
 
 def format_scenario_table(run: MatrixRun, label: str, arms: Dict[str, ArmSummary]) -> str:
-    """The table of one scenario: arm, QPS median and range, p50/p99, errors, ratio..."""
+    """The table of one scenario: arm, QPS median and range, p50/p99, errors, ratio...
+    When the server's CPU time was measured (a server in a process of its own), two more
+    columns: client and server CPU µs per call."""
     matrix = run.matrix
     streaming = matrix.streaming
     rate_head = "streams/s" if streaming else "QPS"
+    writes_width = 10 if streaming else 11
+    cpu_columns = any(s["server_cpu_us_per_call"] is not None for s in arms.values())
     lines = [f"== {matrix.benchmark} {label}: median of {matrix.rounds} rounds x "
              f"{matrix.duration:g} s (+{matrix.warmup:g} s warm-up), baseline "
              f"{matrix.baseline} =="]
     head = (f"{'arm':<16} {rate_head:>10} {'range':>19} "
             + (f"{'msgs/s':>11} " if streaming else "")
             + f"{'p50 ms':>8} {'p99 ms':>8} {'errors':>6} {'vs base':>8} "
-            + (f"{'writes/msg':>10}" if streaming else f"{'writes/call':>11}") + "  notes")
+            + (f"{'writes/msg':>10}" if streaming else f"{'writes/call':>11}")
+            + (f" {'cli µs/call':>11} {'srv µs/call':>11}" if cpu_columns else "") + "  notes")
     lines += [head, "-" * len(head)]
     for name, s in arms.items():
         notes = list(s["failed"]) + [n for n in s["notes"] if "failed" not in n]
@@ -137,18 +145,21 @@ def format_scenario_table(run: MatrixRun, label: str, arms: Dict[str, ArmSummary
             notes.append(f"no percentiles: mean {s['mean_ms']:.3f} ms")
         if s["qps"] is None:
             lines.append(f"{name:<16} {'-':>10} {'-':>19} " + (f"{'-':>11} " if streaming else "")
-                         + f"{'-':>8} {'-':>8} {'-':>6} {'-':>8} "
-                         + f"{'-':>{10 if streaming else 11}}  " + "; ".join(notes))
+                         + f"{'-':>8} {'-':>8} {'-':>6} {'-':>8} {'-':>{writes_width}}"
+                         + (f" {'-':>11} {'-':>11}" if cpu_columns else "")
+                         + "  " + "; ".join(notes))
             continue
         rng = f"{_qps_text(s['qps_min'])}..{_qps_text(s['qps_max'])}"
         ratio = "base" if name == matrix.baseline else _fmt(s["vs_baseline"], ".2f", "x")
         writes = (s["write_syscalls_per_message"] if streaming else s["write_syscalls_per_call"])
+        cpu = (f" {_fmt(s['cpu_us_per_call'], '.2f'):>11}"
+               f" {_fmt(s['server_cpu_us_per_call'], '.2f'):>11}" if cpu_columns else "")
         lines.append(
             f"{name:<16} {_qps_text(s['qps']):>10} {rng:>19} "
             + (f"{_qps_text(s['messages_per_s']):>11} " if streaming else "")
             + f"{_fmt(s['p50_ms'], '.3f'):>8} {_fmt(s['p99_ms'], '.3f'):>8} {s['errors']:>6} "
-            f"{ratio:>8} {_fmt(writes, '.4f' if streaming else '.3f'):>{10 if streaming else 11}}"
-            + ("  " + "; ".join(notes) if notes else ""))
+            f"{ratio:>8} {_fmt(writes, '.4f' if streaming else '.3f'):>{writes_width}}"
+            + cpu + ("  " + "; ".join(notes) if notes else ""))
     return "\n".join(lines)
 
 
@@ -186,6 +197,8 @@ def unit_values(result: BenchResult, ours: bool) -> Dict[str, float]:
     values["errors"] = float(result.errors)
     if result.cpu_us_per_call:
         values["cpu-ns/op"] = result.cpu_us_per_call * 1e3
+    if result.server_cpu_us_per_call is not None:
+        values["server-cpu-ns/op"] = result.server_cpu_us_per_call * 1e3
     if ours and result.per_call:
         if result.streams and result.write_syscalls_per_message is not None:
             values["writes/msg"] = result.write_syscalls_per_message
@@ -274,6 +287,7 @@ def _csv_row(run: MatrixRun, r: ArmRun) -> Dict[str, Any]:
             "allocations_per_call": res.allocations_per_call,
             "cpu_s": client_cpu(res.cpu, "s"), "cpu_cores": client_cpu(res.cpu, "cores"),
             "cpu_us_per_call": res.cpu_us_per_call,
+            "server_cpu_us_per_call": res.server_cpu_us_per_call,
             "status": ";".join(f"{k}={v}" for k, v in sorted(res.status_codes.items()))})
     return {k: ("" if row.get(k) is None else row.get(k, "")) for k in CSV_COLUMNS}
 

@@ -205,6 +205,23 @@ class BenchResult:
         return float(value) if value else None
 
     @property
+    def server_cpu_us_per_call(self) -> Optional[float]:
+        """The server's CPU time per call in µs, when the harness could read it (a server
+        in a process of its own: see :mod:`.server_cpu`), else None."""
+        value = self.cpu.get("server_us_per_call")
+        return float(value) if value is not None else None
+
+    def calls_including_warmup(self) -> float:
+        """Calls (streams) made over the whole run, warm-up included: the warm-up's own
+        count when the arm reports it; otherwise the warm-up is taken to have run at the
+        measured rate. CPU time read around a whole run is divided by this."""
+        if "calls" in self.warmup:
+            return float(self.calls + self.warmup["calls"])
+        if self.count or self.elapsed_s <= 0:
+            return float(self.calls)
+        return self.calls * (self.warmup_s + self.elapsed_s) / self.elapsed_s
+
+    @property
     def error_rate(self) -> float:
         """errors / calls (0.0 without calls)."""
         return self.errors / self.calls if self.calls else 0.0

@@ -46,7 +46,7 @@ RUN_COLUMNS = [
     "write_syscalls_per_call", "write_syscalls_per_message", "bytes_written_per_call",
     "read_syscalls_per_call", "allocations_per_call", "pool_misses_per_call",
     "wakeups_per_call", "cpu_s", "cpu_user_s", "cpu_sys_s", "cpu_cores", "cpu_us_per_call",
-    "status_codes", "first_error", "notes", "failed"]
+    "server_cpu_us_per_call", "status_codes", "first_error", "notes", "failed"]
 
 _FLOAT_COLUMNS = [
     "rate", "duration_s", "warmup_s", "elapsed_s", "error_rate", "qps", "messages_per_s",
@@ -54,7 +54,7 @@ _FLOAT_COLUMNS = [
     "max_ms", "p99_uncorrected_ms", "write_syscalls_per_call", "write_syscalls_per_message",
     "bytes_written_per_call", "read_syscalls_per_call", "allocations_per_call",
     "pool_misses_per_call", "wakeups_per_call", "cpu_s", "cpu_user_s", "cpu_sys_s",
-    "cpu_cores", "cpu_us_per_call"]
+    "cpu_cores", "cpu_us_per_call", "server_cpu_us_per_call"]
 _INT_COLUMNS = ["scenario_index", "arm_index", "round", "position", "order", "server",
                 "payload", "concurrency", "connections", "stream_messages", "calls",
                 "ok_calls", "errors", "streams", "messages_sent", "messages_received"]
@@ -507,6 +507,7 @@ def _run_row(e: Mapping[str, Any], matrix: Mapping[str, Any], config: Mapping[st
         "cpu_user_s": cpu.get("process_user_s"), "cpu_sys_s": cpu.get("process_sys_s"),
         "cpu_cores": client_cpu(cpu, "cores"),
         "cpu_us_per_call": client_cpu(cpu, "us_per_call"),
+        "server_cpu_us_per_call": cpu.get("server_us_per_call"),
         "status_codes": codes, "first_error": max(bad, key=bad.get) if bad else None,
         "notes": "; ".join(res.get("notes") or []) or None})
     return row

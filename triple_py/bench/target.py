@@ -6,11 +6,13 @@ from typing import Callable, ContextManager, Iterator, Optional, Tuple
 
 from .._target import parse_target
 from .errors import ConfigError
+from .server_cpu import Served
 
 __all__ = ["split_target", "embedded_server", "ServerFactory", "fixed_target"]
 
-#: Makes a server for one round (or the whole run): a context manager giving "host:port".
-ServerFactory = Callable[[], ContextManager[str]]
+#: Makes a server for one round (or the whole run): a context manager giving "host:port",
+#: or a ServerProcess (address and pid) when the server runs in a process of its own.
+ServerFactory = Callable[[], ContextManager[Served]]
 
 
 def split_target(target: str) -> Tuple[str, int]:

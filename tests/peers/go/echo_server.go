@@ -278,6 +278,8 @@ func main() {
 	tlsKey := flag.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsClientCA := flag.String("tls-client-ca", "", "PEM CA: require client certificates (mTLS)")
 	compressResponses := flag.Bool("compress-responses", false, "gzip every response message")
+	streamWorkers := flag.Uint("stream-workers", 0,
+		"serve streams on this many long-lived goroutines (grpc.NumStreamWorkers); 0: a goroutine per stream, grpc-go's default")
 	flag.Parse()
 
 	opts := []grpc.ServerOption{
@@ -299,6 +301,9 @@ func main() {
 	}
 	if *compressResponses {
 		opts = append(opts, grpc.RPCCompressor(grpc.NewGZIPCompressor()))
+	}
+	if *streamWorkers > 0 {
+		opts = append(opts, grpc.NumStreamWorkers(uint32(*streamWorkers)))
 	}
 
 	lis, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
