@@ -8,6 +8,23 @@ from triple_py.bench.result import BenchResult, Latency
 from triple_py.bench.spec import RunSpec
 
 
+def two_arm_matrix(rounds: int) -> str:
+    """A matrix text: one scenario (128 B, 50 in flight), stream-path (baseline) and
+    fastpath, ``rounds`` rounds of 0.1 s without warm-up."""
+    return f"""
+name = "t"
+benchmark = "Unary"
+baseline = "stream-path"
+rounds = {rounds}
+duration = 0.1
+warmup = 0
+arms = ["stream-path", "fastpath"]
+[scenarios]
+payload = [128]
+concurrency = [50]
+"""
+
+
 class FakeRunner:
     """Returns a made-up BenchResult per spec and remembers the order of the calls.
 

@@ -7,24 +7,13 @@ import math
 
 import pytest
 
-from _bench_fakes import FakeRunner, FakeServers
+from _bench_fakes import FakeRunner, FakeServers, two_arm_matrix
 from triple_py.bench.harness import run_matrix
 from triple_py.bench.matrix import parse_matrix
 from triple_py.bench.paired import format_paired, paired_ratios, signed_rank_p
 from triple_py.bench.report import comparison
 
-MATRIX = """
-name = "t"
-benchmark = "Unary"
-baseline = "stream-path"
-rounds = 8
-duration = 0.1
-warmup = 0
-arms = ["stream-path", "fastpath"]
-[scenarios]
-payload = [128]
-concurrency = [50]
-"""
+MATRIX = two_arm_matrix(rounds=8)
 
 # How much each round's machine speeds up or slows down every arm of that round.
 DRIFT = [1.0, 0.6, 1.4, 0.8, 1.2, 0.7, 1.3, 0.9]

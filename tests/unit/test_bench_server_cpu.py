@@ -13,7 +13,7 @@ from typing import Iterator
 
 import pytest
 
-from _bench_fakes import FakeRunner, FakeServers
+from _bench_fakes import FakeRunner, FakeServers, two_arm_matrix
 from triple_py.bench.harness import run_matrix
 from triple_py.bench.matrix import parse_matrix
 from triple_py.bench.report import format_summary, go_bench_text, write_results
@@ -21,18 +21,7 @@ from triple_py.bench.result import BenchResult
 from triple_py.bench.results import load_results
 from triple_py.bench.server_cpu import ServerProcess, book_server_cpu, process_cpu_seconds
 
-MATRIX = """
-name = "t"
-benchmark = "Unary"
-baseline = "stream-path"
-rounds = 2
-duration = 0.1
-warmup = 0
-arms = ["stream-path", "fastpath"]
-[scenarios]
-payload = [128]
-concurrency = [50]
-"""
+MATRIX = two_arm_matrix(rounds=2)
 
 
 def _burn(seconds: float) -> None:
