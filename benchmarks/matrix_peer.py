@@ -10,9 +10,9 @@ Starts the peer with tests/peers/launch.py (the Go peer is built on first use) a
 harness's (see `python -m triple_py.bench matrix --help`). With --restart-server every
 round gets a freshly started peer. The package itself never imports tests/: this script
 hands the harness a server factory instead of a --target. `--peer embedded` is our C echo
-server in a process of its own. The peer runs in a process of its own, so every arm run
-also reports the server's CPU time per call (the `srv µs/call` column, `server_cpu_us_per_call`
-in the CSV, `server-cpu-ns/op` in bench.txt).
+server in a process of its own. Since every peer is a process of its own, every arm run
+also reports the server's CPU time per call (the `srv µs/call` column,
+`server_cpu_us_per_call` in the CSV, `server-cpu-ns/op` in bench.txt).
 
 `--pin` puts the peer on the last CPU (every thread of it; the Go peer with GOMAXPROCS=1)
 and this process, with the load generator's threads and the h2load it starts, on the other
