@@ -25,7 +25,7 @@ from .progress import Progress
 from .recorders import describe
 from .result import BenchResult
 from .runner import preflight
-from .server_cpu import book_server_cpu, process_cpu_seconds, served_address, served_pid
+from .server_cpu import book_server_cpu, process_cpu_seconds, unpack_served
 from .spec import RunSpec
 from .target import ServerFactory, fixed_target
 
@@ -112,7 +112,7 @@ def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
         nonlocal generation, server_pid
         generation += 1
         with factory() as served:
-            address, server_pid = served_address(served), served_pid(served)
+            address, server_pid = unpack_served(served)
             if check:
                 for arm in matrix.arms:
                     spec = matrix.spec(matrix.scenarios[0], arm, address)

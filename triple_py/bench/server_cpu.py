@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Optional, Union
+from typing import Optional, Tuple, Union
 
 from .result import BenchResult
 
-__all__ = ["ServerProcess", "Served", "served_address", "served_pid", "process_cpu_seconds",
-           "book_server_cpu"]
+__all__ = ["ServerProcess", "Served", "unpack_served", "process_cpu_seconds", "book_server_cpu"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,14 +34,12 @@ class ServerProcess:
 Served = Union[str, ServerProcess]
 
 
-def served_address(served: Served) -> str:
-    """The host:port of what a server factory yielded."""
-    return served.address if isinstance(served, ServerProcess) else served
-
-
-def served_pid(served: Served) -> Optional[int]:
-    """The server's pid, or None when the factory yielded only an address."""
-    return served.pid if isinstance(served, ServerProcess) else None
+def unpack_served(served: Served) -> Tuple[str, Optional[int]]:
+    """(host:port, pid) of what a server factory yielded; the pid is None when the
+    factory yielded only an address."""
+    if isinstance(served, ServerProcess):
+        return served.address, served.pid
+    return served, None
 
 
 def process_cpu_seconds(pid: int) -> Optional[float]:
