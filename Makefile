@@ -3,14 +3,17 @@
 PY := .venv/bin/python
 CC ?= gcc
 PKGS := libnghttp2 openssl zlib libprotobuf-c
-CFLAGS_CORE := -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter \
+# Recursive (=) so pkg-config runs when a recipe needs the flags, after bootstrap has
+# installed the -dev packages, not when make reads this file (the first command on a bare
+# machine has none of them yet).
+CFLAGS_CORE = -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Icsrc -Icsrc/gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 CORE_SRC := $(wildcard csrc/tri_*.c) csrc/gen/benchmark.pb-c.c csrc/gen/triple_wrapper.pb-c.c
 CTEST_SRC := $(wildcard tests/c/*.c)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all bootstrap build test ctest ctest-asan ctest-reverse pytest bench bench-peers clean fuzz test-tsan test-valgrind test-asan microbench soak interop
+.PHONY: all bootstrap build test test-fresh ctest ctest-asan ctest-reverse pytest bench bench-peers clean fuzz test-tsan test-valgrind test-asan microbench soak interop
 
 all: build
 
@@ -19,7 +22,7 @@ bootstrap:
 
 build: bootstrap
 
-csrc/gen/%.pb-c.c: proto/%.proto
+csrc/gen/%.pb-c.c: proto/%.proto | bootstrap
 	mkdir -p csrc/gen
 	protoc-c --proto_path=proto --c_out=csrc/gen $<
 
@@ -51,6 +54,11 @@ pytest: bootstrap
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 test: ctest pytest
+
+# `make test` as the first command in a minimal Debian 12 root (tools/test_fresh.sh): fails
+# when the project needs a package that tools/bootstrap.sh does not install.  Needs root.
+test-fresh:
+	tools/test_fresh.sh
 
 # The seeds' unary matrix (fast path vs stream path, plus grpcio sync/aio and h2load) against
 # the embedded echo server, then the same A/B from the Python API (seed-unary-py: the
@@ -89,7 +97,7 @@ clean:
 # benchmark text parser (Python) for as long, with the same layout.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := frame gzip tjson session
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -Icsrc -Icsrc/gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 FUZZ_CORE := $(filter-out csrc/tri_load.c csrc/tri_server.c csrc/tri_hist.c,$(CORE_SRC))
 
