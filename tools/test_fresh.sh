@@ -50,7 +50,7 @@ trap unmount_all EXIT
 if [ ! -s "$base_tar" ]; then
   command -v debootstrap >/dev/null || {
     say "installing debootstrap"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap \
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends debootstrap \
       || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
              --no-install-recommends debootstrap; }
   }
