@@ -60,13 +60,21 @@ test: ctest pytest
 test-fresh:
 	tools/test_fresh.sh
 
-# The seeds' unary matrix (fast path vs stream path, plus grpcio sync/aio and h2load) against
-# the embedded echo server, then the same A/B from the Python API (seed-unary-py: the
-# triple.unary_fast_path switch): tables, then benchstat's comparison; files in results/.
+# The main job: the headline matrix (triple_py/bench/matrix.py HEADLINE) against the embedded
+# echo server, about 10 minutes on 2 cores: fast path vs stream path from the C load
+# generator and from Python, and each reference client (h2load, grpcio sync, grpc.aio) next
+# to ours; it ends in verdicts (a change with its CI, equivalence within ±5 %, or the rounds
+# still needed); files in results/.  `make bench FULL=1`: the seeds' full unary tables
+# (seed-unary, seed-unary-py: 4 payloads x 2 concurrencies, 6 rounds of 3 s; ~25 min).
 # The reference clients against the grpc-go peer: make bench-peers (benchmarks/unary_peers.py).
+FULL ?=
 bench: bootstrap
-	$(PY) -m triple_py.bench matrix seed-unary --rounds 3 --duration 3
-	$(PY) -m triple_py.bench matrix seed-unary-py --rounds 3 --duration 3
+	@if [ -n "$(FULL)" ]; then \
+	  $(PY) -m triple_py.bench matrix seed-unary --rounds 6 --duration 3 && \
+	  $(PY) -m triple_py.bench matrix seed-unary-py --rounds 6 --duration 3; \
+	else \
+	  $(PY) -m triple_py.bench matrix headline; \
+	fi
 
 bench-peers: bootstrap
 	$(PY) benchmarks/unary_peers.py

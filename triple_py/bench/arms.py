@@ -15,6 +15,7 @@ grpcio-aio-bidi    grpcio.aio, asyncio tasks, stream_stream with K messages each
 h2load             nghttp2's h2load, one raw gRPC frame per request (HTTP status only)
 h2load-bidi        h2load, K gRPC frames per request to StreamCall
 triple-py-sync     triple_py's Python API from Python threads, blocking unary calls
+triple-py-aio      triple_py's asyncio API (triple_py.aio), asyncio tasks, unary calls
 triple-py-bidi     triple_py's Python API from Python threads, bidi streams
 =================  =====================================================================
 """
@@ -90,6 +91,8 @@ KINDS: Dict[str, ArmKind] = {k.name: k for k in (
     ArmKind("triple-py-sync", _lazy(".arms_triple_py", "triple_py_sync_unary"),
             "triple_py Python API, Python threads, blocking unary calls", ours=True,
             wires=("grpc", "triple")),
+    ArmKind("triple-py-aio", _lazy(".arms_triple_py", "triple_py_aio_unary"),
+            "triple_py.aio, asyncio tasks, unary calls", ours=True, wires=("grpc", "triple")),
     ArmKind("triple-py-bidi", _lazy(".arms_triple_py", "triple_py_bidi"),
             "triple_py Python API, Python threads, bidi streams", streaming=True, ours=True),
 )}

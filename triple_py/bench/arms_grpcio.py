@@ -21,7 +21,7 @@ from .result import BenchResult
 from .spec import RunSpec
 
 __all__ = ["grpcio_sync_unary", "grpcio_aio_unary", "grpcio_aio_bidi", "run_threads",
-           "channel_options", "JOIN_GRACE"]
+           "aio_window", "aio_unary", "channel_options", "JOIN_GRACE"]
 
 JOIN_GRACE = 5.0  # seconds past the call timeout to wait for the workers
 
@@ -90,14 +90,24 @@ def grpcio_sync_unary(spec: RunSpec) -> BenchResult:
     return recorder.result(**spec.result_fields())
 
 
-async def aio_window(spec: RunSpec, recorder: Recorder, kind: str,
-                     attempt: Callable[[Any], Awaitable[bool]]) -> Recorder:
-    """``concurrency`` asyncio tasks on ``connections`` grpc.aio channels, each looping
-    ``attempt(multi_callable)`` (True: it succeeded) through one warm-up and one window."""
+def _grpc_aio_channel(spec: RunSpec) -> Any:
     import grpc
 
-    channels = [grpc.aio.insecure_channel(spec.target, options=channel_options(spec.connections))
-                for _ in range(spec.connections)]
+    return grpc.aio.insecure_channel(spec.target, options=channel_options(spec.connections))
+
+
+async def aio_window(spec: RunSpec, recorder: Recorder, kind: str,
+                     attempt: Callable[[Any], Awaitable[bool]],
+                     connect: Callable[[RunSpec], Any] = _grpc_aio_channel,
+                     probe: Optional[Callable[[List[Any]], Dict[str, int]]] = None
+                     ) -> Tuple[Recorder, Dict[str, int]]:
+    """``concurrency`` asyncio tasks on ``connections`` asyncio channels (``connect(spec)``:
+    grpc.aio's by default), each looping ``attempt(multi_callable)`` (True: it succeeded)
+    through one warm-up and one window. ``probe(channels)`` is read at the start and the end
+    of the window; returns the recorder and the difference of its integer counters."""
+    channels = [connect(spec) for _ in range(spec.connections)]
+    before: Dict[str, int] = {}
+    after: Dict[str, int] = {}
     try:
         callables = [getattr(channel, kind)(spec.resolved_method()) for channel in channels]
 
@@ -113,25 +123,36 @@ async def aio_window(spec: RunSpec, recorder: Recorder, kind: str,
         tasks = [asyncio.create_task(worker(callables[i % len(callables)]))
                  for i in range(spec.concurrency)]
         await asyncio.sleep(spec.warmup)
+        before = probe(channels) if probe else {}
         recorder.start_window()
         await asyncio.sleep(spec.duration)
         recorder.stop()
+        after = probe(channels) if probe else {}
         await asyncio.wait_for(asyncio.gather(*tasks), spec.timeout + JOIN_GRACE)
     finally:
         for channel in channels:
             await channel.close()
-    return recorder
+    return recorder, {k: after[k] - before[k] for k in after if isinstance(after[k], int)}
 
 
-def grpcio_aio_unary(spec: RunSpec) -> BenchResult:
-    """``concurrency`` asyncio tasks awaiting unary calls on ``connections`` grpc.aio channels."""
+def aio_unary(spec: RunSpec, connect: Callable[[RunSpec], Any] = _grpc_aio_channel,
+              probe: Optional[Callable[[List[Any]], Dict[str, int]]] = None
+              ) -> Tuple[BenchResult, Dict[str, int]]:
+    """``concurrency`` asyncio tasks awaiting unary calls on ``connections`` channels made
+    by ``connect``; the result and the counters' difference over the window."""
     request = spec.request_bytes()
 
     async def attempt(multi_callable: Any) -> bool:
         return await multi_callable(request, timeout=spec.timeout) == request
 
-    recorder = asyncio.run(aio_window(spec, Recorder(), "unary_unary", attempt))
-    return recorder.result(**spec.result_fields())
+    recorder, delta = asyncio.run(aio_window(spec, Recorder(), "unary_unary", attempt,
+                                             connect, probe))
+    return recorder.result(**spec.result_fields()), delta
+
+
+def grpcio_aio_unary(spec: RunSpec) -> BenchResult:
+    """``concurrency`` asyncio tasks awaiting unary calls on ``connections`` grpc.aio channels."""
+    return aio_unary(spec)[0]
 
 
 def grpcio_aio_bidi(spec: RunSpec) -> BenchResult:

@@ -3,6 +3,8 @@
 ``triple-py-sync``   ``concurrency`` threads making blocking unary calls on triple_py channels;
                      ``options["unary_fast_path"]`` False sends them through the streaming
                      machinery (the channel option ``triple.unary_fast_path``)
+``triple-py-aio``    ``concurrency`` asyncio tasks awaiting unary calls on triple_py.aio channels
+                     (the same loop as grpcio-aio's, on triple_py's asyncio API)
 ``triple-py-bidi``   T = min(threads, C) threads each driving C/T bidi streams in batches:
                      open a stream, write K, done_writing, for each of its streams in turn,
                      then drain them in order (read K and the final status), recording each
@@ -19,12 +21,12 @@ import threading
 import time
 from typing import Dict, List, Optional, Tuple
 
-from .arms_grpcio import JOIN_GRACE, run_threads
+from .arms_grpcio import JOIN_GRACE, aio_unary, run_threads
 from .recorders import STOP, StreamRecorder
 from .result import BenchResult
 from .spec import RunSpec
 
-__all__ = ["triple_py_sync_unary", "triple_py_bidi", "DEFAULT_STREAM_THREADS", "split"]
+__all__ = ["triple_py_sync_unary", "triple_py_aio_unary", "triple_py_bidi", "DEFAULT_STREAM_THREADS", "split"]
 
 DEFAULT_STREAM_THREADS = 8
 
@@ -73,6 +75,19 @@ def triple_py_sync_unary(spec: RunSpec) -> BenchResult:
         for channel in channels:
             channel.close()
     result = recorder.result(**spec.result_fields())
+    result.write_buffer_size = spec.write_buffer_size
+    _apply_counters(result, delta)
+    return result
+
+
+def triple_py_aio_unary(spec: RunSpec) -> BenchResult:
+    """``concurrency`` asyncio tasks awaiting unary calls on triple_py.aio channels."""
+    import triple_py.aio
+
+    def connect(spec: RunSpec):
+        return triple_py.aio.insecure_channel(spec.target, options=_channel_options(spec))
+
+    result, delta = aio_unary(spec, connect, _sum_stats)
     result.write_buffer_size = spec.write_buffer_size
     _apply_counters(result, delta)
     return result

@@ -120,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="request payload: bytes, or 1KiB, 1MiB... (128)")
     run.add_argument("--mode", default="fastpath", metavar="KIND",
                      help="fastpath | stream-path | bidi | grpcio-sync | grpcio-aio | "
-                          "grpcio-aio-bidi | h2load | h2load-bidi | triple-py-sync | "
+                          "grpcio-aio-bidi | h2load | h2load-bidi | triple-py-sync | triple-py-aio | "
                           "triple-py-bidi (fastpath)")
     run.add_argument("--target", metavar="HOST:PORT",
                      help="server to load (default: start the embedded echo server)")

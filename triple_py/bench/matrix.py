@@ -19,6 +19,9 @@ The format (every key but ``arms``/``mode`` and ``[scenarios]`` is optional)::
     method = "/benchmark.BenchmarkService/UnaryCall"  # default: UnaryCall, StreamCall for bidi
     wire = "grpc"               # "grpc" (default) or "triple" (triple-py-sync arms only)
     arms = ["stream-path", "fastpath", "grpcio-sync", "grpcio-aio", "h2load"]
+    compare = [["fastpath", "stream-path"], ["fastpath", "h2load"]]
+                                # the headline comparisons [arm, over arm], each given a
+                                # verdict (default: every arm over the baseline)
 
     [scenarios]                 # each list is an axis; a single value is a one-value axis
     payload = [128, "1KiB", "16KiB", "1MiB"]   # bytes, or with B / KiB / MiB
@@ -51,8 +54,8 @@ The scenario label in the outputs joins the axes that matter: ``128B/c50``, ``12
 (``m``: stream messages, shown when an arm streams), ``/conn4`` (connections other than 1),
 ``/rps2000`` (open loop), ``/wb0`` (a write_buffer_size axis).
 
-Built-in matrices: ``seed-unary``, ``seed-unary-py``, ``seed-stream`` and
-``concurrency-sweep`` (see BUILTIN;
+Built-in matrices: ``headline`` (what ``make bench`` runs), ``seed-unary``, ``seed-unary-py``,
+``seed-stream`` and ``concurrency-sweep`` (see BUILTIN;
 ``python -m triple_py.bench matrix --show seed-unary`` prints their TOML).
 '''
 from __future__ import annotations
@@ -62,7 +65,7 @@ import itertools
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .arms import KINDS, canonical_mode, kind_of
 from .errors import ConfigError
@@ -145,6 +148,37 @@ write_buffer_size = 32768
 mode = "grpcio-aio-bidi"
 '''
 
+HEADLINE = '''\
+# make bench: every headline comparison of the project in one matrix that concludes on a
+# 2-core machine in about 10 minutes. 8 rounds give the paired signed-rank test a smallest
+# p of 2/256 and a 96 % exact interval; 1 s windows are enough because each round's arms
+# are compared with each other, not across rounds. The seeds' full tables: make bench FULL=1.
+name = "headline"
+description = "the headline comparisons: fast path vs stream path (C and Python), each reference client"
+benchmark = "Headline"
+baseline = "stream-path"
+rounds = 8
+duration = "1s"
+warmup = "0.3s"
+arms = ["stream-path", "fastpath", "h2load", "py-stream-path", "py-fastpath", "triple-py-aio",
+        "grpcio-sync", "grpcio-aio"]
+compare = [["fastpath", "stream-path"], ["py-fastpath", "py-stream-path"],
+           ["fastpath", "h2load"], ["py-fastpath", "grpcio-sync"],
+           ["triple-py-aio", "grpcio-aio"]]
+
+[scenarios]
+payload = [128, "16KiB", "1MiB"]
+concurrency = [100]
+
+[arm.py-stream-path]
+mode = "triple-py-sync"
+unary_fast_path = false
+
+[arm.py-fastpath]
+mode = "triple-py-sync"
+unary_fast_path = true
+'''
+
 #: Built-in matrices by name: TOML text in the documented format.
 CONCURRENCY_SWEEP = '''\
 # Does throughput hold as calls in flight grow (dubbo-go's fell)? 128 B unary on one
@@ -168,14 +202,15 @@ mode = "fastpath"
 driver_threads = true
 '''
 
-BUILTIN: Dict[str, str] = {"seed-unary": SEED_UNARY, "seed-unary-py": SEED_UNARY_PY,
+BUILTIN: Dict[str, str] = {"headline": HEADLINE, "seed-unary": SEED_UNARY, "seed-unary-py": SEED_UNARY_PY,
                            "seed-stream": SEED_STREAM, "concurrency-sweep": CONCURRENCY_SWEEP}
 
 #: Scenario axes and their defaults.
 AXES = ("payload", "concurrency", "connections", "stream_messages", "rate",
         "write_buffer_size")
 _TOP_KEYS = {"name", "description", "benchmark", "baseline", "rounds", "duration", "warmup",
-             "timeout", "restart_server", "method", "wire", "arms", "mode", "scenarios", "arm"}
+             "timeout", "restart_server", "method", "wire", "arms", "mode", "scenarios", "arm",
+             "compare"}
 _ARM_KEYS = {"name", "mode", "method", "wire", "write_buffer_size", "write_buffer_delay_us",
              "timeout", "shared_request", "threads", "latency_log", "driver_threads",
              "minimal_headers", "unary_fast_path"}
@@ -249,6 +284,7 @@ class Matrix:
     wire: str = "grpc"
     source: str = ""
     axes_given: Sequence[str] = ()
+    compare: List[Tuple[str, str]] = dataclasses.field(default_factory=list)
 
     @property
     def streaming(self) -> bool:
@@ -309,6 +345,7 @@ class Matrix:
                     raise ConfigError(f"--arms: no arm {name!r} in {self.name} (its arms: "
                                       f"{', '.join(a.name for a in self.arms)})") from None
             m.arms = chosen
+            m.compare = [(a, b) for a, b in self.compare if a in arms and b in arms]
             if baseline is None and self.baseline not in arms:
                 m.baseline = chosen[0].name
         if baseline is not None:
@@ -333,6 +370,7 @@ class Matrix:
                 "duration": self.duration, "warmup": self.warmup, "timeout": self.timeout,
                 "restart_server": self.restart_server, "method": self.method,
                 "wire": self.wire, "source": self.source,
+                "compare": [list(pair) for pair in self.compare],
                 "arms": [{"name": a.name, "mode": a.mode, **a.overrides} for a in self.arms],
                 "scenarios": [dict(s.to_dict(), label=self.label(s)) for s in self.scenarios]}
 
@@ -444,11 +482,20 @@ def _build(doc: Mapping[str, Any], source: str, default_name: str) -> Matrix:
         warmup=parse_duration(doc.get("warmup", 0.5), "warmup"),
         timeout=parse_duration(doc.get("timeout", 10.0), "timeout"),
         restart_server=restart, method=doc.get("method"), wire=wire, source=source,
-        axes_given=tuple(names))
+        axes_given=tuple(names), compare=_pairs(doc.get("compare", [])))
     if matrix.method is not None and not isinstance(matrix.method, str):
         raise ConfigError(f"method must be a string, not {matrix.method!r}")
     _check(matrix)
     return matrix
+
+
+def _pairs(value: Any) -> List[Tuple[str, str]]:
+    """``compare = [["a", "b"], ...]``: each a list of two arm names."""
+    if not isinstance(value, list) or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+            for p in value):
+        raise ConfigError(f"compare must be a list of [arm, over arm] pairs, not {value!r}")
+    return [(a, b) for a, b in value]
 
 
 def _string(doc: Mapping[str, Any], key: str, default: str) -> str:
@@ -524,6 +571,11 @@ def _check(m: Matrix) -> None:
         raise ConfigError(f"arm {dup!r} is listed twice")
     if m.baseline not in names:
         raise ConfigError(f"baseline {m.baseline!r} is not an arm (arms: {', '.join(names)})")
+    for pair in m.compare:
+        missing = [a for a in pair if a not in names]
+        if missing or pair[0] == pair[1]:
+            why = f"{missing[0]!r} is not an arm" if missing else "an arm against itself"
+            raise ConfigError(f"compare {list(pair)}: {why} (arms: {', '.join(names)})")
     if not 1 <= m.rounds <= 1000:
         raise ConfigError(f"rounds must be 1..1000, not {m.rounds}")
     if m.duration <= 0:

@@ -15,6 +15,18 @@ For each scenario and arm this reports, over the rounds where both have a result
   the observed ranks (ties get average ranks, zero differences are dropped), so it holds for
   any number of rounds.
 
+- the Hodges-Lehmann estimate of the ratio (the median of the Walsh averages of the log
+  ratios) and its exact distribution-free confidence interval: the Walsh averages between
+  the order statistics that the signed-rank distribution puts at alpha/2 in each tail, so
+  the interval excludes 1 exactly when the test rejects at that level (ties aside). Below
+  six rounds no interval reaches 95 %; the widest one is given with its real coverage;
+- a verdict: a significant change (p < alpha), or *equivalent* when the whole interval lies
+  within the margin (default ±5 %; the interval-inclusion form of an equivalence test), or
+  *inconclusive* with the rounds still needed, from the spread of the observed log ratios:
+  enough rounds for an interval narrow enough to either exclude 1 or fit in the margin,
+  whichever comes first (a normal approximation, divided by the signed-rank test's
+  efficiency of 3/pi against the t-test).
+
 As in benchstat, a change is only printed when p < alpha (0.05); otherwise ``~``.
 """
 from __future__ import annotations
@@ -22,14 +34,20 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from typing import List, Mapping, Sequence, Tuple
+from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .harness import MatrixRun
 
-__all__ = ["PairedRatio", "signed_rank_p", "compare_rounds", "paired_ratios", "format_paired"]
+__all__ = ["PairedRatio", "signed_rank_p", "walsh_interval", "rounds_needed", "compare_pairs",
+           "compare_rounds", "paired_ratios", "headline_ratios", "format_paired",
+           "format_verdicts", "PAIRED_COLUMNS"]
 
 ALPHA = 0.05
 MIN_PAIRS = 6  # 2 / 2**5 = 0.0625: five pairs can never be significant
+MARGIN = 0.05  # equivalence: the whole interval within ±5 % (on the log scale)
+MAX_ROUNDS = 1000  # the most a matrix runs; "needs more" is capped there
+_Z = 1.959963984540054  # the standard normal's 97.5 % point
+_EFFICIENCY = 3 / math.pi  # signed-rank test vs t-test, asymptotically, under normality
 
 
 @dataclasses.dataclass
@@ -44,11 +62,41 @@ class PairedRatio:
     low: float
     high: float
     p: float  # two-sided signed-rank p-value; 1.0 when it cannot be computed
+    baseline: str = ""  # the arm the ratio is over
+    estimate: float = math.nan  # Hodges-Lehmann estimate of the ratio
+    ci_low: float = math.nan  # its exact confidence interval...
+    ci_high: float = math.nan
+    confidence: float = 0.0  # ...and that interval's real coverage (>= 0.95 from 6 rounds)
+    verdict: str = "inconclusive"  # "higher", "lower", "equivalent" or "inconclusive"
+    more_rounds: Optional[int] = None  # inconclusive: rounds still needed (estimated)
 
     @property
     def significant(self) -> bool:
         """Whether p < 0.05."""
         return self.p < ALPHA
+
+    def conclusion(self, what: str = "QPS", margin: float = MARGIN) -> str:
+        """The verdict as a sentence: ``+31.2% QPS [+28.0%, +34.1%]``, ``equivalent within
+        ±5% [-1.2%, +2.0%]``, ``inconclusive: needs 4 more rounds [-3.0%, +9.1%]``."""
+        ci = f"[{_pct(self.ci_low)}, {_pct(self.ci_high)}]"
+        if self.verdict in ("higher", "lower"):
+            return f"{_pct(self.estimate)} {what} {ci}"
+        if self.verdict == "equivalent":
+            return f"equivalent within ±{margin * 100:g}% {ci}"
+        if self.more_rounds is None:
+            return f"inconclusive {ci}"
+        many = "more than " if self.rounds + self.more_rounds >= MAX_ROUNDS else ""
+        return f"inconclusive: needs {many}{self.more_rounds} more rounds {ci}"
+
+
+#: The columns of the paired table (CSV, ``load_results().paired()``).
+PAIRED_COLUMNS = ["scenario", "arm", "baseline", "rounds", "median", "geomean", "low", "high",
+                  "estimate", "ci_low", "ci_high", "confidence", "p", "significant", "verdict",
+                  "more_rounds"]
+
+
+def _pct(ratio: float) -> str:
+    return "?" if math.isnan(ratio) else f"{(ratio - 1) * 100:+.1f}%"
 
 
 def _ranks(values: Sequence[float]) -> List[float]:
@@ -66,6 +114,17 @@ def _ranks(values: Sequence[float]) -> List[float]:
     return ranks
 
 
+def _sign_flip_counts(ranks: Sequence[int]) -> List[int]:
+    """``counts[s]``: how many of the 2**n sign assignments give positive ranks summing to s."""
+    total = sum(ranks)
+    counts = [0] * (total + 1)
+    counts[0] = 1
+    for r in ranks:
+        for s in range(total, r - 1, -1):
+            counts[s] += counts[s - r]
+    return counts
+
+
 def signed_rank_p(differences: Sequence[float]) -> float:
     """Two-sided p-value of Wilcoxon's signed-rank test that ``differences`` are symmetric
     about 0, exact under random signs of the observed ranks (zeros dropped). 1.0 when no
@@ -76,67 +135,171 @@ def signed_rank_p(differences: Sequence[float]) -> float:
     # Doubled ranks are integers even with ties (average ranks end in .5).
     ranks = [int(round(2 * r)) for r in _ranks([abs(x) for x in d])]
     observed = sum(r for r, x in zip(ranks, d) if x > 0)
-    total = sum(ranks)
-    # counts[s]: sign assignments whose positive ranks sum to s.
-    counts = [0] * (total + 1)
-    counts[0] = 1
-    for r in ranks:
-        for s in range(total, r - 1, -1):
-            counts[s] += counts[s - r]
+    counts = _sign_flip_counts(ranks)
     outcomes = 2 ** len(ranks)
     below = sum(counts[:observed + 1]) / outcomes
     above = sum(counts[observed:]) / outcomes
     return min(1.0, 2 * min(below, above))
 
 
+def walsh_interval(logs: Sequence[float], alpha: float = ALPHA) -> Tuple[float, float, float,
+                                                                          float]:
+    """``(estimate, low, high, coverage)`` for the centre of the symmetric distribution of
+    ``logs``: the Hodges-Lehmann estimate (median of the n(n+1)/2 Walsh averages) and the
+    exact interval between the k-th smallest and k-th largest Walsh averages, k the largest
+    with P(T < k) <= alpha/2 under the signed-rank null distribution of T. With too few
+    values for that (n < 6 at alpha 0.05) the widest interval, k = 1, with its coverage."""
+    x = [v for v in logs if not math.isnan(v)]
+    n = len(x)
+    if n == 0:
+        return math.nan, math.nan, math.nan, 0.0
+    walsh = sorted((x[i] + x[j]) / 2 for i in range(n) for j in range(i, n))
+    counts = _sign_flip_counts(list(range(1, n + 1)))
+    outcomes = 2 ** n
+    k, tail = 1, counts[0]  # tail: P(T <= k-1) * outcomes
+    while tail + counts[k] <= alpha / 2 * outcomes:
+        tail += counts[k]
+        k += 1
+    coverage = 1 - 2 * tail / outcomes
+    return statistics.median(walsh), walsh[k - 1], walsh[len(walsh) - k], coverage
+
+
+def rounds_needed(logs: Sequence[float], margin: float = MARGIN) -> Optional[int]:
+    """Paired rounds (in all) for an interval that excludes 0 or lies within ±log(1+margin),
+    from the spread of the observed ``logs`` (at least MIN_PAIRS, at most MAX_ROUNDS); None
+    with fewer than two values."""
+    if len(logs) < 2:
+        return None
+    centre, spread = statistics.fmean(logs), statistics.stdev(logs)
+    if spread == 0:
+        return MIN_PAIRS
+    bound = math.log1p(margin)
+    half_widths = [abs(centre)] + ([bound - abs(centre)] if abs(centre) < bound else [])
+    needed = min((_Z * spread / h) ** 2 / _EFFICIENCY if h > 0 else math.inf
+                 for h in half_widths)
+    return int(min(MAX_ROUNDS, max(MIN_PAIRS, math.ceil(needed))))
+
+
+def _paired_row(scenario: str, arm: str, baseline: str, ratios: Sequence[float],
+                margin: float) -> PairedRatio:
+    logs = [math.log(x) for x in ratios]
+    estimate, low, high, coverage = walsh_interval(logs)
+    p = signed_rank_p(logs)
+    row = PairedRatio(scenario=scenario, arm=arm, rounds=len(ratios),
+                      median=statistics.median(ratios),
+                      geomean=math.exp(statistics.fmean(logs)), low=min(ratios),
+                      high=max(ratios), p=p, baseline=baseline, estimate=math.exp(estimate),
+                      ci_low=math.exp(low), ci_high=math.exp(high), confidence=coverage)
+    bound = math.log1p(margin)
+    if row.significant:
+        row.verdict = "higher" if estimate > 0 else "lower"
+    elif coverage >= 1 - ALPHA and -bound < low and high < bound:
+        row.verdict = "equivalent"
+    else:
+        needed = rounds_needed(logs, margin)
+        row.more_rounds = None if needed is None else max(1, needed - len(ratios))
+    return row
+
+
+def compare_pairs(qps: Mapping[Tuple[str, str, int], float],
+                  pairs: Iterable[Tuple[str, str]], scenarios: Sequence[str],
+                  margin: float = MARGIN) -> List[PairedRatio]:
+    """Paired ratios from ``qps[(scenario, arm, round)]`` (measured runs only) for each
+    ``(arm, baseline)`` of ``pairs`` in every scenario (pairs first, then scenarios)."""
+    rows = []
+    pairs = list(pairs)
+    for arm, baseline in pairs:
+        for scenario in scenarios:
+            base = {rnd: v for (sc, a, rnd), v in qps.items()
+                    if sc == scenario and a == baseline and v > 0}
+            ratios = [v / base[rnd] for (sc, a, rnd), v in sorted(qps.items())
+                      if sc == scenario and a == arm and v > 0 and rnd in base]
+            if ratios:
+                rows.append(_paired_row(scenario, arm, baseline, ratios, margin))
+    return rows
+
+
 def compare_rounds(qps: Mapping[Tuple[str, str, int], float], baseline: str,
-                   scenarios: Sequence[str], arms: Sequence[str]) -> List[PairedRatio]:
+                   scenarios: Sequence[str], arms: Sequence[str],
+                   margin: float = MARGIN) -> List[PairedRatio]:
     """The paired ratios from ``qps[(scenario, arm, round)]`` (measured runs only), for
     every scenario and every arm but ``baseline``, in the given orders."""
     rows = []
     for scenario in scenarios:
-        runs = {(a, rnd): v for (sc, a, rnd), v in qps.items() if sc == scenario and v > 0}
-        base = {rnd: v for (a, rnd), v in runs.items() if a == baseline}
-        for arm in arms:
-            if arm == baseline:
-                continue
-            ratios = [v / base[rnd] for (a, rnd), v in runs.items()
-                      if a == arm and rnd in base]
-            if not ratios:
-                continue
-            logs = [math.log(x) for x in ratios]
-            rows.append(PairedRatio(
-                scenario=scenario, arm=arm, rounds=len(ratios),
-                median=statistics.median(ratios), geomean=math.exp(statistics.fmean(logs)),
-                low=min(ratios), high=max(ratios), p=signed_rank_p(logs)))
+        rows += compare_pairs(qps, [(a, baseline) for a in arms if a != baseline], [scenario],
+                              margin)
     return rows
+
+
+def _qps(run: MatrixRun) -> dict:
+    return {(r.label, r.arm.name, r.round): r.result.qps for r in run.runs
+            if r.result is not None}
+
+
+def _labels(run: MatrixRun) -> List[str]:
+    return [run.matrix.label(s) for s in run.matrix.scenarios]
 
 
 def paired_ratios(run: MatrixRun) -> List[PairedRatio]:
     """Every non-baseline arm of every scenario of a matrix run against the baseline,
     paired by round."""
     matrix = run.matrix
-    qps = {(r.label, r.arm.name, r.round): r.result.qps for r in run.runs
-           if r.result is not None}
-    return compare_rounds(qps, matrix.baseline, [matrix.label(s) for s in matrix.scenarios],
-                          [a.name for a in matrix.arms])
+    return compare_rounds(_qps(run), matrix.baseline, _labels(run), [a.name for a in matrix.arms])
+
+
+def headline_ratios(run: MatrixRun) -> List[PairedRatio]:
+    """The matrix's headline comparisons (its ``compare`` pairs; without them, every arm
+    against the baseline), pair by pair, each in every scenario."""
+    matrix = run.matrix
+    pairs = list(matrix.compare) or [(a.name, matrix.baseline) for a in matrix.arms
+                                      if a.name != matrix.baseline]
+    return compare_pairs(_qps(run), pairs, _labels(run))
+
+
+def _what(run: MatrixRun) -> str:
+    return "streams/s" if run.matrix.streaming else "QPS"
 
 
 def format_paired(run: MatrixRun) -> str:
-    """The paired table: per scenario and arm, the per-round QPS ratios to the baseline."""
+    """The paired table: per scenario and arm, the per-round QPS ratios to the baseline,
+    with the Hodges-Lehmann estimate, its exact 95 % interval and the signed-rank p."""
     rows = paired_ratios(run)
     if not rows:
         return ""
-    what = "streams/s" if run.matrix.streaming else "QPS"
-    head = (f"{'scenario':<18} {'arm':<16} {'rounds':>6} {'median':>8} {'geomean':>8} "
-            f"{'range':>13} {'p':>7}  change")
-    lines = [f"== paired by round: each arm's {what} / {run.matrix.baseline}'s in the same "
-             f"round (Wilcoxon signed-rank) ==", head, "-" * len(head)]
+    head = (f"{'scenario':<18} {'arm':<16} {'rounds':>6} {'median':>8} {'range':>13} "
+            f"{'estimate':>9} {'95% CI':>15} {'p':>7}  change")
+    lines = [f"== paired by round: each arm's {_what(run)} / {run.matrix.baseline}'s in the "
+             f"same round (Wilcoxon signed-rank; Hodges-Lehmann estimate, exact CI) ==", head,
+             "-" * len(head)]
     for r in rows:
         change = f"{(r.geomean - 1) * 100:+.2f}%" if r.significant else "~"
         lines.append(f"{r.scenario:<18} {r.arm:<16} {r.rounds:>6} {r.median:>7.3f}x "
-                     f"{r.geomean:>7.3f}x {r.low:>6.2f}..{r.high:<5.2f} {r.p:>7.3f}  {change}")
+                     f"{r.low:>6.2f}..{r.high:<5.2f} {r.estimate:>8.3f}x "
+                     f"{r.ci_low:>6.3f}..{r.ci_high:<6.3f} {r.p:>7.3f}  {change}")
     if max(r.rounds for r in rows) < MIN_PAIRS:
         lines.append(f"note: with fewer than {MIN_PAIRS} paired rounds the signed-rank test "
                      f"cannot reach p < {ALPHA} (its smallest p is 2 / 2^rounds)")
+    return "\n".join(lines)
+
+
+def format_verdicts(run: MatrixRun, margin: float = MARGIN) -> str:
+    """The report's conclusion: for each headline comparison and scenario, a significant
+    change with its interval, equivalence within ``margin``, or the rounds still needed."""
+    rows = headline_ratios(run)
+    if not rows:
+        return ""
+    what = _what(run)
+    width = max(len(f"{r.arm} vs {r.baseline}") for r in rows)
+    scen = max(len(r.scenario) for r in rows)
+    lines = [f"== verdicts: {what}, paired by round; change [exact 95% CI]; p: Wilcoxon "
+             f"signed-rank; equivalent: CI within ±{margin * 100:g}% =="]
+    for r in rows:
+        name = f"{r.arm} vs {r.baseline}"
+        lines.append(f"{name:<{width}}  {r.scenario:<{scen}}  {r.rounds:>2} rounds  "
+                     f"p={r.p:<6.3g} {r.conclusion(what, margin)}")
+    counts = {v: sum(r.verdict == v for r in rows)
+              for v in ("higher", "lower", "equivalent", "inconclusive")}
+    lines.append(f"{len(rows)} comparisons: {counts['higher'] + counts['lower']} significant "
+                 f"({counts['higher']} higher, {counts['lower']} lower), "
+                 f"{counts['equivalent']} equivalent, {counts['inconclusive']} inconclusive")
     return "\n".join(lines)

@@ -15,8 +15,13 @@ Files written into the results directory by :func:`write_results`:
 ``benchstat/<arm>.txt``  the same lines per arm without the arm in the name, so that
                    ``python -m triple_py.benchstat benchstat/stream-path.txt
                    benchstat/fastpath.txt`` compares two arms the way the seeds did.
-``summary.txt``    the summary tables; ``comparison.txt``: the benchstat comparison and the
-                   paired-by-round table (:mod:`.paired`).
+``summary.txt``    the summary tables; ``comparison.txt``: the benchstat comparison, the
+                   paired-by-round table (:mod:`.paired`) and the verdicts.
+``paired.csv``     the paired table: every arm over the baseline and every headline pair,
+                   per scenario (columns: :data:`.paired.PAIRED_COLUMNS`: the ratios, the
+                   Hodges-Lehmann estimate, its exact CI, p, the verdict).
+``verdicts.txt``   the conclusion: each headline comparison per scenario, a significant
+                   change with its CI, equivalent within ±5 %, or the rounds still needed.
 
 ns/op is 1e9 / QPS: the wall time per completed call at the run's concurrency (like Go's
 RunParallel benchmarks), so lower is better and benchstat's sec/op column reads as the
@@ -27,6 +32,7 @@ tells the arms apart.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import os
@@ -36,12 +42,13 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .harness import ArmRun, MatrixRun
-from .paired import format_paired
+from .paired import PAIRED_COLUMNS, format_paired, format_verdicts, headline_ratios, \
+    paired_ratios
 from .result import BenchResult, client_cpu
 
 __all__ = ["CSV_COLUMNS", "ArmSummary", "summarize", "format_scenario_table",
            "format_summary", "unit_values", "go_line", "go_bench_text", "go_header",
-           "csv_rows", "write_csv", "results_doc", "write_results", "comparison",
+           "csv_rows", "write_csv", "write_paired_csv", "results_doc", "write_results", "comparison",
            "format_run_summary", "NOTE_FEW_ROUNDS"]
 
 CSV_COLUMNS = [
@@ -352,10 +359,30 @@ def write_results(run: MatrixRun, out_dir: Path, comparison_text: str = "") -> D
     for arm in run.matrix.arms:
         (per_arm / f"{arm.name}.txt").write_text(go_bench_text(run, arm.name))
     paths["benchstat"] = per_arm
+    paths["paired"] = out_dir / "paired.csv"
+    write_paired_csv(run, paths["paired"])
+    verdicts = format_verdicts(run)
+    if verdicts:
+        paths["verdicts"] = out_dir / "verdicts.txt"
+        paths["verdicts"].write_text(verdicts + "\n")
     if comparison_text:
         paths["comparison"] = out_dir / "comparison.txt"
         paths["comparison"].write_text(comparison_text)
     return paths
+
+
+def write_paired_csv(run: MatrixRun, path: Path) -> None:
+    """The paired table as CSV: every arm over the baseline, then the headline pairs that
+    are not among them."""
+    rows = paired_ratios(run)
+    seen = {(r.scenario, r.arm, r.baseline) for r in rows}
+    rows += [r for r in headline_ratios(run) if (r.scenario, r.arm, r.baseline) not in seen]
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=PAIRED_COLUMNS)
+        writer.writeheader()
+        for r in rows:
+            row = dict(dataclasses.asdict(r), significant=r.significant)
+            writer.writerow({k: "" if row[k] is None else row[k] for k in PAIRED_COLUMNS})
 
 
 # -- comparison -------------------------------------------------------------------------------
@@ -395,6 +422,9 @@ def comparison(run: MatrixRun,
         blocks.append(paired)
     if rounds and rounds < 4:
         blocks.append(NOTE_FEW_ROUNDS)
+    verdicts = format_verdicts(run)
+    if verdicts:
+        blocks.append(verdicts)
     return go_header(run) + "\n" + "\n\n".join(blocks) + "\n"
 
 

@@ -247,20 +247,21 @@ class Results:
         scenario and arm, the median, geometric mean, min and max of the per-round ratios
         ``value / baseline's value in the same round`` and the exact Wilcoxon signed-rank
         p-value of their logs (see :mod:`triple_py.bench.paired`; the matrix prints the
-        same table for QPS). Columns: ``scenario, arm, rounds, median, geomean, low, high,
-        p, significant``."""
+        same table for QPS), the Hodges-Lehmann estimate of the ratio with its exact 95 %
+        interval (``estimate, ci_low, ci_high``, and the interval's real ``confidence``) and
+        the verdict (``higher``, ``lower``, ``equivalent`` within ±5 %, or ``inconclusive``
+        with ``more_rounds`` still needed). Columns: :data:`triple_py.bench.paired.
+        PAIRED_COLUMNS`."""
         import pandas as pd
 
-        from .paired import compare_rounds
+        from .paired import PAIRED_COLUMNS, compare_rounds
 
         m = self.measured.dropna(subset=[value])
         values = {(row.scenario, row.arm, int(row.round)): float(getattr(row, value))
                   for row in m.itertuples()}
         rows = compare_rounds(values, baseline or self.baseline, self.scenarios, self.arms)
         return pd.DataFrame([dict(dataclasses.asdict(r), significant=r.significant)
-                             for r in rows],
-                            columns=["scenario", "arm", "rounds", "median", "geomean", "low",
-                                     "high", "p", "significant"])
+                             for r in rows], columns=PAIRED_COLUMNS)
 
     def benchstat_text(self, units: Sequence[str] = ("sec/op", "p99-sec"),
                        arms: Optional[Sequence[str]] = None, baseline: Optional[str] = None,
