@@ -5,6 +5,7 @@
 # Idempotent; `make bench` and `make test` run it first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started=$(date +%s)
 
 PACKAGES=(
   build-essential pkg-config python3-dev python3-venv python3-pip python3-setuptools
@@ -45,3 +46,4 @@ if [ ! -f "$stamp" ] || [ -n "$(find csrc proto setup.py pyproject.toml -newer "
   .venv/bin/pip install -q --no-build-isolation --no-deps -e . 
   touch "$stamp"
 fi
+[ "$(( $(date +%s) - started ))" -lt 5 ] || echo "bootstrap: done in $(( $(date +%s) - started )) s"
