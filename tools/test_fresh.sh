@@ -10,7 +10,8 @@
 #  3. A clone of this repository's HEAD (committed work only), `apt-get install make git`,
 #     then `make test` there as the first command: tools/bootstrap.sh must install the rest.
 #
-# Needs root (debootstrap, chroot, mounts). FRESH_DIR (default build/fresh) holds the root;
+# Needs root (debootstrap, chroot, mounts). FRESH_DIR (default /var/tmp/triple_py-fresh,
+# outside the checkout: pip and setuptools walk the project tree) holds the root;
 # it is deleted first and after a pass (kept on failure, for a look: FRESH_KEEP=1 keeps it
 # always). FRESH_TARGET (default test) is the make target run in the root.
 set -euo pipefail
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 
 cache_dir=${FRESH_CACHE:-/var/cache/triple_py}
-work=${FRESH_DIR:-$repo/build/fresh}
+work=${FRESH_DIR:-/var/tmp/triple_py-fresh}
 target=${FRESH_TARGET:-test}
 root=$work/root
 base_tar=$cache_dir/bookworm-minbase.tar.gz
