@@ -61,7 +61,8 @@ test-fresh:
 	tools/test_fresh.sh
 
 # The main job: the headline matrix (triple_py/bench/matrix.py HEADLINE) against the embedded
-# echo server, about 10 minutes on 2 cores: fast path vs stream path from the C load
+# echo server in a process of its own (so that client and server CPU per call are each
+# measured), under 10 minutes on 2 cores: fast path vs stream path from the C load
 # generator and from Python, and each reference client (h2load, grpcio sync, grpc.aio) next
 # to ours; it ends in verdicts (a change with its CI, equivalence within ±5 %, or the rounds
 # still needed); files in results/.  `make bench FULL=1`: the seeds' full unary tables
@@ -73,7 +74,7 @@ bench: bootstrap
 	  $(PY) -m triple_py.bench matrix seed-unary --rounds 6 --duration 3 && \
 	  $(PY) -m triple_py.bench matrix seed-unary-py --rounds 6 --duration 3; \
 	else \
-	  $(PY) -m triple_py.bench matrix headline; \
+	  $(PY) benchmarks/matrix_peer.py headline --peer embedded; \
 	fi
 
 bench-peers: bootstrap

@@ -86,7 +86,8 @@ class PairedRatio:
         if self.more_rounds is None:
             return f"inconclusive {ci}"
         many = "more than " if self.rounds + self.more_rounds >= MAX_ROUNDS else ""
-        return f"inconclusive: needs {many}{self.more_rounds} more rounds {ci}"
+        rounds = "round" if self.more_rounds == 1 else "rounds"
+        return f"inconclusive: needs {many}{self.more_rounds} more {rounds} {ci}"
 
 
 #: The columns of the paired table (CSV, ``load_results().paired()``).
@@ -231,9 +232,15 @@ def compare_rounds(qps: Mapping[Tuple[str, str, int], float], baseline: str,
     return rows
 
 
-def _qps(run: MatrixRun) -> dict:
-    return {(r.label, r.arm.name, r.round): r.result.qps for r in run.runs
-            if r.result is not None}
+#: What a paired comparison can divide: a BenchResult attribute per name.
+VALUES = {"qps": "qps", "cpu": "cpu_us_per_call"}
+
+
+def _values(run: MatrixRun, value: str = "qps") -> dict:
+    """``{(scenario, arm, round): figure}`` of the measured runs that have the figure."""
+    attribute = VALUES[value]
+    return {(r.label, r.arm.name, r.round): getattr(r.result, attribute) for r in run.runs
+            if r.result is not None and getattr(r.result, attribute)}
 
 
 def _labels(run: MatrixRun) -> List[str]:
@@ -244,16 +251,18 @@ def paired_ratios(run: MatrixRun) -> List[PairedRatio]:
     """Every non-baseline arm of every scenario of a matrix run against the baseline,
     paired by round."""
     matrix = run.matrix
-    return compare_rounds(_qps(run), matrix.baseline, _labels(run), [a.name for a in matrix.arms])
+    return compare_rounds(_values(run), matrix.baseline, _labels(run),
+                          [a.name for a in matrix.arms])
 
 
-def headline_ratios(run: MatrixRun) -> List[PairedRatio]:
+def headline_ratios(run: MatrixRun, value: str = "qps") -> List[PairedRatio]:
     """The matrix's headline comparisons (its ``compare`` pairs; without them, every arm
-    against the baseline), pair by pair, each in every scenario."""
+    against the baseline), pair by pair, each in every scenario, of ``value`` (``qps``, or
+    ``cpu``: the client's CPU time per call, where both arms measured it)."""
     matrix = run.matrix
     pairs = list(matrix.compare) or [(a.name, matrix.baseline) for a in matrix.arms
                                       if a.name != matrix.baseline]
-    return compare_pairs(_qps(run), pairs, _labels(run))
+    return compare_pairs(_values(run, value), pairs, _labels(run))
 
 
 def _what(run: MatrixRun) -> str:
@@ -284,15 +293,22 @@ def format_paired(run: MatrixRun) -> str:
 
 def format_verdicts(run: MatrixRun, margin: float = MARGIN) -> str:
     """The report's conclusion: for each headline comparison and scenario, a significant
-    change with its interval, equivalence within ``margin``, or the rounds still needed."""
-    rows = headline_ratios(run)
+    change with its interval, equivalence within ``margin``, or the rounds still needed;
+    first for the throughput, then for the client's CPU time per call (the arms that
+    measured it)."""
+    blocks = [_verdict_block(headline_ratios(run), _what(run), "", margin),
+              _verdict_block(headline_ratios(run, "cpu"), "CPU/call",
+                             " (client CPU time per call: lower is cheaper)", margin)]
+    return "\n\n".join(b for b in blocks if b)
+
+
+def _verdict_block(rows: Sequence[PairedRatio], what: str, note: str, margin: float) -> str:
     if not rows:
         return ""
-    what = _what(run)
     width = max(len(f"{r.arm} vs {r.baseline}") for r in rows)
     scen = max(len(r.scenario) for r in rows)
-    lines = [f"== verdicts: {what}, paired by round; change [exact 95% CI]; p: Wilcoxon "
-             f"signed-rank; equivalent: CI within ±{margin * 100:g}% =="]
+    lines = [f"== verdicts: {what}{note}, paired by round; change [exact 95% CI]; p: "
+             f"Wilcoxon signed-rank; equivalent: CI within ±{margin * 100:g}% =="]
     for r in rows:
         name = f"{r.arm} vs {r.baseline}"
         lines.append(f"{name:<{width}}  {r.scenario:<{scen}}  {r.rounds:>2} rounds  "
