@@ -21,6 +21,7 @@ from .arms import run_spec
 from .environment import environment
 from .errors import BenchError, ConfigError
 from .matrix import ArmSpec, Matrix, Scenario, round_order
+from .live import auto_progress
 from .progress import Progress
 from .recorders import describe
 from .result import BenchResult
@@ -91,7 +92,10 @@ def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
     e.g. one that starts a peer process) choose the server;
     neither: the embedded echo server. ``check`` makes one test call per method first
     (TargetError / RunFailed). ``on_scenario`` is called after each scenario (to print its
-    table). Raises ConfigError when ``restart_server`` is asked of a fixed target.
+    table). ``progress`` defaults to :func:`~.live.auto_progress`: a live display in a
+    Jupyter notebook, the terminal line elsewhere. Ctrl-C (or interrupting the notebook
+    cell) stops the run: the arm runs measured so far are kept (``interrupted`` is set).
+    Raises ConfigError when ``restart_server`` is asked of a fixed target.
     """
     if target is not None and server_factory is not None:
         raise ConfigError("give target or server_factory, not both")
@@ -99,7 +103,7 @@ def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
         raise ConfigError("--restart-server needs a server the harness starts (the embedded "
                           "one, or a server factory), not a fixed --target")
     factory = server_factory or fixed_target(target)
-    progress = progress or Progress(enabled=False)
+    progress = progress or auto_progress(title=f"matrix {matrix.name}")
     progress.total = len(matrix.scenarios) * matrix.rounds * len(matrix.arms)
     out = MatrixRun(matrix, [], environment() if capture_environment else {}, time.time(),
                     target=target)
