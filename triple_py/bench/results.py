@@ -251,16 +251,46 @@ class Results:
         p, significant``."""
         import pandas as pd
 
+        rows = self._paired_rows(value, baseline)
+        return pd.DataFrame([dict(dataclasses.asdict(r), significant=r.significant)
+                             for r in rows],
+                            columns=["scenario", "arm", "rounds", "median", "geomean", "low",
+                                     "high", "p", "significant"])
+
+    def paired_table(self, value: str = "qps", baseline: Optional[str] = None):
+        """The same comparison as :meth:`paired`, as a
+        :class:`~triple_py.bench.views.PairedTable`: an HTML table in Jupyter with the
+        significant rows marked (better / worse), text with ``print()``."""
+        from .views import PairedTable
+
+        return PairedTable(self._paired_rows(value, baseline), baseline or self.baseline,
+                           value)
+
+    def _paired_rows(self, value: str, baseline: Optional[str]) -> list:
         from .paired import compare_rounds
 
         m = self.measured.dropna(subset=[value])
         values = {(row.scenario, row.arm, int(row.round)): float(getattr(row, value))
                   for row in m.itertuples()}
-        rows = compare_rounds(values, baseline or self.baseline, self.scenarios, self.arms)
-        return pd.DataFrame([dict(dataclasses.asdict(r), significant=r.significant)
-                             for r in rows],
-                            columns=["scenario", "arm", "rounds", "median", "geomean", "low",
-                                     "high", "p", "significant"])
+        return compare_rounds(values, baseline or self.baseline, self.scenarios, self.arms)
+
+    def comparison(self, units: Sequence[str] = ("sec/op", "p99-sec"),
+                   arms: Optional[Sequence[str]] = None, baseline: Optional[str] = None,
+                   alpha: float = 0.05, confidence: float = 0.95):
+        """benchstat's comparison (:meth:`benchstat` and :meth:`benchstat_text` in one) as
+        a :class:`~triple_py.bench.views.Comparison`: an HTML table per unit in Jupyter,
+        each change marked better, worse or ``~``; benchstat's text with ``print()``."""
+        from .views import Comparison
+
+        frame = self.benchstat(units, arms, baseline, alpha, confidence)
+        text = self.benchstat_text(units, arms, baseline, alpha, confidence)
+        return Comparison(frame, text, baseline or self.baseline)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: where and what, then per scenario and arm the median figures."""
+        from .html_tables import results_html
+
+        return results_html(self)
 
     def benchstat_text(self, units: Sequence[str] = ("sec/op", "p99-sec"),
                        arms: Optional[Sequence[str]] = None, baseline: Optional[str] = None,
