@@ -30,7 +30,7 @@ from .server_cpu import book_server_cpu, process_cpu_seconds, unpack_served
 from .spec import RunSpec
 from .target import ServerFactory, fixed_target
 
-__all__ = ["ArmRun", "MatrixRun", "run_matrix", "Runner"]
+__all__ = ["ArmRun", "MatrixRun", "run_matrix", "single_run", "Runner"]
 
 #: Runs one spec (tests substitute a fake).
 Runner = Callable[[RunSpec], BenchResult]
@@ -178,3 +178,27 @@ def _run_all(matrix: Matrix, server: Callable[[], ContextManager[str]],
                 one_round(scenario, index, address)
             if on_scenario:
                 on_scenario(out, scenario)
+
+
+def single_run(result: BenchResult, target: Optional[str] = None,
+               started: Optional[float] = None, capture_environment: bool = True,
+               duration: Optional[float] = None, warmup: Optional[float] = None
+               ) -> MatrixRun:
+    """One ``run()`` result as a one-arm, one-round matrix run (named ``run``), so that
+    the matrix's reports, files and figures take it too. ``target`` is the fixed target
+    it ran against (None: the embedded server); ``duration`` and ``warmup`` are the asked
+    ones (default: the result's)."""
+    from .matrix import ArmSpec, Matrix, Scenario
+
+    matrix = Matrix(name="run", arms=[ArmSpec(result.arm, result.mode)], benchmark="Run",
+                    scenarios=[Scenario(result.payload_size, result.concurrency,
+                                        result.connections, result.stream_messages,
+                                        result.rate or 0.0)],
+                    baseline=result.arm, rounds=1,
+                    duration=result.duration_s if duration is None else duration,
+                    warmup=result.warmup_s if warmup is None else warmup)
+    started = time.time() if started is None else started
+    arm_run = ArmRun(matrix.scenarios[0], matrix.label(matrix.scenarios[0]), matrix.arms[0],
+                     1, 0, result.target, 1, started, result)
+    return MatrixRun(matrix, [arm_run], environment() if capture_environment else {},
+                     started, time.time(), target=target)

@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .result import client_cpu
 
-__all__ = ["Results", "load_results", "RUN_COLUMNS", "SUCCESS_CODES", "percentile_spectrum",
+__all__ = ["Results", "load_results", "results_from_document", "RUN_COLUMNS", "SUCCESS_CODES", "percentile_spectrum",
            "interval", "higher_is_better", "significant_changes", "conclusions"]
 
 #: Columns of :attr:`Results.runs`, in order.
@@ -426,13 +426,21 @@ def load_results(path: PathLike, baseline: Optional[str] = None) -> Results:
     :meth:`Results.benchstat`). Returns :class:`Results`; raises FileNotFoundError, or
     ValueError for a JSON document that is not the harness's (e.g. pytest-benchmark's) or
     a baseline that is not one of its arms."""
-    import pandas as pd
-
     json_path = _find_json(Path(path))
     try:
         doc = json.loads(json_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{json_path}: not JSON: {exc}") from None
+    return results_from_document(doc, json_path, baseline)
+
+
+def results_from_document(doc: Any, json_path: Path, baseline: Optional[str] = None
+                          ) -> Results:
+    """:func:`load_results` of a document already in memory (e.g.
+    ``report.results_doc(run)`` of a run that was not written); ``json_path`` names it
+    in messages and is :attr:`Results.path`."""
+    import pandas as pd
+
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise ValueError(f"{json_path}: not a triple_py.bench results document (no "
                          f"\"results\" list)")
