@@ -286,6 +286,11 @@ class Results:
         text = self.benchstat_text(units, arms, baseline, alpha, confidence)
         return Comparison(frame, text, baseline or self.baseline)
 
+    def __repr__(self) -> str:
+        return (f"<Results {self.path}: {len(self.scenarios)} scenarios x {len(self.arms)} "
+                f"arms, {len(self.runs)} runs ({len(self.measured)} measured), baseline "
+                f"{self.baseline}>")
+
     def _repr_html_(self) -> str:
         """Jupyter's view: where and what, then per scenario and arm the median figures."""
         from .html_tables import results_html

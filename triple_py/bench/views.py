@@ -45,6 +45,8 @@ class Comparison:
     def __str__(self) -> str:
         return self.text
 
+    __repr__ = __str__
+
 
 @dataclasses.dataclass
 class PairedTable:
@@ -81,3 +83,5 @@ class PairedTable:
                                    else str(getattr(r, n)) for n in names)
                          + f"  {'yes' if r.significant else '~'}")
         return "\n".join(lines)
+
+    __repr__ = __str__
