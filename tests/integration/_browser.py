@@ -114,7 +114,11 @@ def run_all(driver: Any, url: str, timeout: float,
 
 
 def screenshot(driver: Any, path: Path) -> Path:
-    """The whole page (as tall as its content, up to 12,000 px) as a PNG."""
+    """The whole page (as tall as its content, up to 12,000 px; long outputs unscrolled)
+    as a PNG."""
+    driver.execute_script(
+        "Jupyter.notebook.get_cells().forEach(c => c.output_area && "
+        "c.output_area.unscroll_area && c.output_area.unscroll_area());")
     height = int(driver.execute_script(
         "return document.querySelector('#notebook') ? "
         "document.querySelector('#notebook').scrollHeight + 150 : document.body.scrollHeight"))

@@ -145,7 +145,9 @@ def benchstat_html(frame: Any, better: Mapping[str, bool]) -> str:
                     cells += ["–"] if i == 0 else ["–", "–"]
                     continue
                 r = hit.iloc[0]
-                cells.append(f"{_text(float(r['center']))} {r['ci'] or ''}".strip())
+                ci = str(r["ci"] or "")
+                cells.append(f"{_text(float(r['center']))}"
+                             + (f" ± {ci.lstrip('± ')}" if ci else ""))
                 if i:
                     change = r["delta_pct"]
                     improved = None if change != change else (change > 0) == better.get(
