@@ -52,6 +52,7 @@ RUN_AND_COMPARE = {"payload": ["128", "4KiB"], "concurrency": [8], "rounds": 4,
 INLINE_FIGURES = {"unary-analysis.ipynb": len(FIGURES["unary"]),
                   "stream-analysis.ipynb": len(FIGURES["stream"]),
                   "run-and-compare.ipynb": 7}
+INTERRUPTED = "run-and-compare-interrupted.ipynb"
 ARTIFACTS = Path(os.environ.get("TRIPLE_PY_TEST_ARTIFACTS", ROOT / "build" / "test-artifacts")
                  ) / "notebooks"
 
@@ -201,6 +202,11 @@ def served(results, tmp_path_factory):
     for name, values in parameters.items():
         nb = nbformat.read(str(NOTEBOOKS / name), as_version=4)
         nbformat.write(inject_parameters(nb, values), str(folder / name))
+    # long enough to be interrupted: 40 arm runs of 0.35 s
+    nb = nbformat.read(str(NOTEBOOKS / "run-and-compare.ipynb"), as_version=4)
+    nbformat.write(inject_parameters(nb, dict(RUN_AND_COMPARE, rounds=10, duration=0.3,
+                                              output_dir=str(folder / "interrupted"))),
+                   str(folder / INTERRUPTED))
     server = NotebookServer(folder, port=closed_port(), log=folder / "jupyter.log")
     server.start()
     try:
@@ -241,3 +247,33 @@ def test_notebook_runs_in_headless_chromium(served, name):
         assert len({s[1] for s in running}) >= 2, f"no in-place progress seen: {seen}"
         assert seen[-1] == ("ended", 16, 16, 1), seen[-1]
         assert facts["verdicts"] >= 4 and facts["live"] == 1
+
+
+def test_interrupting_the_run_in_chromium_keeps_the_measured_rounds(served):
+    """Kernel → Interrupt while the matrix runs: the run stops, the arm runs measured so far
+    are kept, and the cells below work on them (no error anywhere)."""
+    from _browser import chromium, live_states, run_all, screenshot
+
+    interrupted = []
+    with chromium() as driver:
+
+        def interrupt_after_three():
+            state = live_states(driver)
+            if not interrupted and state and state[0][0] == "running" and state[0][1] >= 3:
+                driver.execute_script("Jupyter.notebook.kernel.interrupt();")
+                interrupted.append(state[0])
+
+        facts = run_all(driver, f"{served.base}notebooks/{INTERRUPTED}?token={served.token}",
+                        timeout=300, while_running=interrupt_after_three)
+        screenshot(driver, ARTIFACTS / "run-and-compare-interrupted.png")
+        final = live_states(driver)
+        text = driver.execute_script("return document.body.innerText;")
+    assert interrupted, "the run ended before it could be interrupted"
+    assert facts["errors"] == [], facts["errors"][:1]
+    state, done, total, displays = final[0]
+    assert state == "ended" and 3 <= done < total == 40 and displays == 1
+    assert f"stopped after {done} of 40 arm runs" in text
+    assert f"interrupted: keeping {done} of 40 arm runs" in text
+    kept = json.loads((served.directory / "interrupted" / "results.json").read_text())
+    assert len(kept["results"]) == done
+    assert facts["images"] == INLINE_FIGURES["run-and-compare.ipynb"]
