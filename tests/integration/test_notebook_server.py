@@ -11,6 +11,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 from jupyter_client import BlockingKernelClient
 
 from _helpers import closed_port
+from triple_py.bench.notebook_server import SCRATCH_PREFIX, remove_stale_scratch
 
 pytest.importorskip("notebook")
 if not Path("/usr/bin/jupyter-notebook").exists():
@@ -124,5 +126,41 @@ def test_launcher_serves_the_project_kernel_and_leaves_nothing_behind(tmp_path):
         assert not runtime.parent.exists(), "the temporary directory is left behind"
     finally:
         if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(40)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+
+def test_a_killed_launcher_takes_the_server_and_its_kernels_along(tmp_path):
+    """SIGKILL leaves the launcher no chance to clean up: the server, told by the kernel
+    that its parent died, stops and shuts its kernels down."""
+    port = closed_port()
+    proc = subprocess.Popen([sys.executable, "-m", "triple_py.bench.notebook_server",
+                             "--port", str(port), "--dir", str(tmp_path)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0)
+    try:
+        text = _read_until(proc, r"token=[0-9a-f]+\s", 90)
+        base, token = re.search(r"(http://\S+/)tree\?token=([0-9a-f]+)", text).groups()
+        kernel = _api(base, token, "kernels", "POST")
+        (server,) = _children(proc.pid)
+        deadline = time.monotonic() + 30
+        kernels: List[int] = []
+        while not kernels and time.monotonic() < deadline:
+            kernels = [pid for pid in _children(server) if kernel["id"] in
+                       Path(f"/proc/{pid}/cmdline").read_text()]
+            time.sleep(0.1)
+        assert kernels
+    finally:
+        proc.kill()
+        proc.wait(10)
+    deadline = time.monotonic() + 30
+    while (_alive(server) or _alive(kernels[0])) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(server), "the server outlived its launcher"
+    assert not _alive(kernels[0]), "a kernel outlived the server"
+    stale = [p for p in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}{proc.pid}-*")]
+    assert len(stale) == 1  # the killed launcher could not remove it...
+    assert stale[0] in remove_stale_scratch() and not stale[0].exists()  # ...the next does

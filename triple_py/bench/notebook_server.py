@@ -8,7 +8,10 @@
    with a fresh token, its runtime files and IPython's profile in a temporary directory;
 3. prints the URL with its token once the server answers, and waits;
 4. on Ctrl-C (or SIGTERM) shuts the kernels down through the server's API, stops the
-   server, kills any kernel process left over, and removes the temporary directory.
+   server, kills any kernel process left over, and removes the temporary directory. A
+   launcher killed outright takes the server along (the server gets SIGTERM when its
+   parent dies, and shuts its kernels down); the next launch removes its temporary
+   directory.
 
 The server runs in a session of its own, so Ctrl-C reaches only this launcher (Jupyter
 itself would stop to ask "Shutdown this notebook server (y/[n])?").
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import json
 import os
 import secrets
@@ -33,9 +37,13 @@ from typing import Dict, Iterator, List, Optional, Sequence
 
 from .notebook import KERNEL_NAME, kernel_spec
 
-__all__ = ["NotebookServer", "register_kernel", "kernel_display_name", "main"]
+__all__ = ["NotebookServer", "register_kernel", "kernel_display_name", "remove_stale_scratch",
+           "main"]
 
 ROOT = Path(__file__).resolve().parents[2]
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+#: Temporary directories are named <prefix><launcher pid>-<random>.
+SCRATCH_PREFIX = "triple-py-jupyter-"
 
 
 def kernel_display_name(python: str = sys.executable) -> str:
@@ -52,6 +60,25 @@ def register_kernel(python: str = sys.executable) -> Path:
     with kernel_spec(data / "kernels", python, kernel_display_name(python)):
         pass
     return data
+
+
+def _die_with_parent() -> None:
+    """In the server's child process: SIGTERM when the launcher dies (Linux), so that even
+    a killed launcher leaves no server (which then shuts its kernels down)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def remove_stale_scratch() -> List[Path]:
+    """Removes the temporary directories of launchers that were killed (their pid, in the
+    name, is gone); returns them."""
+    removed = []
+    for path in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*"):
+        pid = path.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
 
 
 def _get(url: str, timeout: float = 2.0) -> bytes:
@@ -113,13 +140,15 @@ class NotebookServer:
         """Registers the kernel, starts the server, waits until it answers; returns the
         URL with its token."""
         data = register_kernel(self.python)
-        self.scratch = Path(tempfile.mkdtemp(prefix="triple-py-jupyter-"))
+        remove_stale_scratch()
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
         output = open(self.log, "ab") if self.log else None
         try:
             self.process = subprocess.Popen(
                 self._command(), env=self._environment(data), cwd=self.directory,
                 stdin=subprocess.DEVNULL, stdout=output, stderr=output,
-                start_new_session=True)
+                start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         finally:
             if output is not None:
                 output.close()
