@@ -87,3 +87,16 @@ def test_outside_a_notebook_the_terminal_line_is_used():
     assert not in_notebook()
     progress = auto_progress(4)
     assert type(progress) is Progress and progress.total == 4
+
+
+def test_run_shows_its_progress_and_figures_in_the_display():
+    from triple_py.bench import run
+
+    display = FakeDisplay()
+    result = run(mode="fastpath", concurrency=2, duration=0.2, warmup=0.0,
+                 progress=NotebookProgress(title="run", display=display))
+    shown = display.handles[0].shown
+    first, last = shown[0]._repr_html_(), shown[-1]._repr_html_()
+    assert 'data-done="0" data-total="1"' in first and "running: fastpath 128 B x 2" in first
+    assert 'data-done="1" data-total="1"' in last and 'data-state="ended"' in last
+    assert f"{result.qps:,.0f}" in last and f"<td>{result.errors}</td>" in last

@@ -65,7 +65,8 @@ def run(target: Optional[str] = None, method: Optional[str] = None, payload_size
                    shared_request=shared_request, hist_digits=hist_digits,
                    options=dict(options or {}))
     spec.validate()  # before a server is started
-    progress = progress or auto_progress(1, title=f"run {spec.arm}")
+    progress = progress or auto_progress(title=f"run {spec.arm}")
+    progress.total = 1
     with target_or_embedded(target) as address:
         spec.target = address
         progress.start(f"{spec.arm} {spec.payload_size} B x {spec.concurrency} on {address}",
