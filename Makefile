@@ -13,7 +13,7 @@ CORE_SRC := $(wildcard csrc/tri_*.c) csrc/gen/benchmark.pb-c.c csrc/gen/triple_w
 CTEST_SRC := $(wildcard tests/c/*.c)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all bootstrap build test test-fresh ctest ctest-asan ctest-reverse pytest bench bench-peers clean fuzz test-tsan test-valgrind test-asan microbench soak interop
+.PHONY: all bootstrap build notebook test test-fresh ctest ctest-asan ctest-reverse pytest bench bench-peers clean fuzz test-tsan test-valgrind test-asan microbench soak interop
 
 all: build
 
@@ -49,6 +49,14 @@ ctest-reverse: build/ctest-noseal
 	@if build/ctest-noseal writer >/dev/null 2>&1; then \
 	  echo "ctest-reverse: writer tests passed without sealing: they cannot catch the race"; exit 1; \
 	else echo "ctest-reverse: writer tests fail without sealing, as they must"; fi
+
+# Debian's Jupyter Notebook on notebooks/ with the kernel "triple_py (Python 3.x, <venv>)"
+# registered; prints the URL with its token; Ctrl-C stops it, its kernels and its temporary
+# files (triple_py/bench/notebook_server.py). NOTEBOOK_PORT picks the port (default: the
+# first free from 8888).
+NOTEBOOK_PORT ?=
+notebook: bootstrap
+	$(PY) -m triple_py.bench.notebook_server $(if $(NOTEBOOK_PORT),--port $(NOTEBOOK_PORT))
 
 pytest: bootstrap
 	$(PY) -m pytest -q -p no:cacheprovider tests

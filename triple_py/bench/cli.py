@@ -188,8 +188,7 @@ def _ticker(label: str, seconds: float) -> Callable[[], None]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .harness import ArmRun, MatrixRun
-    from .matrix import ArmSpec, Matrix, Scenario
+    from .harness import single_run
     from .report import format_run_summary, go_bench_text, results_doc, write_csv
     from .runner import check_result, preflight, target_or_embedded
     from .spec import RunSpec
@@ -220,16 +219,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             stop()
     print(format_run_summary(result), end="", flush=True)
     if args.json or args.csv or args.gobench:
-        from .environment import environment
-        matrix = Matrix(name="run", arms=[ArmSpec(mode, mode)], benchmark="Run",
-                        scenarios=[Scenario(spec.payload_size, spec.concurrency,
-                                            spec.connections, spec.stream_messages,
-                                            spec.rate or 0.0)],
-                        baseline=mode, rounds=1, duration=duration, warmup=spec.warmup)
-        arm_run = ArmRun(matrix.scenarios[0], matrix.label(matrix.scenarios[0]),
-                         matrix.arms[0], 1, 0, address, 1, started, result)
-        one = MatrixRun(matrix, [arm_run], environment(), started, time.time(),
-                        target=args.target)
+        one = single_run(result, target=args.target, started=started, duration=duration,
+                         warmup=spec.warmup)
         for path, write in ((args.json, lambda p: p.write_text(
                                 json.dumps(results_doc(one), indent=1, default=str) + "\n")),
                             (args.csv, lambda p: write_csv(one, p)),

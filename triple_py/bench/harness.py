@@ -21,6 +21,7 @@ from .arms import run_spec
 from .environment import environment
 from .errors import BenchError, ConfigError
 from .matrix import ArmSpec, Matrix, Scenario, round_order
+from .live import auto_progress
 from .progress import Progress
 from .recorders import describe
 from .result import BenchResult
@@ -29,7 +30,7 @@ from .server_cpu import book_server_cpu, process_cpu_seconds, unpack_served
 from .spec import RunSpec
 from .target import ServerFactory, fixed_target
 
-__all__ = ["ArmRun", "MatrixRun", "run_matrix", "Runner"]
+__all__ = ["ArmRun", "MatrixRun", "run_matrix", "single_run", "Runner"]
 
 #: Runs one spec (tests substitute a fake).
 Runner = Callable[[RunSpec], BenchResult]
@@ -91,7 +92,10 @@ def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
     e.g. one that starts a peer process) choose the server;
     neither: the embedded echo server. ``check`` makes one test call per method first
     (TargetError / RunFailed). ``on_scenario`` is called after each scenario (to print its
-    table). Raises ConfigError when ``restart_server`` is asked of a fixed target.
+    table). ``progress`` defaults to :func:`~.live.auto_progress`: a live display in a
+    Jupyter notebook, the terminal line elsewhere. Ctrl-C (or interrupting the notebook
+    cell) stops the run: the arm runs measured so far are kept (``interrupted`` is set).
+    Raises ConfigError when ``restart_server`` is asked of a fixed target.
     """
     if target is not None and server_factory is not None:
         raise ConfigError("give target or server_factory, not both")
@@ -99,7 +103,7 @@ def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
         raise ConfigError("--restart-server needs a server the harness starts (the embedded "
                           "one, or a server factory), not a fixed --target")
     factory = server_factory or fixed_target(target)
-    progress = progress or Progress(enabled=False)
+    progress = progress or auto_progress(title=f"matrix {matrix.name}")
     progress.total = len(matrix.scenarios) * matrix.rounds * len(matrix.arms)
     out = MatrixRun(matrix, [], environment() if capture_environment else {}, time.time(),
                     target=target)
@@ -174,3 +178,27 @@ def _run_all(matrix: Matrix, server: Callable[[], ContextManager[str]],
                 one_round(scenario, index, address)
             if on_scenario:
                 on_scenario(out, scenario)
+
+
+def single_run(result: BenchResult, target: Optional[str] = None,
+               started: Optional[float] = None, capture_environment: bool = True,
+               duration: Optional[float] = None, warmup: Optional[float] = None
+               ) -> MatrixRun:
+    """One ``run()`` result as a one-arm, one-round matrix run (named ``run``), so that
+    the matrix's reports, files and figures take it too. ``target`` is the fixed target
+    it ran against (None: the embedded server); ``duration`` and ``warmup`` are the asked
+    ones (default: the result's)."""
+    from .matrix import ArmSpec, Matrix, Scenario
+
+    matrix = Matrix(name="run", arms=[ArmSpec(result.arm, result.mode)], benchmark="Run",
+                    scenarios=[Scenario(result.payload_size, result.concurrency,
+                                        result.connections, result.stream_messages,
+                                        result.rate or 0.0)],
+                    baseline=result.arm, rounds=1,
+                    duration=result.duration_s if duration is None else duration,
+                    warmup=result.warmup_s if warmup is None else warmup)
+    started = time.time() if started is None else started
+    arm_run = ArmRun(matrix.scenarios[0], matrix.label(matrix.scenarios[0]), matrix.arms[0],
+                     1, 0, result.target, 1, started, result)
+    return MatrixRun(matrix, [arm_run], environment() if capture_environment else {},
+                     started, time.time(), target=target)

@@ -81,10 +81,12 @@ def inject_parameters(nb: Any, parameters: Mapping[str, Any]) -> Any:
 
 @contextlib.contextmanager
 def kernel_spec(directory: Optional[Union[str, Path]] = None,
-                python: Optional[str] = None) -> Iterator[Path]:
+                python: Optional[str] = None,
+                display_name: Optional[str] = None) -> Iterator[Path]:
     """A kernelspec directory holding ``<dir>/triple-py/kernel.json`` that runs
     ``python`` (default: this interpreter) with ipykernel; a temporary one unless
-    ``directory`` is given. Yields the directory to hand to a KernelSpecManager."""
+    ``directory`` is given. Yields the directory to hand to a KernelSpecManager.
+    ``display_name`` is what Jupyter's kernel menu shows (default: ``Python (<path>)``)."""
     with contextlib.ExitStack() as stack:
         root = Path(directory) if directory else Path(stack.enter_context(
             tempfile.TemporaryDirectory(prefix="triple-py-kernel-")))
@@ -92,7 +94,8 @@ def kernel_spec(directory: Optional[Union[str, Path]] = None,
         spec_dir.mkdir(parents=True, exist_ok=True)
         spec = {"argv": [python or sys.executable, "-m", "ipykernel_launcher", "-f",
                          "{connection_file}"],
-                "display_name": f"Python ({python or sys.executable})", "language": "python",
+                "display_name": display_name or f"Python ({python or sys.executable})",
+                "language": "python",
                 "env": {"PYDEVD_DISABLE_FILE_VALIDATION": "1"},
                 "metadata": {"debugger": False}}
         (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1) + "\n")

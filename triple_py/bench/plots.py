@@ -23,13 +23,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from .results import SUCCESS_CODES, Results
 from .units import format_size
 
-__all__ = ["arm_colors", "save", "grouped_bars", "line_vs", "latency_cdf",
+__all__ = ["arm_colors", "save", "standard", "grouped_bars", "line_vs", "latency_cdf",
            "percentile_spectrum", "timeseries", "throughput_latency", "errors",
            "SPECTRUM_TICKS"]
 
 #: x positions (1 / (1 - p)) and labels of the percentile-spectrum axis.
-SPECTRUM_TICKS = ((1, "0%"), (10, "90%"), (100, "99%"), (1000, "99.9%"),
-                  (10000, "99.99%"), (100000, "99.999%"), (1000000, "99.9999%"))
+SPECTRUM_TICKS = ((1, "0"), (10, "90"), (100, "99"), (1000, "99.9"),
+                  (10000, "99.99"), (100000, "99.999"), (1000000, "99.9999"))
 
 _AXIS_NAMES = {"payload": "payload", "concurrency": "concurrency (in flight)",
                "stream_messages": "messages per stream (K)", "connections": "connections",
@@ -265,10 +265,13 @@ def percentile_spectrum(res: Results, corrected: bool = True):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ticks = [(x, l) for x, l in SPECTRUM_TICKS if x <= max(top, 10)]
-        ax.set_xticks([x for x, _ in ticks], [l for _, l in ticks])
+        # a decade per tick leaves less room than "99.999" needs beyond five ticks: slant
+        ax.set_xticks([x for x, _ in ticks], [l for _, l in ticks],
+                      **({"rotation": 50, "ha": "right", "rotation_mode": "anchor", "fontsize": 8}
+                         if len(ticks) > 5 else {}))
         ax.minorticks_off()
         ax.set_xlim(1, max(top, 10) * 1.2)
-        ax.set_xlabel("percentile")
+        ax.set_xlabel("percentile (%)")
         ax.set_ylabel("latency (ms)")
 
     fig, shown = _scenario_grid(res, dist, draw, "no latency histogram")
@@ -408,3 +411,12 @@ def errors(res: Results):
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def standard(source: Any, show: Any = "auto") -> Dict[str, Any]:
+    """The standard figures in one call: a results directory (or its JSON), Results, a
+    MatrixRun or a single BenchResult; inline in Jupyter. See
+    :func:`~.standard_figures.draw_standard`."""
+    from .standard_figures import draw_standard
+
+    return draw_standard(source, show)

@@ -36,7 +36,11 @@ class Progress:
 
     ``start(label, seconds)`` begins an item (refreshed four times a second while it runs),
     ``finish(result)`` records its figures for the ``last:`` part, ``close()`` clears it.
+    Subclasses draw elsewhere (:class:`~.live.NotebookProgress`: a display in Jupyter).
     """
+
+    #: Seconds between redraws while an item runs.
+    refresh = 0.25
 
     def __init__(self, total: int = 0, stream: Optional[IO[str]] = None,
                  enabled: Optional[bool] = None) -> None:
@@ -91,7 +95,7 @@ class Progress:
             self._width = 0
 
     def _loop(self) -> None:
-        while not self._stop.wait(0.25):
+        while not self._stop.wait(self.refresh):
             self._draw()
 
     def _draw(self) -> None:

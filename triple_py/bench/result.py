@@ -279,6 +279,12 @@ class BenchResult:
         bad = {k: v for k, v in self.status_codes.items() if k != "OK" and v}
         return max(bad, key=bad.get) if bad else None
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: what ran and its figures, as HTML tables."""
+        from .html_tables import bench_result_html
+
+        return bench_result_html(self)
+
     # -- conversion -------------------------------------------------------------------------
     def to_dict(self, histograms: bool = True) -> Dict[str, Any]:
         """Every field as JSON-ready values (latencies as dicts keyed p50..p99.99)."""

@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .result import client_cpu
 
-__all__ = ["Results", "load_results", "RUN_COLUMNS", "SUCCESS_CODES", "percentile_spectrum",
+__all__ = ["Results", "load_results", "results_from_document", "RUN_COLUMNS", "SUCCESS_CODES", "percentile_spectrum",
            "interval", "higher_is_better", "significant_changes", "conclusions"]
 
 #: Columns of :attr:`Results.runs`, in order.
@@ -254,14 +254,51 @@ class Results:
         PAIRED_COLUMNS`."""
         import pandas as pd
 
-        from .paired import PAIRED_COLUMNS, compare_rounds
+        from .paired import PAIRED_COLUMNS
+
+        rows = self._paired_rows(value, baseline)
+        return pd.DataFrame([dict(dataclasses.asdict(r), significant=r.significant)
+                             for r in rows], columns=PAIRED_COLUMNS)
+
+    def paired_table(self, value: str = "qps", baseline: Optional[str] = None):
+        """The same comparison as :meth:`paired`, as a
+        :class:`~triple_py.bench.views.PairedTable`: an HTML table in Jupyter with the
+        significant rows marked (better / worse), text with ``print()``."""
+        from .views import PairedTable
+
+        return PairedTable(self._paired_rows(value, baseline), baseline or self.baseline,
+                           value)
+
+    def _paired_rows(self, value: str, baseline: Optional[str]) -> list:
+        from .paired import compare_rounds
 
         m = self.measured.dropna(subset=[value])
         values = {(row.scenario, row.arm, int(row.round)): float(getattr(row, value))
                   for row in m.itertuples()}
-        rows = compare_rounds(values, baseline or self.baseline, self.scenarios, self.arms)
-        return pd.DataFrame([dict(dataclasses.asdict(r), significant=r.significant)
-                             for r in rows], columns=PAIRED_COLUMNS)
+        return compare_rounds(values, baseline or self.baseline, self.scenarios, self.arms)
+
+    def comparison(self, units: Sequence[str] = ("sec/op", "p99-sec"),
+                   arms: Optional[Sequence[str]] = None, baseline: Optional[str] = None,
+                   alpha: float = 0.05, confidence: float = 0.95):
+        """benchstat's comparison (:meth:`benchstat` and :meth:`benchstat_text` in one) as
+        a :class:`~triple_py.bench.views.Comparison`: an HTML table per unit in Jupyter,
+        each change marked better, worse or ``~``; benchstat's text with ``print()``."""
+        from .views import Comparison
+
+        frame = self.benchstat(units, arms, baseline, alpha, confidence)
+        text = self.benchstat_text(units, arms, baseline, alpha, confidence)
+        return Comparison(frame, text, baseline or self.baseline)
+
+    def __repr__(self) -> str:
+        return (f"<Results {self.path}: {len(self.scenarios)} scenarios x {len(self.arms)} "
+                f"arms, {len(self.runs)} runs ({len(self.measured)} measured), baseline "
+                f"{self.baseline}>")
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: where and what, then per scenario and arm the median figures."""
+        from .html_tables import results_html
+
+        return results_html(self)
 
     def benchstat_text(self, units: Sequence[str] = ("sec/op", "p99-sec"),
                        arms: Optional[Sequence[str]] = None, baseline: Optional[str] = None,
@@ -397,13 +434,21 @@ def load_results(path: PathLike, baseline: Optional[str] = None) -> Results:
     :meth:`Results.benchstat`). Returns :class:`Results`; raises FileNotFoundError, or
     ValueError for a JSON document that is not the harness's (e.g. pytest-benchmark's) or
     a baseline that is not one of its arms."""
-    import pandas as pd
-
     json_path = _find_json(Path(path))
     try:
         doc = json.loads(json_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{json_path}: not JSON: {exc}") from None
+    return results_from_document(doc, json_path, baseline)
+
+
+def results_from_document(doc: Any, json_path: Path, baseline: Optional[str] = None
+                          ) -> Results:
+    """:func:`load_results` of a document already in memory (e.g.
+    ``report.results_doc(run)`` of a run that was not written); ``json_path`` names it
+    in messages and is :attr:`Results.path`."""
+    import pandas as pd
+
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise ValueError(f"{json_path}: not a triple_py.bench results document (no "
                          f"\"results\" list)")

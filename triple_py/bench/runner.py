@@ -6,7 +6,9 @@ from typing import Any, Dict, Iterator, Optional
 
 from .arms import canonical_mode, kind_of, run_spec
 from .errors import RunFailed, TargetError
+from .live import auto_progress
 from .messages import benchmark_request
+from .progress import Progress
 from .result import BenchResult
 from .spec import RunSpec
 from .target import embedded_server, split_target
@@ -31,7 +33,8 @@ def run(target: Optional[str] = None, method: Optional[str] = None, payload_size
         stream_messages: int = 1, write_buffer_size: int = 32768,
         write_buffer_delay_us: int = 200, timeout: float = 10.0, count: int = 0, *,
         wire: str = "grpc", arm: Optional[str] = None, shared_request: bool = False,
-        hist_digits: int = 3, options: Optional[Dict[str, Any]] = None) -> BenchResult:
+        hist_digits: int = 3, options: Optional[Dict[str, Any]] = None,
+        progress: Optional[Progress] = None) -> BenchResult:
     """Runs one scenario and returns its :class:`~.result.BenchResult`.
 
     ``target`` is ``host:port``; None starts the embedded echo server
@@ -45,7 +48,8 @@ def run(target: Optional[str] = None, method: Optional[str] = None, payload_size
     > 0 caps the measured calls (``duration`` 0: count only). ``rate`` (calls/s) makes the
     loop open, with latency also measured from the intended send time.
     ``stream_messages`` is K for the bidi modes; ``write_buffer_size`` 0 turns the
-    coalescing writer off.
+    coalescing writer off. ``progress`` defaults to :func:`~.live.auto_progress`: a live
+    display in a Jupyter notebook, the terminal line elsewhere.
 
     Raises ConfigError (a ValueError) for bad parameters and TargetError (a
     ConnectionError) when the target cannot be reached by the C modes. Calls that fail
@@ -61,9 +65,18 @@ def run(target: Optional[str] = None, method: Optional[str] = None, payload_size
                    shared_request=shared_request, hist_digits=hist_digits,
                    options=dict(options or {}))
     spec.validate()  # before a server is started
+    progress = progress or auto_progress(title=f"run {spec.arm}")
+    progress.total = 1
     with target_or_embedded(target) as address:
         spec.target = address
-        return run_spec(spec)
+        progress.start(f"{spec.arm} {spec.payload_size} B x {spec.concurrency} on {address}",
+                       spec.warmup + spec.duration)
+        try:
+            result = run_spec(spec)
+            progress.finish(result, spec.arm)
+        finally:
+            progress.close()
+        return result
 
 
 def preflight(target: str, method: str, streaming: bool, wire: str = "grpc",
