@@ -85,9 +85,10 @@ class PairedRatio:
             return f"equivalent within ±{margin * 100:g}% {ci}"
         if self.more_rounds is None:
             return f"inconclusive {ci}"
-        many = "more than " if self.rounds + self.more_rounds >= MAX_ROUNDS else ""
+        if self.rounds + self.more_rounds >= MAX_ROUNDS:
+            return f"inconclusive: needs more than {MAX_ROUNDS} rounds {ci}"
         rounds = "round" if self.more_rounds == 1 else "rounds"
-        return f"inconclusive: needs {many}{self.more_rounds} more {rounds} {ci}"
+        return f"inconclusive: needs {self.more_rounds} more {rounds} {ci}"
 
 
 #: The columns of the paired table (CSV, ``load_results().paired()``).
