@@ -92,6 +92,17 @@ payload = [128, "1KiB", "16KiB", "1MiB"]
 concurrency = [50, 100]
 '''
 
+# The Python API's fast-path A/B: the channel option triple.unary_fast_path off and on.
+PY_UNARY_ARMS = '''\
+[arm.py-stream-path]
+mode = "triple-py-sync"
+unary_fast_path = false
+
+[arm.py-fastpath]
+mode = "triple-py-sync"
+unary_fast_path = true
+'''
+
 SEED_UNARY_PY = '''\
 # The same A/B in the Python API, where the seeds' users met it: one channel option,
 # triple.unary_fast_path, on and off (dubbo-go's WithUnaryFastPath), Python threads making
@@ -110,14 +121,7 @@ arms = ["py-stream-path", "py-fastpath"]
 payload = [128, "1KiB", "16KiB", "1MiB"]
 concurrency = [50, 100]
 
-[arm.py-stream-path]
-mode = "triple-py-sync"
-unary_fast_path = false
-
-[arm.py-fastpath]
-mode = "triple-py-sync"
-unary_fast_path = true
-'''
+''' + PY_UNARY_ARMS
 
 SEED_STREAM = '''\
 # The seeds' streaming A/B (004, dubbo-go PR #3746): each stream sends K messages of
@@ -170,14 +174,7 @@ compare = [["fastpath", "stream-path"], ["py-fastpath", "py-stream-path"],
 payload = [128, "16KiB", "1MiB"]
 concurrency = [100]
 
-[arm.py-stream-path]
-mode = "triple-py-sync"
-unary_fast_path = false
-
-[arm.py-fastpath]
-mode = "triple-py-sync"
-unary_fast_path = true
-'''
+''' + PY_UNARY_ARMS
 
 #: Built-in matrices by name: TOML text in the documented format.
 CONCURRENCY_SWEEP = '''\
