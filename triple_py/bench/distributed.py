@@ -31,6 +31,7 @@ each arm run over the cluster (``python -m triple_py.bench matrix NAME --dask AD
 from __future__ import annotations
 
 import contextlib
+from concurrent.futures import CancelledError
 import dataclasses
 import inspect
 import time
@@ -214,6 +215,24 @@ def clock_offset(client: Any, address: str, samples: int = CLOCK_SAMPLES
     return best
 
 
+LOOPBACK = ("127.", "localhost", "[::1]", "::1")
+
+
+def _host(address: str) -> str:
+    return address.split("://", 1)[-1].rsplit(":", 1)[0]
+
+
+def _check_reachable(target: str, addresses: Sequence[str]) -> None:
+    """ConfigError for a loopback target (e.g. the embedded server) with workers that are
+    not on loopback, which would load their own host instead."""
+    if not _host(target).startswith(LOOPBACK):
+        return
+    remote = [a for a in addresses if not _host(a).startswith(LOOPBACK)]
+    if remote:
+        raise ConfigError(f"target {target} is a loopback address, which the workers "
+                          f"{', '.join(remote)} cannot reach: give a --target they can reach")
+
+
 def _share_fields(spec: RunSpec, share: Share) -> Dict[str, Any]:
     fields = dataclasses.asdict(spec)
     fields.update(concurrency=share.concurrency, connections=share.connections,
@@ -237,6 +256,7 @@ def run_spec(client: Any, spec: RunSpec, *, workers: Workers = None,
         raise ConfigError(f"a distributed run needs a C load generator arm "
                           f"({', '.join(C_MODES)}), not {spec.mode}")
     addresses = worker_addresses(client, workers)
+    _check_reachable(spec.target, addresses)
     check_builds(client, addresses)
     shares = split(spec, len(addresses))
     clocks = {a: clock_offset(client, a) for a in addresses}
@@ -296,7 +316,7 @@ def _await(client: Any, futures: Dict[str, Any], budget: Optional[float],
             return failures
         try:
             wait(list(pending.values()), timeout=POLL_S, return_when="FIRST_COMPLETED")
-        except TimeoutError:
+        except (TimeoutError, CancelledError):  # a future cancelled elsewhere: seen next turn
             pass
 
 
