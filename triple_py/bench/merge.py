@@ -211,6 +211,9 @@ def merge_parts(parts: Sequence[Part], *, arm: Optional[str] = None,
         "series_p99": "highest of the workers' p99 in each second (an upper bound)",
         "series_shift_s": shifts})
     for p in parts:
+        if p.result.errors:
+            merged.notes.append(f"{p.worker}: {p.result.errors} of {p.result.calls} calls "
+                                f"failed (mostly {p.result.first_error})")
         merged.notes.extend(f"{p.worker}: {note}" for note in p.result.notes)
     return merged
 
