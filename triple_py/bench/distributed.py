@@ -45,7 +45,7 @@ from .result import BenchResult
 from .runner import spec_of, spec_target, target_or_embedded
 from .spec import RunSpec
 
-__all__ = ["connect", "run", "run_spec", "runner", "split", "Share", "WorkersFailed",
+__all__ = ["connect", "run", "run_spec", "run_parts", "runner", "split", "Share", "WorkersFailed",
            "WorkerFailure", "check_builds", "clock_offset", "worker_addresses",
            "DEFAULT_LEAD"]
 
@@ -248,6 +248,18 @@ def run_spec(client: Any, spec: RunSpec, *, workers: Workers = None,
              start_lead: float = DEFAULT_LEAD) -> BenchResult:
     """Runs ``spec`` (its target must be reachable from every worker) spread over the
     workers; returns the merged result. Raises WorkersFailed, ConfigError."""
+    parts, start_ns = run_parts(client, spec, workers=workers, start_lead=start_lead)
+    merged = merge_parts(parts, arm=spec.arm, target=spec.target)
+    merged.extra["distributed"] = {"workers": len(parts), "start_lead_s": start_lead,
+                                   "start_wall_ns": start_ns}
+    merged.notes.insert(0, f"distributed over {len(parts)} Dask workers, merged")
+    return merged
+
+
+def run_parts(client: Any, spec: RunSpec, *, workers: Workers = None,
+              start_lead: float = DEFAULT_LEAD) -> Tuple[List[Part], int]:
+    """The unmerged run: every worker's :class:`~.merge.Part`, and the common start (ns,
+    client clock). Raises WorkersFailed, ConfigError."""
     from distributed import wait
     from .dask_tasks import run_share
 
@@ -286,11 +298,7 @@ def run_spec(client: Any, spec: RunSpec, *, workers: Workers = None,
     if failures:
         raise WorkersFailed([WorkerFailure(a, failures[a]) for a in addresses
                              if a in failures], parts, len(addresses))
-    merged = merge_parts(parts, arm=spec.arm, target=spec.target)
-    merged.extra["distributed"] = {"workers": len(addresses), "start_lead_s": start_lead,
-                                   "start_wall_ns": start_ns}
-    merged.notes.insert(0, f"distributed over {len(addresses)} Dask workers, merged")
-    return merged
+    return parts, start_ns
 
 
 def _await(client: Any, futures: Dict[str, Any], budget: Optional[float],
