@@ -4,6 +4,7 @@ own) through triple_py.bench.distributed, then prints one JSON document of what 
 The test runs it with a hard timeout, so a hang fails the test instead of stalling it.
 
     python _distributed_child.py embedded|go [--faults]
+    python _distributed_child.py remote SCHEDULER TARGET   # an existing cluster, 2 workers
 
 --faults adds: a worker whose build identity differs (refused), an unreachable target,
 and a worker killed (SIGKILL) in the middle of a run.
@@ -73,7 +74,20 @@ def faults(client, target):
     return out
 
 
+def remote(scheduler: str, target: str) -> None:
+    """Two workers of the cluster at ``scheduler`` load ``target``."""
+    from distributed import Client
+
+    with Client(scheduler, timeout=60) as client:
+        client.wait_for_workers(2, timeout=60)
+        doc = {"closed": parts_and_merged(client, target, duration=2.0)}
+    print("RESULT " + json.dumps(doc), flush=True)
+
+
 def main() -> None:
+    if sys.argv[1] == "remote":
+        remote(sys.argv[2], sys.argv[3])
+        return
     peer_name = sys.argv[1]
     with start_peer(peer_name) as peer, distributed.connect("local:2") as client:
         doc = {"closed": parts_and_merged(client, peer.address),
