@@ -15,6 +15,7 @@ PACKAGES=(
   python3-matplotlib python3-nbclient python3-nbformat python3-ipykernel python3-pytest-benchmark
   golang-go golang-google-grpc-dev nghttp2-client clang libclang-rt-14-dev strace openssl
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev golang-goprotobuf-dev
+  python3-distributed iproute2
 )
 
 missing=()
