@@ -147,7 +147,7 @@ def connect(address: str) -> Iterator[Any]:
         if n < 1:
             raise ConfigError(f"bad --dask {address!r}: expected local:N with N >= 1")
         with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
             client.wait_for_workers(n, timeout=60)
             yield client
         return
