@@ -125,3 +125,28 @@ def test_other_build_refused_in_one_line(embedded):
 def test_grpc_go_merges_exactly(go):
     check_exact_merge(go["closed"])
     check_exact_merge(go["open"])
+
+
+def test_cli_run_dask_writes_a_loadable_result(tmp_path):
+    out = tmp_path / "run.json"
+    proc = subprocess.run([sys.executable, "-m", "triple_py.bench", "run", "--dask", "local:2",
+                           "-z", "0.3s", "--warmup", "0.1s", "-c", "4", "--json", str(out)],
+                          capture_output=True, text=True, timeout=HARD_TIMEOUT, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "imbalance between workers" in proc.stdout
+    assert proc.stdout.count("tcp://127.0.0.1:") == 2  # one line per worker
+    from triple_py.bench import load_results
+    from triple_py.bench.workers_view import workers_frame
+
+    res = load_results(out)
+    assert len(res.runs) == 1 and res.runs["calls"][0] > 0
+    frame = workers_frame(res)
+    assert list(frame["worker"])[-1] == "merged"
+    assert frame["calls"].iloc[:2].sum() == frame["calls"].iloc[2] == res.runs["calls"][0]
+
+
+def test_cli_bad_dask_address_is_one_line():
+    proc = subprocess.run([sys.executable, "-m", "triple_py.bench", "run", "--dask", "local:x",
+                           "-z", "0.1s"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().count("\n") == 0 and "local:N" in proc.stderr
