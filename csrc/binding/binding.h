@@ -42,6 +42,11 @@ int tri_call_type_init(PyObject *module, tri_module_state *st);
 int tri_server_type_init(PyObject *module, tri_module_state *st);
 int tri_hist_type_init(PyObject *module, tri_module_state *st);
 
+/* Creates the heap type of `spec` into *slot (a strong reference held by the
+ * module state) and adds it to `module` as `name`.  Returns 0 or -1. */
+int tri_add_type(PyObject *module, PyType_Spec *spec, PyTypeObject **slot,
+                 const char *name);
+
 /* [(value_ns, count), ...] over the non-empty buckets of `h` (load.c). */
 struct tri_hist;
 PyObject *tri_py_hist_pairs(const struct tri_hist *h);

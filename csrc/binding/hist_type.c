@@ -180,12 +180,5 @@ static PyType_Spec hist_spec = {
 };
 
 int tri_hist_type_init(PyObject *module, tri_module_state *st) {
-  st->hist_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &hist_spec, NULL);
-  if (!st->hist_type) return -1;
-  Py_INCREF(st->hist_type);
-  if (PyModule_AddObject(module, "Histogram", (PyObject *)st->hist_type) < 0) {
-    Py_DECREF(st->hist_type);
-    return -1;
-  }
-  return 0;
+  return tri_add_type(module, &hist_spec, &st->hist_type, "Histogram");
 }

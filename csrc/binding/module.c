@@ -8,6 +8,18 @@ tri_module_state *tri_get_state_from_type(PyTypeObject *tp) {
   return m ? (tri_module_state *)PyModule_GetState(m) : NULL;
 }
 
+int tri_add_type(PyObject *module, PyType_Spec *spec, PyTypeObject **slot,
+                 const char *name) {
+  *slot = (PyTypeObject *)PyType_FromModuleAndSpec(module, spec, NULL);
+  if (!*slot) return -1;
+  Py_INCREF(*slot);
+  if (PyModule_AddObject(module, name, (PyObject *)*slot) < 0) {
+    Py_DECREF(*slot);
+    return -1;
+  }
+  return 0;
+}
+
 PyObject *tri_stats_to_dict(const tri_stats *st) {
   uint64_t v[32];
   int n = tri_stats_snapshot(st, v, 32);
