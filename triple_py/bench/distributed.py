@@ -45,7 +45,7 @@ from .result import BenchResult
 from .runner import spec_of, spec_target, target_or_embedded
 from .spec import RunSpec
 
-__all__ = ["connect", "run", "run_spec", "run_parts", "runner", "split", "Share", "WorkersFailed",
+__all__ = ["connect", "run", "run_spec", "run_parts", "run_matrix", "runner", "split", "Share", "WorkersFailed",
            "WorkerFailure", "check_builds", "clock_offset", "worker_addresses",
            "DEFAULT_LEAD"]
 
@@ -351,6 +351,16 @@ run.__signature__ = inspect.signature(run).replace(  # type: ignore[attr-defined
     + [inspect.Parameter("workers", inspect.Parameter.KEYWORD_ONLY, default=None),
        inspect.Parameter("start_lead", inspect.Parameter.KEYWORD_ONLY, default=DEFAULT_LEAD)],
     return_annotation=BenchResult)
+
+
+def run_matrix(client: Any, matrix: Any, *, workers: Workers = None,
+               start_lead: float = DEFAULT_LEAD, **kwargs: Any) -> Any:
+    """:func:`~.harness.run_matrix` with every arm run spread over the workers of
+    ``client``; ``kwargs`` go to it (target, check, progress...). Returns its MatrixRun,
+    which :func:`~.report.write_results` writes like a local one."""
+    from .harness import run_matrix as run_locally
+
+    return run_locally(matrix, runner=runner(client, workers, start_lead), **kwargs)
 
 
 def runner(client: Any, workers: Workers = None, start_lead: float = DEFAULT_LEAD
