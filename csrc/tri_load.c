@@ -121,7 +121,7 @@ struct tri_load {
   pthread_mutex_t lock;  /* guards the fields down to `err` */
   pthread_cond_t cond;
   int nthreads, ready, running, go, started, finished;
-  int64_t t0, warmup_end, deadline;
+  int64_t t0, warmup_end, deadline, late_ns;
   int err;
   char errstr[256];
 
@@ -210,6 +210,8 @@ const char *tri_load_config_problem(const tri_load_config *c) {
     return "stream_messages must be 1..10000000";
   if (c->hist_digits < 0 || c->hist_digits > TRI_HIST_MAX_DIGITS)
     return "hist_digits must be 0..4";
+  if (c->start_at_ns < 0) return "start_at_ns must be >= 0";
+  if (c->phase_ns < 0 || c->phase_ns > 3600 * NS) return "phase_ns must be 0..1 h";
   return NULL;
 }
 
@@ -618,7 +620,10 @@ static int wait_ready(worker *w, int prime_rv, const char *why) {
   pthread_mutex_lock(&l->lock);
   if (prime_rv) set_error_locked(l, prime_rv, "%s", why);
   if (++l->ready == l->nthreads && !l->err) {
-    l->t0 = now_ns();
+    int64_t now = now_ns();
+    l->t0 = now > l->cfg.start_at_ns ? now : l->cfg.start_at_ns;
+    l->late_ns = l->cfg.start_at_ns && now > l->cfg.start_at_ns
+                     ? now - l->cfg.start_at_ns : 0;
     l->warmup_end = l->t0 + (int64_t)(l->cfg.warmup_s * 1e9);
     l->deadline = l->cfg.duration_s > 0
                       ? l->warmup_end + (int64_t)(l->cfg.duration_s * 1e9)
@@ -771,12 +776,24 @@ static int io_driven(const tri_load *l) {
          (l->cfg.mode == TRI_LOAD_UNARY || l->cfg.mode == TRI_LOAD_UNARY_STREAM_PATH);
 }
 
+/* Sleeps until the clock's start (start_at_ns), waking every
+ * DRIVER_NAP_NS to see tri_load_stop. */
+static void sleep_until_start(tri_load *l) {
+  for (int64_t left = l->t0 - now_ns(); left > 0 && !atomic_load(&l->stop);
+       left = l->t0 - now_ns()) {
+    int64_t nap = left < DRIVER_NAP_NS ? left : DRIVER_NAP_NS;
+    struct timespec ts = {nap / NS, nap % NS};
+    nanosleep(&ts, NULL);
+  }
+}
+
 static void run(worker *w) {
   tri_load *l = w->l;
+  sleep_until_start(l);
   if (l->open_loop) {
     w->interval = (int64_t)(1e9 * (double)l->nw / l->cfg.rate);
     if (w->interval < 1) w->interval = 1;
-    w->next_intended = l->t0 + w->interval * w->id / l->nw;
+    w->next_intended = l->t0 + l->cfg.phase_ns + w->interval * w->id / l->nw;
   }
   if (io_driven(l)) run_on_io(w);
   else run_on_driver(w);
@@ -877,6 +894,8 @@ static void finish(tri_load *l) {
                                       TRI_LOAD_MAX_COUNTERS);
   }
   r->warmup_ns = (int64_t)(l->cfg.warmup_s * 1e9);
+  r->start_ns = l->t0;
+  r->late_ns = l->late_ns;
   r->elapsed_ns = r->calls && last > l->warmup_end ? last - l->warmup_end : 0;
   r->qps = r->elapsed_ns ? (double)r->calls / ((double)r->elapsed_ns / 1e9) : 0;
   r->latency = l->lat;

@@ -14,7 +14,8 @@
  *
  * Timeline: every thread first makes one priming call (it opens the
  * connection; UNAVAILABLE there fails the run with TRI_ERR_CONNECT); the
- * clock starts when all threads are primed.  Calls whose intended send time
+ * clock starts when all threads are primed, or at start_at_ns if that is
+ * later (the threads sleep until then).  Calls whose intended send time
  * falls in the first warmup_s seconds are warm-up calls: they have
  * histograms of their own and are excluded from every other figure.  Then
  * calls start until duration_s has passed and/or `count` measured calls
@@ -132,6 +133,15 @@ typedef struct tri_load_config {
   int hist_digits;           /* significant digits of the histograms; 0: 3 */
   int driver_threads;        /* 1: closed-loop unary runs too are driven from
                                 the driver threads, not the I/O threads */
+  int64_t start_at_ns;       /* CLOCK_MONOTONIC time at which the clock (the
+                                warm-up) starts, once every thread is primed;
+                                0: as soon as they are.  A start_at_ns already
+                                past when priming ends starts at once and is
+                                reported as late_ns.  Lets loads in several
+                                processes share one measured window. */
+  int64_t phase_ns;          /* open loop: every intended send shifted by
+                                this (>= 0), so that loads in several
+                                processes interleave their schedules */
 } tri_load_config;
 
 /* Defaults: UNARY on 127.0.0.1:50051, 1 x 1, 10 s, no warm-up, 128 B,
@@ -171,6 +181,8 @@ typedef struct tri_load_result {
   const int64_t *series_p99_ns;
   double cpu_user_s, cpu_sys_s; /* process (RUSAGE_SELF), measured part */
   double driver_cpu_s;          /* the driver threads only */
+  int64_t start_ns;             /* CLOCK_MONOTONIC time the clock started */
+  int64_t late_ns;              /* start_ns - start_at_ns when positive */
   int ncounters;                /* tri_stats deltas, tri_stats_names order */
   uint64_t counters[TRI_LOAD_MAX_COUNTERS];
 } tri_load_result;

@@ -16,6 +16,7 @@ PACKAGES=(
   jupyter-notebook chromium chromium-driver python3-selenium
   golang-go golang-google-grpc-dev nghttp2-client clang libclang-rt-14-dev strace openssl
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev golang-goprotobuf-dev
+  python3-distributed iproute2
 )
 
 missing=()

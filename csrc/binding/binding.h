@@ -15,6 +15,7 @@ typedef struct {
   PyTypeObject *channel_type;
   PyTypeObject *call_type;
   PyTypeObject *echo_server_type; /* server_type.c */
+  PyTypeObject *hist_type;        /* hist_type.c */
   tri_stats retired; /* counters of channels already deallocated */
 } tri_module_state;
 
@@ -39,6 +40,16 @@ tri_module_state *tri_get_state_from_type(PyTypeObject *tp);
 int tri_channel_type_init(PyObject *module, tri_module_state *st);
 int tri_call_type_init(PyObject *module, tri_module_state *st);
 int tri_server_type_init(PyObject *module, tri_module_state *st);
+int tri_hist_type_init(PyObject *module, tri_module_state *st);
+
+/* Creates the heap type of `spec` into *slot (a strong reference held by the
+ * module state) and adds it to `module` as `name`.  Returns 0 or -1. */
+int tri_add_type(PyObject *module, PyType_Spec *spec, PyTypeObject **slot,
+                 const char *name);
+
+/* [(value_ns, count), ...] over the non-empty buckets of `h` (load.c). */
+struct tri_hist;
+PyObject *tri_py_hist_pairs(const struct tri_hist *h);
 
 /* Creates the Python call for `call` (takes ownership of it). */
 CallObject *tri_call_object_new(tri_module_state *st, PyObject *channel,

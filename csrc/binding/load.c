@@ -95,7 +95,7 @@ fail:
 }
 
 /* [(value_ns, count), ...] over the non-empty buckets. */
-static PyObject *hist_pairs(const tri_hist *h) {
+PyObject *tri_py_hist_pairs(const tri_hist *h) {
   PyObject *l = PyList_New(0);
   if (!l) return NULL;
   size_t it = 0;
@@ -190,7 +190,9 @@ static PyObject *result_dict(const tri_load_config *cfg, const tri_load_result *
       PUT_U64(d, "messages_sent", r->messages_sent) < 0 ||
       PUT_U64(d, "messages_received", r->messages_received) < 0 ||
       PUT_F(d, "messages_per_s", elapsed > 0 ? (double)r->messages_received / elapsed : 0) < 0 ||
-      PUT_U64(d, "short_streams", r->short_streams) < 0)
+      PUT_U64(d, "short_streams", r->short_streams) < 0 ||
+      PUT_I64(d, "start_monotonic_ns", r->start_ns) < 0 ||
+      PUT_I64(d, "late_ns", r->late_ns) < 0)
     goto fail;
 
   /* Latency. */
@@ -198,10 +200,10 @@ static PyObject *result_dict(const tri_load_config *cfg, const tri_load_result *
       put(d, "latency_corrected_ns", latency_dict(r->latency_corrected)) < 0 ||
       put(d, "warmup_latency_ns", latency_dict(r->warmup_latency)) < 0 ||
       put(d, "warmup_latency_corrected_ns", latency_dict(r->warmup_latency_corrected)) < 0 ||
-      put(d, "histogram", hist_pairs(r->latency)) < 0 ||
-      put(d, "histogram_corrected", hist_pairs(r->latency_corrected)) < 0 ||
-      put(d, "warmup_histogram", hist_pairs(r->warmup_latency)) < 0 ||
-      put(d, "warmup_histogram_corrected", hist_pairs(r->warmup_latency_corrected)) < 0)
+      put(d, "histogram", tri_py_hist_pairs(r->latency)) < 0 ||
+      put(d, "histogram_corrected", tri_py_hist_pairs(r->latency_corrected)) < 0 ||
+      put(d, "warmup_histogram", tri_py_hist_pairs(r->warmup_latency)) < 0 ||
+      put(d, "warmup_histogram_corrected", tri_py_hist_pairs(r->warmup_latency_corrected)) < 0)
     goto fail;
 
   /* The one-second series. */
@@ -282,7 +284,8 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
                        "concurrency", "connections", "duration", "warmup",
                        "count", "rate", "stream_messages", "write_buffer_size",
                        "write_buffer_delay_us", "timeout", "shared_request",
-                       "hist_digits", "driver_threads", NULL};
+                       "hist_digits", "driver_threads", "start_at_ns", "phase_ns",
+                       NULL};
   tri_load_config cfg;
   tri_load_config_init(&cfg);
   const char *host, *path;
@@ -292,12 +295,13 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
   double duration, warmup;
   unsigned long long count = 0;
   long long wbs = cfg.write_buffer_size, wbd = cfg.write_buffer_delay_us;
+  long long start_at = 0, phase = 0;
   int k = 1;
   if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "sOzOniidd|KdiLLd$pip:run_load", kw, &host, &port_obj,
+          args, kwargs, "sOzOniidd|KdiLLd$pipLL:run_load", kw, &host, &port_obj,
           &path, &mode_obj, &payload, &concurrency, &connections, &duration,
           &warmup, &count, &cfg.rate, &k, &wbs, &wbd, &cfg.timeout_s, &shared,
-          &digits, &driver_threads))
+          &digits, &driver_threads, &start_at, &phase))
     return NULL;
   if (parse_mode(mode_obj, &cfg.mode) < 0) return NULL;
   if (payload < 0 || wbs < 0 || wbs > UINT32_MAX || wbd < 0 || wbd > UINT32_MAX) {
@@ -327,6 +331,8 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
   cfg.shared_request = shared;
   cfg.hist_digits = digits;
   cfg.driver_threads = driver_threads;
+  cfg.start_at_ns = start_at;
+  cfg.phase_ns = phase;
   const char *problem = tri_load_config_problem(&cfg);
   if (problem) {
     PyErr_Format(PyExc_ValueError, "run_load: %s", problem);
@@ -367,7 +373,8 @@ const char tri_run_load_doc[] =
     "run_load(host, port, path, mode, payload_size, concurrency, connections,\n"
     "         duration, warmup, count=0, rate=0.0, stream_messages=1,\n"
     "         write_buffer_size=32768, write_buffer_delay_us=200, timeout=10.0,\n"
-    "         *, shared_request=False, hist_digits=3, driver_threads=False)\n"
+    "         *, shared_request=False, hist_digits=3, driver_threads=False,\n"
+    "         start_at_ns=0, phase_ns=0)\n"
     "         -> dict\n\n"
     "Runs the C load generator against host:port with the GIL released:\n"
     "`connections` channels (one connection and one C thread each) with\n"
@@ -380,6 +387,9 @@ const char tri_run_load_doc[] =
     "measured from the intended send time (the *_corrected figures).\n"
     "Closed-loop unary runs are driven from the connections' I/O threads\n"
     "(h2load's shape); driver_threads=True drives them from separate threads.\n"
+    "start_at_ns (time.monotonic_ns() clock) starts the warm-up at that time\n"
+    "once the connections are primed (result: start_monotonic_ns, and late_ns\n"
+    "when priming ended after it); phase_ns shifts an open loop's schedule.\n"
     "Returns every figure: counts, qps, latency percentiles in ns,\n"
     "one-second series, status_codes (indexed by code), cpu, counters and\n"
     "per-call ratios, and the raw histograms as [(value_ns, count), ...].\n"

@@ -8,6 +8,18 @@ tri_module_state *tri_get_state_from_type(PyTypeObject *tp) {
   return m ? (tri_module_state *)PyModule_GetState(m) : NULL;
 }
 
+int tri_add_type(PyObject *module, PyType_Spec *spec, PyTypeObject **slot,
+                 const char *name) {
+  *slot = (PyTypeObject *)PyType_FromModuleAndSpec(module, spec, NULL);
+  if (!*slot) return -1;
+  Py_INCREF(*slot);
+  if (PyModule_AddObject(module, name, (PyObject *)*slot) < 0) {
+    Py_DECREF(*slot);
+    return -1;
+  }
+  return 0;
+}
+
 PyObject *tri_stats_to_dict(const tri_stats *st) {
   uint64_t v[32];
   int n = tri_stats_snapshot(st, v, 32);
@@ -99,6 +111,7 @@ static int mod_exec(PyObject *m) {
   if (tri_channel_type_init(m, st) < 0) return -1;
   if (tri_call_type_init(m, st) < 0) return -1;
   if (tri_server_type_init(m, st) < 0) return -1;
+  if (tri_hist_type_init(m, st) < 0) return -1;
   if (PyModule_AddStringConstant(m, "CORE_VERSION", TRIPLE_VERSION) < 0 ||
       PyModule_AddStringConstant(m, "USER_AGENT", TRI_USER_AGENT) < 0 ||
       PyModule_AddIntConstant(m, "CLIENT_STREAMING", TRI_CALL_CLIENT_STREAMING) < 0 ||
@@ -133,6 +146,7 @@ static int mod_traverse(PyObject *m, visitproc visit, void *arg) {
   Py_VISIT(st->channel_type);
   Py_VISIT(st->call_type);
   Py_VISIT(st->echo_server_type);
+  Py_VISIT(st->hist_type);
   return 0;
 }
 
@@ -141,6 +155,7 @@ static int mod_clear(PyObject *m) {
   Py_CLEAR(st->channel_type);
   Py_CLEAR(st->call_type);
   Py_CLEAR(st->echo_server_type);
+  Py_CLEAR(st->hist_type);
   return 0;
 }
 

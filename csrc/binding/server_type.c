@@ -134,14 +134,5 @@ static PyType_Spec server_spec = {
 };
 
 int tri_server_type_init(PyObject *module, tri_module_state *st) {
-  st->echo_server_type =
-      (PyTypeObject *)PyType_FromModuleAndSpec(module, &server_spec, NULL);
-  if (!st->echo_server_type) return -1;
-  Py_INCREF(st->echo_server_type);
-  if (PyModule_AddObject(module, "EchoServer",
-                         (PyObject *)st->echo_server_type) < 0) {
-    Py_DECREF(st->echo_server_type);
-    return -1;
-  }
-  return 0;
+  return tri_add_type(module, &server_spec, &st->echo_server_type, "EchoServer");
 }

@@ -43,6 +43,8 @@ void test_load(void) {
   REFUSED(timeout_s, NAN);
   REFUSED(payload_size, (size_t)1 << 40);
   REFUSED(hist_digits, 9);
+  REFUSED(start_at_ns, -1);
+  REFUSED(phase_ns, -1);
   {
     tri_load_config x;
     tri_load_config_init(&x);

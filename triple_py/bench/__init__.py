@@ -17,6 +17,13 @@ A matrix (scenarios x arms x rounds, interleaved, compared with benchstat)::
     python -m triple_py.bench matrix seed-unary --rounds 3 --duration 3
     python -m triple_py.bench matrix my_matrix.toml --out results/mine
 
+Load from many machines on Dask, merged exactly (:mod:`triple_py.bench.distributed`)::
+
+    python -m triple_py.bench run --dask local:2 -c 64        # or --dask tcp://host:8786
+    from triple_py.bench import distributed
+    with distributed.connect("local:2") as client:
+        r = distributed.run(client, concurrency=64, duration=3)  # r.extra["workers"]
+
 The matrix file format is documented in :mod:`triple_py.bench.matrix`; the arm kinds in
 :mod:`triple_py.bench.arms`; the outputs in :mod:`triple_py.bench.report`. Without
 ``--target`` the load goes to the embedded C echo server (triple_py.testing.EchoServer).

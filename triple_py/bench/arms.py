@@ -47,18 +47,9 @@ class ArmKind:
 
 def _c(mode: str) -> Callable[[RunSpec], BenchResult]:
     def runner(spec: RunSpec) -> BenchResult:
-        from .loadgen import run_c_load
+        from .loadgen import run_c_spec
 
-        return run_c_load(arm=spec.arm, mode=mode, target=spec.target,
-                          method=spec.resolved_method(), payload_size=spec.payload_size,
-                          concurrency=spec.concurrency, connections=spec.connections,
-                          duration=spec.duration, warmup=spec.warmup, count=spec.count,
-                          rate=spec.rate, stream_messages=spec.stream_messages,
-                          write_buffer_size=spec.write_buffer_size,
-                          write_buffer_delay_us=spec.write_buffer_delay_us,
-                          timeout=spec.timeout, shared_request=spec.shared_request,
-                          hist_digits=spec.hist_digits,
-                          driver_threads=bool(spec.options.get("driver_threads", False)))
+        return run_c_spec(spec, mode)
     return runner
 
 

@@ -14,11 +14,12 @@ input (a flag value, a matrix file). Errors are one line on stderr, never a trac
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from .arms import KINDS
 from .errors import BenchError, ConfigError
@@ -93,6 +94,10 @@ NON_NEGATIVE = _arg(_non_negative_int, "integer")
 RATE = _arg(_rate, "rate")
 
 
+DASK_HELP = ("spread the load over a Dask cluster: a scheduler (tcp://host:8786) or local:N "
+             "(N single-threaded worker processes here); C load generator arms only")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Load runs and benchmark matrices for triple_py "
                                             "(the default target is the embedded echo server).")
@@ -142,6 +147,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="write a Go benchmark format line")
     run.add_argument("--no-check", action="store_true",
                      help="skip the test call that fails fast on a wrong target or method")
+    run.add_argument("--dask", metavar="ADDRESS", help=DASK_HELP)
 
     matrix = sub.add_parser("matrix", help="a benchmark matrix (TOML file or built-in)",
                             description="Run a benchmark matrix: a TOML file (format: "
@@ -168,6 +174,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="results directory (results/<matrix>-<timestamp>)")
     matrix.add_argument("--no-check", action="store_true",
                         help="skip the test call that fails fast on a wrong target or method")
+    matrix.add_argument("--dask", metavar="ADDRESS", help=DASK_HELP)
     matrix.add_argument("--show", action="store_true",
                         help="print the matrix (TOML of a built-in) and its scenarios; run nothing")
 
@@ -185,6 +192,18 @@ def _ticker(label: str, seconds: float) -> Callable[[], None]:
     progress = Progress()
     progress.start(label, seconds)
     return progress.close
+
+
+@contextlib.contextmanager
+def _spread(dask: Optional[str]) -> Iterator[Optional[Callable]]:
+    """With --dask: a runner that spreads each run over that cluster; else None."""
+    if not dask:
+        yield None
+        return
+    from . import distributed
+
+    with distributed.connect(dask) as client:
+        yield distributed.runner(client)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -206,7 +225,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                    wire=args.wire)
     spec.validate()
     started = time.time()
-    with target_or_embedded(args.target) as address:
+    with _spread(args.dask) as runner, target_or_embedded(args.target) as address:
         spec.target = address
         if not args.no_check:
             preflight(address, spec.resolved_method(), spec.streaming, spec.wire,
@@ -214,10 +233,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         stop = _ticker(f"{mode} {spec.payload_size} B x {spec.concurrency} on {address}",
                        spec.warmup + spec.duration)
         try:
-            result = run_spec(spec)
+            result = runner(spec) if runner else run_spec(spec)
         finally:
             stop()
     print(format_run_summary(result), end="", flush=True)
+    if args.dask:
+        from .workers_view import format_workers
+        print(format_workers(result), end="", flush=True)
     if args.json or args.csv or args.gobench:
         one = single_run(result, target=args.target, started=started, duration=duration,
                          warmup=spec.warmup)
@@ -282,9 +304,11 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
                 return arms
         return {}
 
-    result = run_matrix(matrix, target=args.target, server_factory=server_factory,
-                        check=not args.no_check,
-                        progress=Progress(), on_scenario=on_scenario)
+    with _spread(args.dask) as runner:
+        extra = {"runner": runner} if runner else {}
+        result = run_matrix(matrix, target=args.target, server_factory=server_factory,
+                            check=not args.no_check, progress=Progress(),
+                            on_scenario=on_scenario, **extra)
     if result.interrupted:
         print(f"\ninterrupted after {len(result.runs)} of {total} arm runs; keeping them",
               flush=True)

@@ -11,9 +11,10 @@ from typing import Any, Dict, Mapping, Optional
 from .. import _triple
 from .errors import ConfigError, TargetError
 from .result import BenchResult, Latency, status_name
+from .spec import RunSpec
 from .target import split_target
 
-__all__ = ["C_MODES", "run_c_load", "result_from_load"]
+__all__ = ["C_MODES", "run_c_load", "run_c_spec", "result_from_load"]
 
 #: Harness mode name -> run_load mode name.
 C_MODES = {"fastpath": "unary", "stream-path": "unary_stream_path", "bidi": "bidi"}
@@ -24,12 +25,16 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
                count: int = 0, rate: Optional[float] = None, stream_messages: int = 1,
                write_buffer_size: int = 32768, write_buffer_delay_us: int = 200,
                timeout: float = 10.0, shared_request: bool = False,
-               hist_digits: int = 3, driver_threads: bool = False) -> BenchResult:
+               hist_digits: int = 3, driver_threads: bool = False, start_at_ns: int = 0,
+               phase_ns: int = 0) -> BenchResult:
     """Runs one C load (GIL released for its whole length) and returns its figures.
 
     ``concurrency`` is the total number of calls in flight, spread evenly over
     ``connections`` (the caller checked that it divides). Closed-loop unary loads run on
-    the connections' I/O threads unless ``driver_threads`` asks for a thread of their own. Raises ConfigError for a
+    the connections' I/O threads unless ``driver_threads`` asks for a thread of their own.
+    ``start_at_ns`` (``time.monotonic_ns()`` clock) starts the warm-up at that moment once
+    the connections are open, ``phase_ns`` shifts an open loop's schedule (both for loads
+    split over several processes: :mod:`.distributed`). Raises ConfigError for a
     configuration the C side rejects and TargetError for an unreachable target.
     """
     host, port = split_target(target)
@@ -40,7 +45,7 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
             stream_messages=stream_messages if mode == "bidi" else 1,
             write_buffer_size=write_buffer_size, write_buffer_delay_us=write_buffer_delay_us,
             timeout=timeout, shared_request=shared_request, hist_digits=hist_digits,
-            driver_threads=driver_threads)
+            driver_threads=driver_threads, start_at_ns=start_at_ns, phase_ns=phase_ns)
     except ValueError as exc:
         raise ConfigError(str(exc).removeprefix("run_load: ")) from None
     except ConnectionError as exc:
@@ -49,6 +54,23 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     result = result_from_load(raw, arm=arm, mode=mode, target=target)
     result.duration_s, result.count = duration, count
     return result
+
+
+def run_c_spec(spec: RunSpec, mode: Optional[str] = None, *, start_at_ns: int = 0,
+               phase_ns: int = 0) -> BenchResult:
+    """:func:`run_c_load` with the figures of ``spec`` (``mode``: a C mode, default the
+    spec's)."""
+    return run_c_load(arm=spec.arm, mode=mode or spec.mode, target=spec.target,
+                      method=spec.resolved_method(), payload_size=spec.payload_size,
+                      concurrency=spec.concurrency, connections=spec.connections,
+                      duration=spec.duration, warmup=spec.warmup, count=spec.count,
+                      rate=spec.rate, stream_messages=spec.stream_messages,
+                      write_buffer_size=spec.write_buffer_size,
+                      write_buffer_delay_us=spec.write_buffer_delay_us,
+                      timeout=spec.timeout, shared_request=spec.shared_request,
+                      hist_digits=spec.hist_digits,
+                      driver_threads=bool(spec.options.get("driver_threads", False)),
+                      start_at_ns=start_at_ns, phase_ns=phase_ns)
 
 
 def result_from_load(raw: Mapping[str, Any], *, arm: str, mode: str, target: str
@@ -66,7 +88,7 @@ def result_from_load(raw: Mapping[str, Any], *, arm: str, mode: str, target: str
         "histogram_corrected": [list(p) for p in raw.get("warmup_histogram_corrected", [])]}
     extra = {k: raw[k] for k in ("missed", "response_bytes", "short_streams", "shared_request",
                                  "hist_digits", "write_buffer_delay_us", "open_loop",
-                                 "target_rate") if k in raw}
+                                 "target_rate", "start_monotonic_ns", "late_ns") if k in raw}
     extra["c_mode"] = raw.get("mode")
     return BenchResult(
         arm=arm, mode=mode, target=target, method=raw.get("path", ""),

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Dict, Iterator, Optional
+import inspect
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence
 
 from .arms import canonical_mode, kind_of, run_spec
 from .errors import RunFailed, TargetError
@@ -13,7 +14,7 @@ from .result import BenchResult
 from .spec import RunSpec
 from .target import embedded_server, split_target
 
-__all__ = ["run", "preflight", "check_result", "target_or_embedded"]
+__all__ = ["run", "spec_of", "spec_target", "preflight", "check_result", "target_or_embedded"]
 
 
 @contextlib.contextmanager
@@ -27,18 +28,33 @@ def target_or_embedded(target: Optional[str]) -> Iterator[str]:
         yield address
 
 
-def run(target: Optional[str] = None, method: Optional[str] = None, payload_size: int = 128,
-        mode: str = "fastpath", concurrency: int = 50, connections: int = 1,
-        duration: float = 3.0, warmup: float = 0.5, rate: Optional[float] = None,
-        stream_messages: int = 1, write_buffer_size: int = 32768,
-        write_buffer_delay_us: int = 200, timeout: float = 10.0, count: int = 0, *,
-        wire: str = "grpc", arm: Optional[str] = None, shared_request: bool = False,
-        hist_digits: int = 3, options: Optional[Dict[str, Any]] = None,
-        progress: Optional[Progress] = None) -> BenchResult:
+def spec_of(target: Optional[str] = None, method: Optional[str] = None,
+            payload_size: int = 128, mode: str = "fastpath", concurrency: int = 50,
+            connections: int = 1, duration: float = 3.0, warmup: float = 0.5,
+            rate: Optional[float] = None, stream_messages: int = 1,
+            write_buffer_size: int = 32768, write_buffer_delay_us: int = 200,
+            timeout: float = 10.0, count: int = 0, *, wire: str = "grpc",
+            arm: Optional[str] = None, shared_request: bool = False, hist_digits: int = 3,
+            options: Optional[Dict[str, Any]] = None) -> RunSpec:
+    """The validated RunSpec of :func:`run`'s arguments (target None: ``127.0.0.1:0``, to be
+    replaced by the embedded server's address). Raises ConfigError for bad parameters."""
+    mode = canonical_mode(mode)
+    spec = RunSpec(arm=arm or mode, mode=mode, target=target or "127.0.0.1:0", method=method,
+                   payload_size=payload_size, concurrency=concurrency,
+                   connections=connections, duration=duration, warmup=warmup, count=count,
+                   rate=rate, stream_messages=stream_messages,
+                   write_buffer_size=write_buffer_size,
+                   write_buffer_delay_us=write_buffer_delay_us, timeout=timeout, wire=wire,
+                   shared_request=shared_request, hist_digits=hist_digits,
+                   options=dict(options or {}))
+    return spec.validate()
+
+
+def run(*args: Any, progress: Optional[Progress] = None, **kwargs: Any) -> BenchResult:
     """Runs one scenario and returns its :class:`~.result.BenchResult`.
 
-    ``target`` is ``host:port``; None starts the embedded echo server
-    (triple_py.testing.EchoServer) for the run. ``method`` defaults to
+    The arguments are :func:`spec_of`'s: ``target`` is ``host:port``; None starts the
+    embedded echo server (triple_py.testing.EchoServer) for the run. ``method`` defaults to
     ``/benchmark.BenchmarkService/UnaryCall`` (``StreamCall`` for the bidi modes).
     ``mode`` is an arm kind (see :mod:`triple_py.bench.arms`): ``fastpath``,
     ``stream-path`` or ``bidi`` run the C load generator with the GIL released; the
@@ -55,19 +71,10 @@ def run(target: Optional[str] = None, method: Optional[str] = None, payload_size
     ConnectionError) when the target cannot be reached by the C modes. Calls that fail
     are counted in the result (``errors``, ``status_codes``), not raised.
     """
-    mode = canonical_mode(mode)
-    spec = RunSpec(arm=arm or mode, mode=mode, target=target or "127.0.0.1:0", method=method,
-                   payload_size=payload_size, concurrency=concurrency,
-                   connections=connections, duration=duration, warmup=warmup, count=count,
-                   rate=rate, stream_messages=stream_messages,
-                   write_buffer_size=write_buffer_size,
-                   write_buffer_delay_us=write_buffer_delay_us, timeout=timeout, wire=wire,
-                   shared_request=shared_request, hist_digits=hist_digits,
-                   options=dict(options or {}))
-    spec.validate()  # before a server is started
+    spec = spec_of(*args, **kwargs)  # validated before a server is started
     progress = progress or auto_progress(title=f"run {spec.arm}")
     progress.total = 1
-    with target_or_embedded(target) as address:
+    with target_or_embedded(spec_target(args, kwargs)) as address:
         spec.target = address
         progress.start(f"{spec.arm} {spec.payload_size} B x {spec.concurrency} on {address}",
                        spec.warmup + spec.duration)
@@ -77,6 +84,19 @@ def run(target: Optional[str] = None, method: Optional[str] = None, payload_size
         finally:
             progress.close()
         return result
+
+
+_SPEC_SIGNATURE = inspect.signature(spec_of)
+run.__signature__ = _SPEC_SIGNATURE.replace(  # type: ignore[attr-defined]
+    parameters=[*_SPEC_SIGNATURE.parameters.values(),
+                inspect.Parameter("progress", inspect.Parameter.KEYWORD_ONLY, default=None,
+                                  annotation=Optional[Progress])],
+    return_annotation=BenchResult)
+
+
+def spec_target(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Optional[str]:
+    """The ``target`` among :func:`spec_of`'s arguments (None: the embedded server)."""
+    return args[0] if args else kwargs.get("target")
 
 
 def preflight(target: str, method: str, streaming: bool, wire: str = "grpc",
