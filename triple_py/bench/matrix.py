@@ -164,8 +164,10 @@ baseline = "stream-path"
 rounds = 10
 duration = "1s"
 warmup = "0.3s"
-arms = ["stream-path", "fastpath", "h2load", "py-stream-path", "py-fastpath", "triple-py-aio",
-        "grpcio-sync", "grpcio-aio"]
+# Each compared pair is adjacent in a round (rounds reverse the order), so that the two runs
+# of a pair are seconds apart and share the machine's state.
+arms = ["stream-path", "fastpath", "h2load", "py-stream-path", "py-fastpath", "grpcio-sync",
+        "grpcio-aio", "triple-py-aio"]
 compare = [["fastpath", "stream-path"], ["py-fastpath", "py-stream-path"],
            ["fastpath", "h2load"], ["py-fastpath", "grpcio-sync"],
            ["triple-py-aio", "grpcio-aio"]]
