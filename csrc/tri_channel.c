@@ -13,6 +13,7 @@
 
 #include "tri_conn.h"
 #include "tri_error.h"
+#include "tri_fork.h"
 #include "tri_int.h"
 #include "tri_wire.h"
 #include "tri_writer.h"
@@ -47,6 +48,7 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
   tri_channel *ch = tri_mem_calloc(NULL, 1, sizeof(*ch));
   if (!ch) return TRI_ERR_NOMEM;
   ch->opts = *opts;
+  ch->fork_gen = tri_fork_generation();
   /* Copy the strings into one block. */
   char authority[300];
   if (opts->authority)
@@ -125,12 +127,9 @@ tri_stats *tri_channel_stats(tri_channel *ch) { return &ch->stats; }
 tri_pool *tri_channel_pool(tri_channel *ch) { return &ch->pool; }
 int tri_channel_notify_fd(tri_channel *ch) { return ch->notify_fd; }
 
-int tri_channel_closed(tri_channel *ch) {
-  pthread_mutex_lock(&ch->lock);
-  int c = ch->closed;
-  pthread_mutex_unlock(&ch->lock);
-  return c;
-}
+int tri_channel_closed(tri_channel *ch) { return atomic_load(&ch->closed); }
+
+int tri_channel_inherited(tri_channel *ch) { return tri_fork_inherited(ch->fork_gen); }
 
 /* Frees retired connections whose thread has exited and that nobody else
  * references.  Channel lock held; never waits for a running thread, since an
@@ -176,6 +175,12 @@ int tri__channel_conn(tri_channel *ch, tri_conn *avoid, tri_conn **out,
                       char *why, size_t why_len) {
   int rv = 0;
   *out = NULL;
+  if (tri_channel_inherited(ch)) { /* before the lock: a parent thread may hold it */
+    snprintf(why, why_len,
+             "Channel was created before fork(): its connection belongs to the parent "
+             "process; create a new channel in the child");
+    return TRI_ERR_FORKED;
+  }
   pthread_mutex_lock(&ch->lock);
   if (ch->closed) {
     rv = TRI_ERR_CLOSED;
@@ -220,7 +225,26 @@ out:
   return rv;
 }
 
+/* tri_channel_close in a child of fork() for a channel of an ancestor: its
+ * I/O threads do not exist here, and its lock may be held by a thread that
+ * does not exist either.  Nothing is joined or locked; the connections are
+ * abandoned (tri__conn_abandon) and the notify fd, shared with the parent,
+ * is not written. */
+static void close_inherited(tri_channel *ch) {
+  if (atomic_exchange(&ch->closed, 1)) return;
+  if (ch->conn) retire_current(ch);
+  while (ch->retired) {
+    tri_conn *c = ch->retired;
+    ch->retired = c->next_retired;
+    tri__conn_abandon(c);
+  }
+}
+
 void tri_channel_close(tri_channel *ch) {
+  if (tri_channel_inherited(ch)) {
+    close_inherited(ch);
+    return;
+  }
   pthread_mutex_lock(&ch->lock);
   if (ch->closed) {
     pthread_mutex_unlock(&ch->lock);

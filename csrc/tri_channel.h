@@ -120,6 +120,15 @@ int tri_channel_poll_completions(tri_channel *ch, void **tokens, int max,
 /* Nonzero once tri_channel_close has been called. */
 int tri_channel_closed(tri_channel *ch);
 
+/* Nonzero in a child of fork() for a channel made before the fork (see
+ * tri_fork.h).  Such a channel fails every call at start with UNAVAILABLE
+ * ("Channel was created before fork(): ..."); tri_channel_close and
+ * tri_channel_del neither wait for nor join the parent's I/O threads (which
+ * do not exist in the child) and never block on its locks; the parent's
+ * connections keep working in the parent.  Calls that were in flight at the
+ * fork cannot complete in the child. */
+int tri_channel_inherited(tri_channel *ch);
+
 /* An I/O hook lets a caller run its own loop on the connection's I/O thread,
  * the way h2load drives nghttp2: no thread hop between a completion and the
  * next call.  The I/O thread calls fn(arg) once per loop iteration, after it

@@ -1375,6 +1375,23 @@ void tri__conn_join(tri_conn *conn) {
   conn->joined = 1;
 }
 
+/* Connections inherited across fork() (tri__conn_abandon), linked through
+ * next_retired: reachable, so leak checkers do not count them. */
+static _Atomic(tri_conn *) abandoned;
+
+void tri__conn_abandon(tri_conn *conn) {
+  atomic_store(&conn->closed, 1);
+  atomic_store(&conn->unusable, 1);
+  int *fds[] = {&conn->fd, &conn->epfd, &conn->evfd, &conn->tfd};
+  for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+    if (*fds[i] >= 0) close(*fds[i]);
+    *fds[i] = -1;
+  }
+  conn->next_retired = atomic_load(&abandoned);
+  while (!atomic_compare_exchange_weak(&abandoned, &conn->next_retired, conn)) {
+  }
+}
+
 void tri__conn_free(tri_conn *conn) {
   tri__conn_join(conn);
   release_io_resources(conn); /* a no-op when the thread released them */

@@ -133,6 +133,14 @@ int tri__conn_unusable(tri_conn *conn);
 void tri__conn_shutdown(tri_conn *conn);
 /* Waits for the I/O thread to exit (it must be dead or shut down). */
 void tri__conn_join(tri_conn *conn);
+/* In a child of fork(), for a connection inherited from the parent (whose
+ * I/O thread does not exist here): refuses pushes and closes this process's
+ * copies of its descriptors (the parent's stay open).  The session, TLS state
+ * and calls it holds may have been in the middle of a change when the parent
+ * forked, so they are never touched again: the connection moves to a
+ * process-wide list of abandoned connections (kept reachable, never freed)
+ * and must not be used or freed by the caller afterwards. */
+void tri__conn_abandon(tri_conn *conn);
 /* Joins the thread and frees everything; the last reference must be gone. */
 void tri__conn_free(tri_conn *conn);
 void tri__conn_ref(tri_conn *conn);

@@ -145,7 +145,8 @@ struct tri_channel {
   pthread_mutex_t call_lock; /* guards call_free, call_free_n */
   tri_conn *conn;        /* current connection or NULL */
   tri_conn *retired;     /* dead connections waiting to be joined/freed */
-  int closed;
+  _Atomic int closed;    /* written under lock; read without it */
+  unsigned fork_gen;     /* tri_fork_generation() at creation (tri_fork.h) */
   tri_backoff backoff;   /* under lock: consecutive failed attempts */
   int64_t next_attempt;  /* under lock: no attempt before this (ns); 0: none */
   char connect_error[200]; /* under lock: why the last attempt failed */

@@ -1,0 +1,142 @@
+"""The misuse suite (issue 20): what a hostile but ordinary user does, one probe each.
+
+Every probe runs in a child process with a hard timeout, so a hang fails its test instead
+of the run; the child asserts what it sees and exits 0.  The suite runs under the plain
+build and under ASan (``make test-asan``: the children inherit its environment).  The
+echo server is the test's own, on 127.0.0.1.
+"""
+from __future__ import annotations
+
+import subprocess
+import textwrap
+
+import pytest
+
+from _helpers import start_child
+from triple_py.testing import EchoServer
+
+HARD_TIMEOUT = 60  # seconds: a probe still running then has hung
+
+# What every probe starts with: the server address and the unary stub's method.
+PRELUDE = textwrap.dedent("""\
+    import os, sys, time
+    import triple_py
+    ADDR = sys.argv[1]
+    UNARY = "/benchmark.BenchmarkService/UnaryCall"
+    STREAM = "/benchmark.BenchmarkService/StreamingCall"
+    Code = triple_py.StatusCode
+""")
+
+
+@pytest.fixture(scope="module")
+def server():
+    with EchoServer() as srv:
+        yield srv
+
+
+def probe(server: EchoServer, body: str, timeout: float = HARD_TIMEOUT) -> str:
+    """Runs `body` (after PRELUDE) in a child; fails the test if it hangs or fails.
+    Returns the child's stdout."""
+    child = start_child(PRELUDE + textwrap.dedent(body), server.address)
+    try:
+        out, err = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        out, err = child.communicate()
+        pytest.fail(f"probe hung for {timeout} s\nstdout:\n{out}\nstderr:\n{err}")
+    assert child.returncode == 0, f"probe exited {child.returncode}\n{out}\n{err}"
+    return out
+
+
+# --- row 1 and 2: fork ------------------------------------------------------------------
+
+FORK_CHILD = """
+    def in_child(fn):
+        '''Runs fn() in a forked child; the child's exit status must be 0.'''
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                fn()
+                code = 0
+            finally:
+                sys.stdout.flush()
+                if code:
+                    os._exit(code)
+            sys.exit(0)  # a normal exit: finalization deallocates inherited channels
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, status
+"""
+
+
+def test_fork_child_call_on_inherited_channel_fails_fast(server):
+    """Row 1: the inherited channel answers UNAVAILABLE at once, never hangs; the parent's
+    channel keeps working."""
+    probe(server, FORK_CHILD + """
+        ch = triple_py.insecure_channel(ADDR)
+        stub = ch.unary_unary(UNARY)
+        assert stub(b"x", timeout=5) == b"x"
+        def child():
+            started = time.monotonic()
+            try:
+                stub(b"y", timeout=5)
+                raise AssertionError("a call on an inherited channel succeeded")
+            except triple_py.RpcError as e:
+                assert e.code() is Code.UNAVAILABLE, e
+                assert "fork" in e.details(), e.details()
+            assert time.monotonic() - started < 2
+            fut = stub.future(b"z", timeout=5)
+            assert fut.exception(timeout=5).code() is Code.UNAVAILABLE
+            bidi = ch.stream_stream(STREAM)(iter([b"a"]), timeout=5)
+            try:
+                list(bidi)
+                raise AssertionError("a stream on an inherited channel succeeded")
+            except triple_py.RpcError as e:
+                assert e.code() is Code.UNAVAILABLE, e
+        in_child(child)
+        assert stub(b"after", timeout=5) == b"after"
+    """)
+
+
+def test_fork_child_own_channel_and_exit(server):
+    """Row 2: the child's own channel works; closing the inherited one and exiting (with
+    the inherited channel still referenced) return."""
+    probe(server, FORK_CHILD + """
+        ch = triple_py.insecure_channel(ADDR)
+        keep = ch.unary_unary(UNARY)
+        assert keep(b"x", timeout=5) == b"x"
+        def own_then_close():
+            with triple_py.insecure_channel(ADDR) as own:
+                assert own.unary_unary(UNARY)(b"own", timeout=5) == b"own"
+            ch.close()
+        def own_then_exit():  # the inherited channel is dropped at interpreter exit
+            own = triple_py.insecure_channel(ADDR)
+            assert own.unary_unary(UNARY).future(b"f", timeout=5).result() == b"f"
+        in_child(own_then_close)
+        in_child(own_then_exit)
+        assert keep(b"after", timeout=5) == b"after"
+        ch.close()
+    """)
+
+
+def test_fork_pool_on_inherited_stub(server):
+    """Row 1 as multiprocessing meets it: a fork Pool's workers call through the parent's
+    stub (UNAVAILABLE at once) or make their own channel (works); the pool shuts down."""
+    probe(server, """
+        import multiprocessing
+        ch = triple_py.insecure_channel(ADDR)
+        stub = ch.unary_unary(UNARY)
+        stub(b"warm", timeout=5)
+        def inherited(i):
+            try:
+                return stub(b"%d" % i, timeout=5)
+            except triple_py.RpcError as e:
+                return e.code().name
+        def own(i):
+            with triple_py.insecure_channel(ADDR) as c:
+                return c.unary_unary(UNARY)(b"%d" % i, timeout=5)
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            assert pool.map(inherited, range(4)) == ["UNAVAILABLE"] * 4
+            assert pool.map(own, range(4)) == [b"0", b"1", b"2", b"3"]
+        assert stub(b"p", timeout=5) == b"p"
+    """)
