@@ -442,6 +442,13 @@ void tri_channel_set_io_hook(tri_channel *ch, const tri_io_hook *hook) {
   pthread_mutex_unlock(&ch->lock);
 }
 
+void tri_channel_wake_pollers(tri_channel *ch) {
+  atomic_store(&ch->poll_wake, 1);
+  uint64_t one = 1;
+  ssize_t w = write(ch->notify_fd, &one, sizeof(one));
+  (void)w;
+}
+
 int tri_channel_poll_completions(tri_channel *ch, void **tokens, int max,
                                  int64_t timeout_ns) {
   int64_t end = timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
@@ -459,6 +466,7 @@ int tri_channel_poll_completions(tri_channel *ch, void **tokens, int max,
       n = TRI_ERR_CLOSED;
       break;
     }
+    if (atomic_exchange(&ch->poll_wake, 0)) break;
     int ms = -1;
     if (timeout_ns >= 0) {
       int64_t left = end - tri__now();

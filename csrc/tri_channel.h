@@ -117,6 +117,12 @@ int tri_channel_notify_fd(tri_channel *ch);
 int tri_channel_poll_completions(tri_channel *ch, void **tokens, int max,
                                  int64_t timeout_ns);
 
+/* Makes a tri_channel_poll_completions that is waiting (or the next one to
+ * wait) return 0 at once, as on a timeout: for an owner that wants its
+ * polling thread to look at its own state (e.g. "nobody will start calls any
+ * more") without closing the channel. */
+void tri_channel_wake_pollers(tri_channel *ch);
+
 /* Nonzero once tri_channel_close has been called. */
 int tri_channel_closed(tri_channel *ch);
 

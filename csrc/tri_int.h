@@ -163,6 +163,7 @@ struct tri_channel {
   tri_mpsc completions;
   int notify_fd;         /* eventfd */
   _Atomic int notify_pending;
+  _Atomic int poll_wake;   /* tri_channel_wake_pollers: pollers return now */
   pthread_mutex_t poll_lock; /* guards ready_head/ready_tail */
   tri_node *ready_head, *ready_tail; /* taken from `completions`, not yet returned */
   _Atomic(const tri_io_hook *) io_hook; /* borrowed; see tri_channel_set_io_hook */

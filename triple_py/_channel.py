@@ -213,6 +213,9 @@ class Channel:
                        server_name=self._options.ssl_target_name_override)
         self._core = _triple.Channel(host, port, **self._options.core_kwargs(), **tls)
         self._dispatcher = CompletionDispatcher(self._core)
+        # Dropped without close(): the dispatcher lets go of the core, which then goes
+        # (closing its connection) with the last call object that holds it.
+        weakref.finalize(self, self._dispatcher.orphan)
         with _live_lock:
             _live_cores.add(self._core)
 

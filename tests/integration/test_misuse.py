@@ -140,3 +140,65 @@ def test_fork_pool_on_inherited_stub(server):
             assert pool.map(own, range(4)) == [b"0", b"1", b"2", b"3"]
         assert stub(b"p", timeout=5) == b"p"
     """)
+
+
+# --- row 5: a done-callback that raises ------------------------------------------------
+
+def test_raising_done_callback_is_logged_and_later_callbacks_run(server):
+    """Row 5: the exception is logged; the same future's next callback and every later
+    future's callbacks still run, and no finished future is kept."""
+    probe(server, """
+        import io, logging, threading
+        log = io.StringIO()
+        logging.getLogger("triple_py").addHandler(logging.StreamHandler(log))
+        ran = []
+        def boom(fut):
+            raise RuntimeError("callback bug")
+        def add(fut, fn):
+            try:  # a future already done runs fn at once, and its exception propagates
+                fut.add_done_callback(fn)  # there, as in grpcio
+            except RuntimeError:
+                pass
+        with triple_py.insecure_channel(ADDR) as ch:
+            stub = ch.unary_unary(UNARY)
+            stub(b"warm", timeout=5)
+            for i in range(200):
+                f = stub.future(b"%d" % i * 1000, timeout=5)
+                add(f, boom)
+                add(f, lambda f: ran.append(f.result()))
+                f.result(timeout=5)
+            deadline = time.monotonic() + 10
+            while len(ran) < 200 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert len(ran) == 200, len(ran)
+            assert "callback bug" in log.getvalue()
+            assert not ch._dispatcher._pending
+    """)
+
+
+# --- row 6: channels dropped without close() ---------------------------------------------
+
+def test_channels_dropped_without_close_release_threads_and_fds(server):
+    """Row 6: 2,000 x (channel, future().result(), drop): threads and fds stay a handful
+    (before: over a thousand threads alive at once)."""
+    probe(server, """
+        import gc
+        gc.disable()  # the release must not depend on the cycle collector
+        def counts():
+            return len(os.listdir("/proc/self/task")), len(os.listdir("/proc/self/fd"))
+        base_threads, base_fds = counts()
+        peak_threads = peak_fds = 0
+        started = time.monotonic()
+        for i in range(2000):
+            ch = triple_py.insecure_channel(ADDR)
+            assert ch.unary_unary(UNARY).future(b"x", timeout=5).result() == b"x"
+            del ch
+            if i % 20 == 0:
+                threads, fds = counts()
+                peak_threads, peak_fds = max(peak_threads, threads), max(peak_fds, fds)
+            if time.monotonic() - started > 40:
+                break
+        print(base_threads, base_fds, peak_threads, peak_fds, i)
+        assert peak_threads <= base_threads + 8, (base_threads, peak_threads)
+        assert peak_fds <= base_fds + 16, (base_fds, peak_fds)
+    """)
