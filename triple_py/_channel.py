@@ -6,6 +6,7 @@ import weakref
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from . import _triple
+from ._codec import deserialize, serialize
 from ._credentials import ChannelCredentials
 from ._errors import CallResult, _InactiveRpcError
 from ._future import CompletionDispatcher, UnaryFuture
@@ -56,7 +57,7 @@ class _MultiCallable:
         if core_call.code() != 0:
             raise _InactiveRpcError(core_call)
         raw = core_call.response()
-        return self._deserialize(raw) if self._deserialize else raw
+        return deserialize(self._deserialize, raw)
 
 
 class UnaryUnaryMultiCallable(_MultiCallable):
@@ -69,7 +70,7 @@ class UnaryUnaryMultiCallable(_MultiCallable):
 
     def _start(self, request: Any, timeout: Optional[float], metadata: MetadataType,
                wait: bool, notify: int, compression: Any) -> Any:
-        payload = self._serialize(request) if self._serialize else request
+        payload = serialize(self._serialize, request)
         if self._fast_path:
             return self._core.call(self._method, payload, timeout, metadata, wait, notify, 0,
                                    _compression(compression))
@@ -128,7 +129,7 @@ class UnaryStreamMultiCallable(_MultiCallable):
                  wait_for_ready: Optional[bool] = None,
                  compression: Any = None) -> StreamingCall:
         """Sends the request and returns an iterator over the responses."""
-        payload = self._serialize(request) if self._serialize else request
+        payload = serialize(self._serialize, request)
         core_call = self._core.call(self._method, payload, timeout, metadata,
                                     flags=_triple.SERVER_STREAMING,
                                     compression=_compression(compression))

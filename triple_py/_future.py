@@ -17,6 +17,7 @@ import logging
 import threading
 from typing import Any, Callable, Optional
 
+from ._codec import deserialize
 from ._errors import (CallResult, FutureCancelledError, FutureTimeoutError,
                       _InactiveRpcError)
 from ._status import StatusCode
@@ -87,7 +88,7 @@ class UnaryFuture:
         if res.code() is not StatusCode.OK:
             raise _InactiveRpcError(self._core)
         raw = self._core.response()
-        return self._deserializer(raw) if self._deserializer else raw
+        return deserialize(self._deserializer, raw)
 
     def exception(self, timeout: Optional[float] = None) -> Optional[Exception]:
         """The RpcError the RPC ended with, or None on success."""

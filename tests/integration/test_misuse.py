@@ -23,7 +23,7 @@ PRELUDE = textwrap.dedent("""\
     import triple_py
     ADDR = sys.argv[1]
     UNARY = "/benchmark.BenchmarkService/UnaryCall"
-    STREAM = "/benchmark.BenchmarkService/StreamingCall"
+    STREAM = "/benchmark.BenchmarkService/StreamCall"
     Code = triple_py.StatusCode
 """)
 
@@ -201,4 +201,64 @@ def test_channels_dropped_without_close_release_threads_and_fds(server):
         print(base_threads, base_fds, peak_threads, peak_fds, i)
         assert peak_threads <= base_threads + 8, (base_threads, peak_threads)
         assert peak_fds <= base_fds + 16, (base_fds, peak_fds)
+    """)
+
+
+# --- row 10: serializers that raise ---------------------------------------------------------
+
+def test_codec_exceptions_are_rpc_errors_internal(server):
+    """Row 10: a raising serializer or deserializer is RpcError INTERNAL (grpcio's
+    messages) with the exception as __cause__, on every shape, sync and aio."""
+    probe(server, """
+        import asyncio
+        import triple_py.aio as aio
+        def bad(_):
+            raise ZeroDivisionError("codec bug")
+        def check(e, what):
+            assert isinstance(e, triple_py.RpcError), type(e)
+            assert e.code() is Code.INTERNAL, e.code()
+            assert e.details() == f"Exception {what}!", e.details()
+            assert isinstance(e.__cause__, ZeroDivisionError), repr(e.__cause__)
+        def expect(fn, what):
+            try:
+                fn()
+            except triple_py.RpcError as e:
+                check(e, what)
+            else:
+                raise AssertionError(f"no RpcError ({what})")
+        ser, de = "serializing request", "deserializing response"
+        with triple_py.insecure_channel(ADDR) as ch:
+            unary = lambda **kw: ch.unary_unary(UNARY, **kw)
+            expect(lambda: unary(request_serializer=bad)(b"x", timeout=5), ser)
+            expect(lambda: unary(response_deserializer=bad)(b"x", timeout=5), de)
+            expect(lambda: unary(response_deserializer=bad).with_call(b"x", timeout=5), de)
+            expect(lambda: unary(request_serializer=bad).future(b"x", timeout=5).result(), ser)
+            expect(lambda: unary(response_deserializer=bad).future(b"x", timeout=5).result(), de)
+            expect(lambda: list(ch.unary_stream(STREAM, response_deserializer=bad)(
+                b"x", timeout=5)), de)
+            call = ch.stream_stream(STREAM, request_serializer=bad)(timeout=5)
+            expect(lambda: call.write(b"x"), ser)
+            call.cancel()
+            expect(lambda: ch.stream_unary(STREAM, response_deserializer=bad)(
+                iter([b"a"]), timeout=5), de)
+            assert unary()(b"still", timeout=5) == b"still"
+        async def main():
+            async with aio.insecure_channel(ADDR) as ach:
+                for kw, what in (({"request_serializer": bad}, ser),
+                                 ({"response_deserializer": bad}, de)):
+                    try:
+                        await ach.unary_unary(UNARY, **kw)(b"x", timeout=5)
+                    except triple_py.RpcError as e:
+                        check(e, what)
+                    else:
+                        raise AssertionError("no AioRpcError")
+                try:
+                    async for _ in ach.unary_stream(STREAM, response_deserializer=bad)(
+                            b"x", timeout=5):
+                        pass
+                except triple_py.RpcError as e:
+                    check(e, de)
+                else:
+                    raise AssertionError("no AioRpcError (stream)")
+        asyncio.run(asyncio.wait_for(main(), 30))
     """)
