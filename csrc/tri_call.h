@@ -63,7 +63,8 @@ void tri_call_set_request_borrowed(tri_call *c, const uint8_t *p, size_t n);
  * channel's pool (tri_channel_pool).  Ownership passes to the call. */
 void tri_call_set_request_buf(tri_call *c, tri_buf *b);
 
-/* Sets request compression (TRI_COMPRESS_GZIP or _NONE), overriding the
+/* Sets request compression (TRI_COMPRESS_NONE, _DEFLATE or _GZIP; the binding
+ * refuses other values), overriding the
  * channel's default.  Only before tri_call_start. */
 void tri_call_set_compression(tri_call *c, int compress);
 

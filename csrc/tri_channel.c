@@ -43,7 +43,8 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
   if (!opts->host || !opts->port || !*opts->host || !*opts->port)
     return TRI_ERR_INVALID;
   if (opts->max_frame_size < 16384 || opts->max_frame_size > 16777215 ||
-      opts->stream_window > 0x7fffffffu || opts->conn_window > 0x7fffffffu)
+      opts->stream_window > 0x7fffffffu || opts->conn_window > 0x7fffffffu ||
+      opts->compress < TRI_COMPRESS_NONE || opts->compress > TRI_COMPRESS_GZIP)
     return TRI_ERR_INVALID;
   tri_channel *ch = tri_mem_calloc(NULL, 1, sizeof(*ch));
   if (!ch) return TRI_ERR_NOMEM;

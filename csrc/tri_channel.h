@@ -81,8 +81,10 @@ typedef struct tri_channel_opts {
 /* Wires: unary calls follow the channel's wire; streams are always gRPC-framed
  * (dubbo-go streams only over gRPC, docs/triple-wire.md §2). */
 enum { TRI_WIRE_GRPC = 0, TRI_WIRE_TRIPLE = 1 };
-/* Request compression (grpcio's Compression values). */
-enum { TRI_COMPRESS_NONE = 0, TRI_COMPRESS_GZIP = 2 };
+/* Request compression (grpcio's Compression values): deflate is the zlib
+ * format, as grpc core sends "deflate" (tri_gzip.h).  tri_channel_new refuses
+ * any other value (TRI_ERR_INVALID). */
+enum { TRI_COMPRESS_NONE = 0, TRI_COMPRESS_DEFLATE = 1, TRI_COMPRESS_GZIP = 2 };
 
 /* Fills `o` with the defaults: 4 MiB receive limit, no send limit, 16 MiB-1
  * stream window, 1 GiB-1 connection window, 64 KiB frames, a 10 s write-stall

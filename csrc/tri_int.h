@@ -122,7 +122,8 @@ struct tri_call {
   unsigned in_timer : 1;    /* on the flush-timer FIFO */
   unsigned held : 1;        /* waits to be submitted: the connection's output
                                is blocked (its held list, io_prev/io_next) */
-  unsigned resp_gzip : 1;   /* the peer compresses responses with gzip */
+  unsigned resp_gzip : 1;   /* the peer compresses responses (gzip or deflate) */
+  unsigned resp_deflate : 1; /* ...with deflate (zlib format), not gzip */
   unsigned resp_enc_unknown : 1; /* ...with an encoding we do not have */
   unsigned msg_compressed : 1;   /* the message being received has flag 0x01 */
   tri_frame_decoder dec;

@@ -11,6 +11,7 @@ from ._credentials import ChannelCredentials
 from ._errors import CallResult, _InactiveRpcError
 from ._future import CompletionDispatcher, UnaryFuture
 from ._options import ChannelOptions
+from ._status import compression_value
 from ._streams import StreamingCall, pump_requests, start_pump
 from ._target import parse_target
 
@@ -31,7 +32,7 @@ _FUTURE_EVENTS = _triple.EV_DONE | _triple.QUIET_START
 
 def _compression(compression: Any) -> int:
     """The core's compression argument: -1 keeps the channel's default."""
-    return -1 if compression is None else int(compression)
+    return -1 if compression is None else compression_value(compression)
 
 
 class _MultiCallable:
@@ -202,7 +203,7 @@ class Channel:
         if wire is not None:
             self._options = ChannelOptions.from_pairs([*(options or ()), ("triple.wire", wire)])
         if compression is not None:
-            self._options.compression = int(compression)
+            self._options.compression = compression_value(compression)
         tls = {}
         override = self._options.ssl_target_name_override
         if credentials is not None and override and not self._options.authority:
