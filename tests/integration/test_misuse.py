@@ -320,3 +320,29 @@ def test_deflate_is_sent_compressed_and_understood(server):
         finally:
             srv.stop(None)
     """)
+
+
+# --- row 9: numeric options ------------------------------------------------------------------
+
+def test_numeric_options_are_range_checked(server):
+    """Row 9: windows of 0 or 2**32 (which wrapped to 0 and hung every call), frame sizes
+    and buffer sizes out of range, non-ints: ValueError naming the option."""
+    probe(server, """
+        BAD = [("triple.stream_window", 0), ("triple.stream_window", 2**32),
+               ("triple.stream_window", 2**31), ("triple.connection_window", 0),
+               ("triple.connection_window", 2**32), ("triple.max_frame_size", 2**32),
+               ("triple.max_frame_size", 1000), ("triple.write_buffer_size", -1),
+               ("triple.write_buffer_size", 2**32), ("triple.write_buffer_delay_us", -1),
+               ("grpc.max_receive_message_length", -2), ("grpc.max_send_message_length", 2**64),
+               ("triple.stream_window", 1.5), ("triple.stream_window", True)]
+        for key, value in BAD:
+            try:
+                triple_py.insecure_channel(ADDR, options=[(key, value)])
+                raise AssertionError(f"{key}={value!r} accepted")
+            except ValueError as e:
+                assert key in str(e), e
+        edges = [("triple.stream_window", 2**31 - 1), ("triple.connection_window", 65_535),
+                 ("grpc.max_receive_message_length", -1), ("triple.max_frame_size", 16_384)]
+        with triple_py.insecure_channel(ADDR, options=edges) as ch:
+            assert ch.unary_unary(UNARY)(b"edge", timeout=5) == b"edge"
+    """)
