@@ -200,9 +200,10 @@ class LineReader:
         return item
 
 
-def start_child(code: str, *args: str) -> subprocess.Popen:
-    """Runs `code` in the project venv's Python with triple_py importable."""
+def start_child(code: str, *args: str, **popen: Any) -> subprocess.Popen:
+    """Runs `code` in the project venv's Python with triple_py importable (`popen`: more
+    Popen arguments, e.g. start_new_session)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     return subprocess.Popen([str(VENV_PYTHON), "-c", code, *args], cwd=ROOT, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, **popen)

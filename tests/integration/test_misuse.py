@@ -7,6 +7,8 @@ echo server is the test's own, on 127.0.0.1.
 """
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import textwrap
 
@@ -37,11 +39,14 @@ def server():
 def probe(server: EchoServer, body: str, timeout: float = HARD_TIMEOUT) -> str:
     """Runs `body` (after PRELUDE) in a child; fails the test if it hangs or fails.
     Returns the child's stdout."""
-    child = start_child(PRELUDE + textwrap.dedent(body), server.address)
+    # A session of its own: a hung probe's forked children are killed with it (they
+    # hold its output pipes open).
+    child = start_child(PRELUDE + textwrap.dedent(body), server.address,
+                        start_new_session=True)
     try:
         out, err = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        child.kill()
+        os.killpg(child.pid, signal.SIGKILL)
         out, err = child.communicate()
         pytest.fail(f"probe hung for {timeout} s\nstdout:\n{out}\nstderr:\n{err}")
     assert child.returncode == 0, f"probe exited {child.returncode}\n{out}\n{err}"
