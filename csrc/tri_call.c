@@ -852,6 +852,24 @@ int tri_call_write_would_not_block(tri_call *c, size_t n) {
   return 0;
 }
 
+static int64_t deadline_of(int64_t timeout_ns);
+
+int tri_call_wait_writable(tri_call *c, size_t n, int64_t timeout_ns) {
+  int64_t end = deadline_of(timeout_ns);
+  for (;;) {
+    uint32_t seen = atomic_load(&c->send_seq);
+    if (tri_call_done(c) || tri_call_write_would_not_block(c, n)) return 0;
+    int64_t left = -1;
+    if (end) {
+      left = end - tri__now();
+      if (left <= 0) return TRI_ERR_TIMEOUT;
+    }
+    atomic_fetch_add(&c->send_waiters, 1);
+    futex_wait_seq(&c->send_seq, seen, left);
+    atomic_fetch_sub(&c->send_waiters, 1);
+  }
+}
+
 int tri_call_flush(tri_call *c) {
   if (!(c->flags & TRI_CALL_CLIENT_STREAMING)) return TRI_ERR_INVALID;
   return tri_writer_flush(&c->writer);

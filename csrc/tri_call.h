@@ -141,6 +141,12 @@ int tri_call_write(tri_call *c, const uint8_t *msg, size_t n);
  * 0, request bytes are in flight (it hands a pending chunk over itself if
  * none were), so a TRI_EV_WRITABLE notification will follow. */
 int tri_call_write_would_not_block(tri_call *c, size_t n);
+/* Waits up to timeout_ns (< 0: forever) until a write of n bytes will not
+ * wait for room (tri_call_write_would_not_block) or the call has ended (its
+ * deadline ends it).  Returns 0, or TRI_ERR_TIMEOUT.  For callers that must
+ * look at something else (signals) while the peer's flow control holds the
+ * request stream back: wait in slices here, then write. */
+int tri_call_wait_writable(tri_call *c, size_t n, int64_t timeout_ns);
 int tri_call_flush(tri_call *c);
 /* Flushes and half-closes (END_STREAM); an empty stream still ends. */
 int tri_call_done_writing(tri_call *c);

@@ -54,6 +54,16 @@ PyObject *tri_stats_to_dict(const tri_stats *st);
  * set (a signal handler raised; the call has been cancelled). */
 int tri_wait_interruptible(tri_call *call, double timeout);
 
+/* A wait of the core that can be sliced: returns 0 once what it waits for
+ * happened, TRI_ERR_TIMEOUT when `slice_ns` ran out first. */
+typedef int (*tri_slice_wait)(tri_call *call, size_t arg, int64_t slice_ns);
+
+/* Runs wait(call, arg, slice) with the GIL released, in 50 ms slices, checking
+ * signals between them, for up to timeout_ns (< 0: forever).  Returns 1 once
+ * it succeeded, 0 on timeout, -1 with an exception set when a signal handler
+ * raised (the call is then cancelled: Ctrl-C ends the RPC, as in grpcio). */
+int tri_wait_sliced(tri_call *call, tri_slice_wait wait, size_t arg, int64_t timeout_ns);
+
 /* _triple.run_load(...) (load.c): the C load generator, GIL released. */
 PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs);
 extern const char tri_run_load_doc[];

@@ -36,12 +36,13 @@ def server():
         yield srv
 
 
-def probe(server: EchoServer, body: str, timeout: float = HARD_TIMEOUT) -> str:
-    """Runs `body` (after PRELUDE) in a child; fails the test if it hangs or fails.
-    Returns the child's stdout."""
+def probe(server: EchoServer, *parts: str, timeout: float = HARD_TIMEOUT) -> str:
+    """Runs PRELUDE and `parts` (each dedented on its own) in a child; fails the test if
+    it hangs or fails.  Returns the child's stdout."""
     # A session of its own: a hung probe's forked children are killed with it (they
     # hold its output pipes open).
-    child = start_child(PRELUDE + textwrap.dedent(body), server.address,
+    body = "".join(textwrap.dedent(part) for part in parts)
+    child = start_child(PRELUDE + body, server.address,
                         start_new_session=True)
     try:
         out, err = child.communicate(timeout=timeout)
@@ -77,7 +78,7 @@ FORK_CHILD = """
 def test_fork_child_call_on_inherited_channel_fails_fast(server):
     """Row 1: the inherited channel answers UNAVAILABLE at once, never hangs; the parent's
     channel keeps working."""
-    probe(server, FORK_CHILD + """
+    probe(server, FORK_CHILD, """
         ch = triple_py.insecure_channel(ADDR)
         stub = ch.unary_unary(UNARY)
         assert stub(b"x", timeout=5) == b"x"
@@ -106,7 +107,7 @@ def test_fork_child_call_on_inherited_channel_fails_fast(server):
 def test_fork_child_own_channel_and_exit(server):
     """Row 2: the child's own channel works; closing the inherited one and exiting (with
     the inherited channel still referenced) return."""
-    probe(server, FORK_CHILD + """
+    probe(server, FORK_CHILD, """
         ch = triple_py.insecure_channel(ADDR)
         keep = ch.unary_unary(UNARY)
         assert keep(b"x", timeout=5) == b"x"
@@ -350,4 +351,74 @@ def test_numeric_options_are_range_checked(server):
                  ("grpc.max_receive_message_length", -1), ("triple.max_frame_size", 16_384)]
         with triple_py.insecure_channel(ADDR, options=edges) as ch:
             assert ch.unary_unary(UNARY)(b"edge", timeout=5) == b"edge"
+    """)
+
+
+# --- row 3: Ctrl-C in initial_metadata() and in a write held back by flow control -------------
+
+SILENT_PEER = """
+    import signal, socket, threading
+    # A peer that accepts and then neither reads nor writes: no response headers ever come,
+    # and once its windows and the socket buffers are full, writes are held back.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    held = []
+    threading.Thread(target=lambda: [held.append(listener.accept()) for _ in range(8)],
+                     daemon=True).start()
+    SILENT = "127.0.0.1:%d" % listener.getsockname()[1]
+
+    def interrupted_within(fn, seconds=5.0):
+        '''fn() must raise KeyboardInterrupt from a SIGINT sent 0.3 s into it.'''
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        started = time.monotonic()
+        timer.start()
+        try:
+            fn()
+            raise AssertionError("returned instead of being interrupted")
+        except KeyboardInterrupt:
+            pass
+        finally:
+            timer.cancel()
+        assert time.monotonic() - started < seconds, time.monotonic() - started
+
+    def fill(call):
+        '''Writes until the peer's flow control holds writes back (bounded).'''
+        chunk = b"x" * 65536
+        for _ in range(10_000):
+            call.write(chunk)
+"""
+
+
+def test_ctrl_c_interrupts_initial_metadata(server):
+    probe(server, SILENT_PEER, """
+        with triple_py.insecure_channel(SILENT) as ch:
+            call = ch.stream_stream(STREAM)()
+            interrupted_within(call.initial_metadata)
+            assert call.code() is Code.CANCELLED
+    """)
+
+
+def test_ctrl_c_interrupts_a_write_held_by_flow_control(server):
+    probe(server, SILENT_PEER, """
+        with triple_py.insecure_channel(SILENT) as ch:
+            call = ch.stream_stream(STREAM)()
+            interrupted_within(lambda: fill(call))
+            assert call.code() is Code.CANCELLED
+    """)
+
+
+def test_held_write_ends_at_the_deadline(server):
+    """A write held back by flow control ends when the call's deadline passes: the call
+    is DEADLINE_EXCEEDED and write() reports it."""
+    probe(server, SILENT_PEER, """
+        with triple_py.insecure_channel(SILENT) as ch:
+            call = ch.stream_stream(STREAM)(timeout=1)
+            started = time.monotonic()
+            try:
+                fill(call)
+                raise AssertionError("10,000 writes of 64 KiB went to a peer that reads nothing")
+            except triple_py.RpcError as e:
+                assert e.code() is Code.DEADLINE_EXCEEDED, e
+            assert time.monotonic() - started < 10
     """)
