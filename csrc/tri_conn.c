@@ -27,7 +27,13 @@
 #define RBUF_SIZE (256u << 10)
 #define FEED_SLICE 4096u           /* bytes handed to nghttp2 at a time (see feed) */
 #define PIPELINE_MIN_CALLS 8       /* fewest completions worth a write mid-read */
-#define MAX_HEADERS 64
+#define MAX_HEADERS 64             /* header fields on the stack; more are allocated */
+/* Request header lists (HPACK's size: name + value + 32 per field) over this,
+ * or over the server's SETTINGS_MAX_HEADER_LIST_SIZE, end the call with
+ * RESOURCE_EXHAUSTED before anything is sent: a server would refuse them
+ * with that status (grpc's), and some close the connection as well.  nghttp2
+ * may send blocks up to twice this (its own default of 64 KiB is lifted). */
+#define MAX_HEADER_LIST (1u << 20)
 #define MS 1000000LL               /* ns per ms */
 
 /* ---- references and the op queue (any thread) ------------------------ */
@@ -504,6 +510,24 @@ static void *arena_realloc(void *p, size_t n, void *u) {
 
 /* Starts the call's stream, or holds the call (may_hold) while the output is
  * blocked or earlier calls are held. */
+/* Nonzero when the header list nva[0..n) is within MAX_HEADER_LIST and the
+ * server's SETTINGS_MAX_HEADER_LIST_SIZE; otherwise completes the call with
+ * RESOURCE_EXHAUSTED, as the server would answer it. */
+static int header_list_fits(tri_conn *conn, tri_call *c, const nghttp2_nv *nva, size_t n) {
+  size_t size = 0;
+  for (size_t i = 0; i < n; i++) size += nva[i].namelen + nva[i].valuelen + 32;
+  uint32_t peer = nghttp2_session_get_remote_settings(conn->sess,
+                                                      NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE);
+  size_t limit = peer < MAX_HEADER_LIST ? peer : MAX_HEADER_LIST;
+  if (size <= limit) return 1;
+  tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED,
+                     "request metadata of %zu bytes is over the %s limit of %zu bytes",
+                     size, peer < MAX_HEADER_LIST ? "server's (SETTINGS_MAX_HEADER_LIST_SIZE)"
+                                                   : "client's",
+                     limit);
+  return 0;
+}
+
 static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
   if (conn->dead || conn->goaway) {
     tri__call_complete(c, TRI_CODE_UNAVAILABLE, "%s",
@@ -534,18 +558,26 @@ static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
     held_add(conn, c);
     return;
   }
-  nghttp2_nv nva[MAX_HEADERS]; /* copied by nghttp2; the strings are not */
-  if (tri__call_header_count(c) + 14 > MAX_HEADERS) {
-    tri__call_complete(c, TRI_CODE_INTERNAL, "too many metadata entries");
+  /* Copied by nghttp2; the strings are not. */
+  nghttp2_nv stack_nva[MAX_HEADERS], *nva = stack_nva;
+  size_t cap = tri__call_header_count(c) + 14;
+  if (cap > MAX_HEADERS && !(nva = tri_mem_alloc(conn->stats, cap * sizeof(*nva)))) {
+    tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
     io_release(conn, c);
     return;
   }
-  size_t n = tri__call_headers(c, nva, MAX_HEADERS);
+  size_t n = tri__call_headers(c, nva, cap > MAX_HEADERS ? cap : MAX_HEADERS);
+  if (!header_list_fits(conn, c, nva, n)) {
+    if (nva != stack_nva) tri_mem_free(nva);
+    io_release(conn, c);
+    return;
+  }
   nghttp2_data_provider prd;
   prd.source.ptr = c;
   prd.read_callback =
       (c->flags & TRI_CALL_CLIENT_STREAMING) ? stream_read : unary_read;
   int32_t sid = nghttp2_submit_request(conn->sess, NULL, nva, n, &prd, c);
+  if (nva != stack_nva) tri_mem_free(nva);
   if (sid < 0) {
     tri__call_complete(c, TRI_CODE_INTERNAL, "submit failed: %s",
                        nghttp2_strerror(sid));
@@ -1148,6 +1180,7 @@ static int start_session(tri_conn *conn) {
     return TRI_ERR_NOMEM;
   }
   nghttp2_option_set_no_auto_window_update(opt, 1); /* see credit() */
+  nghttp2_option_set_max_send_header_block_length(opt, 2 * MAX_HEADER_LIST);
   conn->mem.mem_user_data = &conn->arena;
   conn->mem.malloc = arena_malloc;
   conn->mem.free = arena_free;

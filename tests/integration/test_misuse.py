@@ -295,21 +295,26 @@ def test_bad_compression_values_are_refused(server):
     """)
 
 
+GRPCIO_PEER = """
+    from concurrent import futures
+    import grpc
+    # A grpcio echo server of the probe's own (grpcio: the reference for every row).
+    echo = lambda request, context: request
+    stream_echo = lambda requests, context: (r for r in requests)
+    handler = grpc.method_handlers_generic_handler("benchmark.BenchmarkService", {
+        "UnaryCall": grpc.unary_unary_rpc_method_handler(echo),
+        "StreamCall": grpc.stream_stream_rpc_method_handler(stream_echo)})
+    srv = grpc.server(futures.ThreadPoolExecutor(2), handlers=[handler])
+    port = srv.add_insecure_port("127.0.0.1:0")
+    srv.start()
+"""
+
+
 def test_deflate_is_sent_compressed_and_understood(server):
     """Row 11: Compression.Deflate sends zlib-compressed messages that a grpcio server
     reads back (before: the bytes went out uncompressed), unary and streaming."""
-    probe(server, """
-        from concurrent import futures
-        import grpc
+    probe(server, GRPCIO_PEER, """
         from triple_py.testing import FaultProxy
-        echo = lambda request, context: request
-        stream_echo = lambda requests, context: (r for r in requests)
-        handler = grpc.method_handlers_generic_handler("benchmark.BenchmarkService", {
-            "UnaryCall": grpc.unary_unary_rpc_method_handler(echo),
-            "StreamCall": grpc.stream_stream_rpc_method_handler(stream_echo)})
-        srv = grpc.server(futures.ThreadPoolExecutor(2), handlers=[handler])
-        port = srv.add_insecure_port("127.0.0.1:0")
-        srv.start()
         payload = b"compressible " * 20000  # 260 kB
         try:
             with FaultProxy(("127.0.0.1", port)) as proxy:
@@ -421,4 +426,37 @@ def test_held_write_ends_at_the_deadline(server):
             except triple_py.RpcError as e:
                 assert e.code() is Code.DEADLINE_EXCEEDED, e
             assert time.monotonic() - started < 10
+    """)
+
+
+# --- row 8: metadata limits --------------------------------------------------------------
+
+def test_metadata_limits_match_grpc(server):
+    """Row 8: 51 (or 200) entries go out (before: INTERNAL "too many metadata entries"); a
+    header list over the server's SETTINGS_MAX_HEADER_LIST_SIZE is RESOURCE_EXHAUSTED with
+    a message, as grpcio gets from the server (before: UNAVAILABLE "The length of the frame
+    is invalid"), and the connection carries on; a server without a limit takes 64 KiB."""
+    probe(server, GRPCIO_PEER, """
+        many = [("x-k%d" % i, "v") for i in range(51)]
+        big = [("x-big", "a" * 65536)]
+        try:
+            with triple_py.insecure_channel("127.0.0.1:%d" % port) as ch:
+                stub = ch.unary_unary(UNARY)
+                assert stub(b"many", timeout=5, metadata=many) == b"many"
+                for md in (big, [("x-b%d" % i, "a" * 7000) for i in range(10)]):
+                    try:
+                        stub(b"big", timeout=5, metadata=md)
+                        raise AssertionError("64 KiB of metadata taken by grpcio's server")
+                    except triple_py.RpcError as e:
+                        assert e.code() is Code.RESOURCE_EXHAUSTED, e
+                        assert "metadata" in e.details(), e.details()
+                    assert stub(b"next", timeout=5) == b"next"
+                connects = ch.stats()["connects"]
+                assert connects == 1, connects
+        finally:
+            srv.stop(None)
+        with triple_py.insecure_channel(ADDR) as ch:  # the embedded server sets no limit
+            stub = ch.unary_unary(UNARY)
+            assert stub(b"x", timeout=5, metadata=[("x-k%d" % i, "v") for i in range(200)]) == b"x"
+            assert stub(b"y", timeout=5, metadata=big) == b"y"
     """)
