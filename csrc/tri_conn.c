@@ -900,6 +900,7 @@ static void flush(tri_conn *conn) {
 }
 
 static void after_events(tri_conn *conn);
+static int dial_more(tri_conn *conn);
 
 /* Hands `n` received bytes to nghttp2, FEED_SLICE at a time.  When a slice
  * has closed a quarter of the calls in flight (at least PIPELINE_MIN_CALLS),
@@ -1015,6 +1016,7 @@ static int64_t next_wakeup(const tri_conn *conn) {
   if (tri_deadlines_count(&conn->deadlines))
     EARLIER(tri_deadlines_first_at(&conn->deadlines));
   EARLIER(conn->connect_deadline);
+  if (conn->fd < 0) EARLIER(tri_dial_next_at(&conn->dial));
   if (conn->write_since && o->write_stall_timeout_ms)
     EARLIER(conn->write_since + o->write_stall_timeout_ms * MS);
   if (conn->ping_sent) EARLIER(conn->ping_sent + o->keepalive_timeout_ms * MS);
@@ -1050,6 +1052,11 @@ static void check_watchdogs(tri_conn *conn) {
              "connection attempt to %s:%s timed out after %lld ms (%s)", o->host,
              o->port, (long long)((now - conn->attempt_start) / MS), stage);
     die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+    return;
+  }
+  if (conn->fd < 0 && tri_dial_next_at(&conn->dial) &&
+      now >= tri_dial_next_at(&conn->dial) && dial_more(conn)) {
+    die(conn, TRI_CODE_UNAVAILABLE, conn->errstr); /* not reached: attempts are in flight */
     return;
   }
   if (conn->write_since && o->write_stall_timeout_ms &&
@@ -1122,43 +1129,55 @@ static void after_events(tri_conn *conn) {
 
 /* ---- thread ------------------------------------------------------------ */
 
+/* The dial failed: every address of the target refused or failed. */
+static void dial_failed(tri_conn *conn) {
+  const tri_channel_opts *o = &conn->ch->opts;
+  int tried = conn->dial.tried;
+  snprintf(conn->errstr, sizeof(conn->errstr), "failed to connect to %s:%s%s: %s", o->host,
+           o->port, tried > 1 ? " (every address)" : "",
+           strerror(tri_dial_error(&conn->dial) ? tri_dial_error(&conn->dial) : ECONNREFUSED));
+}
+
+/* Starts the next connection attempt and watches it.  Returns 0, or
+ * TRI_ERR_CONNECT when no address is left and no attempt is in flight. */
+static int dial_more(tri_conn *conn) {
+  int fd = tri_dial_next(&conn->dial, tri__now());
+  if (fd >= 0) {
+    struct epoll_event ev = {.events = EPOLLOUT, .data.fd = fd};
+    epoll_ctl(conn->epfd, EPOLL_CTL_ADD, fd, &ev);
+    return 0;
+  }
+  if (tri_dial_pending(&conn->dial)) return 0;
+  dial_failed(conn);
+  return TRI_ERR_CONNECT;
+}
+
+static void check_connected(tri_conn *conn);
+
+/* An attempt's socket became writable or failed: the winner becomes the
+ * connection's socket; a failure starts the next address at once. */
+static void dial_event(tri_conn *conn, int fd) {
+  int rv = tri_dial_ready(&conn->dial, fd);
+  if (rv == 1) {
+    tri_dial_end(&conn->dial); /* the losers are closed already */
+    conn->fd = fd;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.fd = fd};
+    conn->epollout = 1;
+    epoll_ctl(conn->epfd, EPOLL_CTL_MOD, fd, &ev);
+    check_connected(conn);
+  } else if (rv == 0 && dial_more(conn)) {
+    die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+  }
+}
+
+/* Resolves the target and starts the first attempt (tri_dial.h). */
 static int open_socket(tri_conn *conn) {
   const tri_channel_opts *o = &conn->ch->opts;
-  struct addrinfo hints, *res = NULL;
-  memset(&hints, 0, sizeof(hints));
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  int rv = getaddrinfo(o->host, o->port, &hints, &res);
-  if (rv != 0) {
-    snprintf(conn->errstr, sizeof(conn->errstr),
-             "failed to resolve %s:%s: %s", o->host, o->port,
-             gai_strerror(rv));
-    return TRI_ERR_RESOLVE;
-  }
-  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                  0);
-  if (fd < 0) {
-    freeaddrinfo(res);
-    snprintf(conn->errstr, sizeof(conn->errstr), "socket: %s",
-             strerror(errno));
-    return TRI_ERR_SYSTEM;
-  }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  rv = connect(fd, res->ai_addr, res->ai_addrlen);
-  freeaddrinfo(res);
-  if (rv < 0 && errno != EINPROGRESS) {
-    snprintf(conn->errstr, sizeof(conn->errstr), "failed to connect to %s:%s: %s",
-             o->host, o->port, strerror(errno));
-    close(fd);
-    return TRI_ERR_CONNECT;
-  }
-  conn->fd = fd;
-  conn->connected = 0; /* check_connected runs at the first EPOLLOUT */
-  struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.fd = fd};
-  conn->epollout = 1;
-  epoll_ctl(conn->epfd, EPOLL_CTL_ADD, fd, &ev);
-  return 0;
+  int rv = tri_dial_begin(&conn->dial, o->host, o->port, conn->errstr,
+                          sizeof(conn->errstr));
+  if (rv) return rv;
+  conn->connected = 0; /* check_connected runs once an attempt wins */
+  return dial_more(conn);
 }
 
 static int start_session(tri_conn *conn) {
@@ -1309,6 +1328,10 @@ static void *conn_main(void *arg) {
         conn->tfd_armed = 0;
         continue;
       }
+      if (conn->fd < 0) {
+        dial_event(conn, evs[i].data.fd);
+        continue;
+      }
       if (conn->handshaking) {
         tls_step(conn);
       } else if (!conn->connected &&
@@ -1338,6 +1361,7 @@ static void *conn_main(void *arg) {
     close(conn->fd);
     conn->fd = -1;
   }
+  tri_dial_end(&conn->dial);
   release_io_resources(conn);
   atomic_store(&conn->exited, 1);
   return NULL;
@@ -1352,6 +1376,7 @@ static tri_conn *conn_alloc(tri_channel *ch) {
   conn->stats = &ch->stats;
   tri_deadlines_init(&conn->deadlines, conn->stats);
   conn->fd = conn->evfd = conn->tfd = conn->epfd = -1;
+  tri_dial_init(&conn->dial);
   conn->hook_ms = -1;
   conn->attempt_start = conn->last_read = tri__now();
   conn->detached_budget = -1;

@@ -45,6 +45,7 @@
 #include <sys/types.h>
 
 #include "tri_deadlines.h"
+#include "tri_dial.h"
 #include "tri_int.h"
 #include "tri_tls.h"
 
@@ -81,6 +82,8 @@ struct tri_conn {
   tri_arena arena;
   nghttp2_mem mem;
   int connected;           /* ready for HTTP/2 (TCP up, TLS done) */
+  tri_dial dial;           /* connection attempts to the target's addresses
+                              (tri_dial.h); `fd` is -1 until one wins */
   int detached;            /* test hook: no socket, no thread (see below) */
   int epollout;            /* EPOLLOUT currently armed */
   int64_t connect_deadline; /* die unless established by then; 0 once it is */
