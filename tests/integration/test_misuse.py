@@ -460,3 +460,43 @@ def test_metadata_limits_match_grpc(server):
             assert stub(b"x", timeout=5, metadata=[("x-k%d" % i, "v") for i in range(200)]) == b"x"
             assert stub(b"y", timeout=5, metadata=big) == b"y"
     """)
+
+
+# --- row 4: one aio channel, two event loops -----------------------------------------------
+
+def test_aio_channel_refuses_a_second_running_loop(server):
+    """Row 4: while loop A (thread A) has a call pending on the channel, a call from loop B
+    raises RuntimeError at once, and A's call still finishes; after A's loop ends, another
+    loop may use the channel."""
+    probe(server, """
+        import asyncio, threading
+        import triple_py.aio as aio
+        ch = aio.insecure_channel(ADDR)
+        started, release = threading.Event(), threading.Event()
+        results = {}
+        async def loop_a():
+            stub = ch.unary_stream(STREAM)
+            call = stub(b"a", timeout=10)
+            started.set()
+            while not release.is_set():
+                await asyncio.sleep(0.01)
+            results["a"] = [r async for r in call]
+        thread = threading.Thread(target=lambda: asyncio.run(loop_a()))
+        thread.start()
+        assert started.wait(10)
+        async def loop_b():
+            try:
+                await ch.unary_unary(UNARY)(b"b", timeout=5)
+                raise AssertionError("a second running loop was accepted")
+            except RuntimeError as e:
+                assert "event loop" in str(e), e
+        asyncio.run(asyncio.wait_for(loop_b(), 10))
+        release.set()
+        thread.join(20)
+        assert not thread.is_alive()
+        assert results["a"] == [b"a"], results
+        async def after():
+            assert await ch.unary_unary(UNARY)(b"c", timeout=5) == b"c"
+            await ch.close()
+        asyncio.run(asyncio.wait_for(after(), 10))
+    """)

@@ -109,7 +109,10 @@ class Channel:
     """An asyncio channel (``grpc.aio.Channel``): async context manager, awaitable calls.
 
     It shares the C core of the sync channel; completions reach the running loop
-    through one eventfd (``loop.add_reader``).
+    through one eventfd (``loop.add_reader``).  A channel serves one event loop at a
+    time: used from a second loop while the first still runs (in another thread), a
+    call raises RuntimeError at once, as grpc.aio does; once the first loop has
+    stopped, the next loop takes the channel over.
     """
 
     def __init__(self, target: str, options: Options = None, compression: Any = None,
@@ -123,6 +126,10 @@ class Channel:
         loop = asyncio.get_running_loop()
         r = self._reactor_obj
         if r is None or r.loop is not loop:
+            if r is not None and r.loop.is_running():
+                raise RuntimeError("this triple_py.aio channel is in use by an event loop "
+                                   "that is still running (in another thread); make one "
+                                   "channel per event loop")
             if r is not None:
                 r.close()
             r = self._reactor_obj = Reactor(self._sync._core, loop)
