@@ -1,6 +1,7 @@
 """Channels and unary multi-callables with grpcio's API, over the C core."""
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from typing import Any, Callable, Iterable, Optional, Sequence
@@ -22,6 +23,15 @@ MetadataType = Optional[Sequence[tuple[str, Any]]]
 # Every live core channel, for process-wide counters (see triple_py.stats()).
 _live_cores: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _live_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """A fresh lock in a forked child: another thread of the parent may have held it."""
+    global _live_lock
+    _live_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # Futures ask for their completion (EV_DONE), except when the call ends inside call()

@@ -17,6 +17,7 @@ void test_writer(void);
 void test_server(void);
 void test_gzip(void);
 void test_dial(void);
+void test_fork(void);
 void test_tjson(void);
 void test_session(void);
 void test_hist(void);
@@ -35,6 +36,7 @@ static const struct {
               {"server", test_server},
               {"gzip", test_gzip},
               {"dial", test_dial},
+              {"fork", test_fork},
               {"tjson", test_tjson},
               {"session", test_session},
               {"hist", test_hist},
