@@ -852,21 +852,32 @@ int tri_call_write_would_not_block(tri_call *c, size_t n) {
   return 0;
 }
 
-static int64_t deadline_of(int64_t timeout_ns);
+static int64_t deadline_of(int64_t timeout_ns) {
+  return timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
+}
+
+/* Sleeps until *seq moves past `seen` or the deadline `end` (0: none) passes,
+ * counted in *waiters meanwhile (so that bump() wakes it).  Returns
+ * TRI_ERR_TIMEOUT once the deadline has passed, else 0. */
+static int wait_seq(_Atomic uint32_t *seq, _Atomic int *waiters, uint32_t seen,
+                    int64_t end) {
+  int64_t left = -1;
+  if (end) {
+    left = end - tri__now();
+    if (left <= 0) return TRI_ERR_TIMEOUT;
+  }
+  atomic_fetch_add(waiters, 1);
+  futex_wait_seq(seq, seen, left);
+  atomic_fetch_sub(waiters, 1);
+  return 0;
+}
 
 int tri_call_wait_writable(tri_call *c, size_t n, int64_t timeout_ns) {
   int64_t end = deadline_of(timeout_ns);
   for (;;) {
     uint32_t seen = atomic_load(&c->send_seq);
     if (tri_call_done(c) || tri_call_write_would_not_block(c, n)) return 0;
-    int64_t left = -1;
-    if (end) {
-      left = end - tri__now();
-      if (left <= 0) return TRI_ERR_TIMEOUT;
-    }
-    atomic_fetch_add(&c->send_waiters, 1);
-    futex_wait_seq(&c->send_seq, seen, left);
-    atomic_fetch_sub(&c->send_waiters, 1);
+    if (wait_seq(&c->send_seq, &c->send_waiters, seen, end)) return TRI_ERR_TIMEOUT;
   }
 }
 
@@ -909,19 +920,7 @@ static tri_buf *pop_message(tri_call *c) {
 /* Sleeps until recv_seq moves past `seen` or the deadline `end` (0: none)
  * passes.  Returns TRI_ERR_TIMEOUT once the deadline has passed. */
 static int wait_recv(tri_call *c, uint32_t seen, int64_t end) {
-  int64_t left = -1;
-  if (end) {
-    left = end - tri__now();
-    if (left <= 0) return TRI_ERR_TIMEOUT;
-  }
-  atomic_fetch_add(&c->recv_waiters, 1);
-  futex_wait_seq(&c->recv_seq, seen, left);
-  atomic_fetch_sub(&c->recv_waiters, 1);
-  return 0;
-}
-
-static int64_t deadline_of(int64_t timeout_ns) {
-  return timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
+  return wait_seq(&c->recv_seq, &c->recv_waiters, seen, end);
 }
 
 /* True once the caller's own cancel() ended the call (grpcio then reports

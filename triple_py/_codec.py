@@ -49,23 +49,23 @@ class CodecError(RpcError):
         return f"{self._code.name}: {self._details} ({self.__cause__!r})"
 
 
+def _apply(codec: Optional[Callable[[Any], Any]], value: Any, details: str,
+           error: ErrorFactory) -> Any:
+    if codec is None:
+        return value
+    try:
+        return codec(value)
+    except Exception as exc:
+        raise error(StatusCode.INTERNAL, details) from exc
+
+
 def serialize(serializer: Optional[Callable[[Any], Any]], request: Any,
               error: ErrorFactory = CodecError) -> Any:
     """``serializer(request)`` (the request itself when there is no serializer)."""
-    if serializer is None:
-        return request
-    try:
-        return serializer(request)
-    except Exception as exc:
-        raise error(StatusCode.INTERNAL, SERIALIZE_FAILED) from exc
+    return _apply(serializer, request, SERIALIZE_FAILED, error)
 
 
 def deserialize(deserializer: Optional[Callable[[bytes], Any]], raw: bytes,
                 error: ErrorFactory = CodecError) -> Any:
     """``deserializer(raw)`` (the bytes themselves when there is no deserializer)."""
-    if deserializer is None:
-        return raw
-    try:
-        return deserializer(raw)
-    except Exception as exc:
-        raise error(StatusCode.INTERNAL, DESERIALIZE_FAILED) from exc
+    return _apply(deserializer, raw, DESERIALIZE_FAILED, error)
