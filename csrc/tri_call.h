@@ -64,8 +64,8 @@ void tri_call_set_request_borrowed(tri_call *c, const uint8_t *p, size_t n);
 void tri_call_set_request_buf(tri_call *c, tri_buf *b);
 
 /* Sets request compression (TRI_COMPRESS_NONE, _DEFLATE or _GZIP; the binding
- * refuses other values), overriding the
- * channel's default.  Only before tri_call_start. */
+ * refuses other values), overriding the channel's default.  Only before
+ * tri_call_start. */
 void tri_call_set_compression(tri_call *c, int compress);
 
 /* Asks for a completion notification: when the call is done, `token` is
