@@ -186,7 +186,7 @@ def test_raising_done_callback_is_logged_and_later_callbacks_run(server):
 
 def test_channels_dropped_without_close_release_threads_and_fds(server):
     """Row 6: 2,000 x (channel, future().result(), drop): threads and fds stay a handful
-    (before: over a thousand threads alive at once)."""
+    (before: hundreds of threads alive at once)."""
     probe(server, """
         import gc
         gc.disable()  # the release must not depend on the cycle collector
@@ -205,8 +205,10 @@ def test_channels_dropped_without_close_release_threads_and_fds(server):
             if time.monotonic() - started > 40:
                 break
         print(base_threads, base_fds, peak_threads, peak_fds, i)
-        assert peak_threads <= base_threads + 8, (base_threads, peak_threads)
-        assert peak_fds <= base_fds + 16, (base_fds, peak_fds)
+        # A handful of channels (2 threads, 5 fds each) may still be on their way out on
+        # a loaded machine; before the fix it was hundreds.
+        assert peak_threads <= base_threads + 12, (base_threads, peak_threads)
+        assert peak_fds <= base_fds + 32, (base_fds, peak_fds)
     """)
 
 
