@@ -1041,7 +1041,8 @@ static int next_timeout_ms(tri_conn *conn) {
  * PING left unanswered.  Sends the keepalive PING when one is due. */
 static void check_watchdogs(tri_conn *conn) {
   const tri_channel_opts *o = &conn->ch->opts;
-  if (!conn->connect_deadline && !conn->write_since && !o->keepalive_time_ms)
+  if (!conn->connect_deadline && !conn->write_since && !o->keepalive_time_ms &&
+      !tri_dial_next_at(&conn->dial))
     return; /* the usual case: nothing armed, no clock read */
   int64_t now = tri__now();
   if (conn->connect_deadline && now >= conn->connect_deadline) {
@@ -1054,11 +1055,8 @@ static void check_watchdogs(tri_conn *conn) {
     die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
     return;
   }
-  if (conn->fd < 0 && tri_dial_next_at(&conn->dial) &&
-      now >= tri_dial_next_at(&conn->dial) && dial_more(conn)) {
-    die(conn, TRI_CODE_UNAVAILABLE, conn->errstr); /* not reached: attempts are in flight */
-    return;
-  }
+  if (conn->fd < 0 && tri_dial_next_at(&conn->dial) && now >= tri_dial_next_at(&conn->dial))
+    dial_more(conn); /* attempts are in flight: this cannot end the dial */
   if (conn->write_since && o->write_stall_timeout_ms &&
       now - conn->write_since >= o->write_stall_timeout_ms * MS) {
     snprintf(conn->errstr, sizeof(conn->errstr),
