@@ -317,7 +317,7 @@ int tri_call_wait(tri_call *c, int64_t timeout_ns) {
 
 int tri_call_cancel(tri_call *c, int code, const char *message) {
   int expected = 0;
-  if (tri_call_done(c)) return 0;
+  if (tri_call_done(c) || tri_call_orphaned(c)) return 0;
   if (!atomic_compare_exchange_strong(&c->cancel_req, &expected, 2)) return 0;
   c->cancel_code = code;
   c->cancel_msg = message;
@@ -329,6 +329,10 @@ int tri_call_cancel(tri_call *c, int code, const char *message) {
 }
 
 int tri_call_code(const tri_call *c) { return c->code; }
+
+int tri_call_orphaned(const tri_call *c) {
+  return c->started && !tri_call_done(c) && tri_channel_inherited(c->ch);
+}
 
 int tri_call_cancel_requested(const tri_call *c) {
   return atomic_load(&((tri_call *)c)->cancel_req) != 0;
@@ -369,6 +373,7 @@ int tri_call_md_next(const tri_call *c, size_t *iter, int *kind,
 }
 
 void tri_call_release(tri_call *c) {
+  if (tri_call_orphaned(c)) return; /* the parent's I/O thread holds it: nothing here */
   if (c->started && !tri_call_done(c)) {
     tri_call_cancel(c, TRI_CODE_CANCELLED, "Cancelled");
     tri_call_wait(c, -1);

@@ -114,6 +114,13 @@ int tri_call_cancel(tri_call *c, int code, const char *message);
 /* Nonzero once tri_call_cancel was accepted (the call is ending). */
 int tri_call_cancel_requested(const tri_call *c);
 
+/* Nonzero when the call was started before a fork() and is not done (in the
+ * child: tri_channel_inherited).  Such a call can never complete here: its
+ * I/O thread stayed in the parent.  Waits on it time out; tri_call_cancel
+ * refuses it (0); tri_call_release lets go of it without waiting, leaving
+ * its memory to the abandoned connection. */
+int tri_call_orphaned(const tri_call *c);
+
 /* Results; valid only when done, until tri_call_release. */
 int tri_call_code(const tri_call *c);
 /* The status message (UTF-8 bytes, not NUL-terminated). */

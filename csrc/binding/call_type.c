@@ -238,6 +238,7 @@ static PyObject *call_read(CallObject *self, PyObject *args) {
       rv = tri_call_read(self->call, step, &m);
       Py_END_ALLOW_THREADS
       if (rv != TRI_ERR_TIMEOUT) break;
+      if (tri_refuse_orphaned(self->call) < 0) return NULL;
       if (PyErr_CheckSignals() < 0) {
         tri_call_cancel(self->call, TRI_CODE_CANCELLED, "Cancelled by a signal");
         return NULL;

@@ -32,12 +32,20 @@ static int wait_done(tri_call *call, size_t unused, int64_t slice_ns) {
 
 int tri_wait_interruptible(tri_call *call, double timeout) {
   int rv = tri_wait_sliced(call, wait_done, 0, timeout < 0 ? -1 : (int64_t)(timeout * 1e9));
-  if (rv < 0) { /* cancelled by the signal: it ends at once */
+  if (rv < 0 && !tri_call_orphaned(call)) { /* cancelled by the signal: it ends at once */
     Py_BEGIN_ALLOW_THREADS
     tri_call_wait(call, -1);
     Py_END_ALLOW_THREADS
   }
   return rv;
+}
+
+int tri_refuse_orphaned(tri_call *call) {
+  if (!tri_call_orphaned(call)) return 0;
+  PyErr_SetString(PyExc_RuntimeError,
+                  "this call was in flight when the process forked: it cannot complete in "
+                  "the child (its channel's connection belongs to the parent)");
+  return -1;
 }
 
 int tri_wait_sliced(tri_call *call, tri_slice_wait wait, size_t arg, int64_t timeout_ns) {
@@ -50,6 +58,7 @@ int tri_wait_sliced(tri_call *call, tri_slice_wait wait, size_t arg, int64_t tim
     rv = wait(call, arg, step);
     Py_END_ALLOW_THREADS
     if (rv == 0) return 1;
+    if (tri_refuse_orphaned(call) < 0) return -1;
     if (PyErr_CheckSignals() < 0) {
       tri_call_cancel(call, TRI_CODE_CANCELLED, "Cancelled by a signal");
       return -1;

@@ -125,6 +125,34 @@ def test_fork_child_own_channel_and_exit(server):
     """)
 
 
+def test_fork_child_with_calls_in_flight_at_the_fork(server):
+    """Row 1, calls that were in flight when the parent forked: in the child, waiting on
+    one raises RuntimeError at once instead of hanging, and the child still exits while
+    it holds them (their I/O thread stayed in the parent, where they complete)."""
+    probe(server, FORK_CHILD, """
+        ch = triple_py.insecure_channel(ADDR)
+        stub = ch.unary_unary(UNARY)
+        assert stub(b"warm", timeout=5) == b"warm"
+        slow = [("x-delay-ms", "1500")]
+        fut = stub.future(b"in flight", timeout=10, metadata=slow)
+        stream = ch.unary_stream(STREAM)(b"s", timeout=10, metadata=slow)
+        def child():
+            for wait in (lambda: fut.result(timeout=5), lambda: next(stream)):
+                started = time.monotonic()
+                try:
+                    wait()
+                    raise AssertionError("an inherited call completed in the child")
+                except RuntimeError as e:
+                    assert "fork" in str(e), e
+                assert time.monotonic() - started < 2
+            # fut and stream stay referenced: the exit deallocates them
+        in_child(child)
+        assert fut.result(timeout=10) == b"in flight"
+        assert list(stream) == [b"s"]
+        ch.close()
+    """)
+
+
 def test_fork_pool_on_inherited_stub(server):
     """Row 1 as multiprocessing meets it: a fork Pool's workers call through the parent's
     stub (UNAVAILABLE at once) or make their own channel (works); the pool shuts down."""
