@@ -39,9 +39,20 @@ static int generation_child(void *arg) {
   return 0;
 }
 
+struct inherited {
+  tri_channel *ch;
+  tri_call *in_flight; /* started by the parent before the fork */
+};
+
 static int inherited_child(void *arg) {
-  tri_channel *ch = arg;
+  struct inherited *in = arg;
+  tri_channel *ch = in->ch;
   if (!tri_channel_inherited(ch)) return 1;
+  /* The parent's call cannot complete here: it is orphaned, never waited for. */
+  if (!tri_call_orphaned(in->in_flight)) return 6;
+  if (tri_call_cancel(in->in_flight, TRI_CODE_CANCELLED, "child")) return 7;
+  if (tri_call_wait(in->in_flight, 100000000LL) != TRI_ERR_TIMEOUT) return 8;
+  tri_call_release(in->in_flight); /* returns at once */
   tri_call *c;
   if (tri_call_new(ch, &c, UNARY, strlen(UNARY), 5000000000LL, 0)) return 2;
   tri_call_set_request_borrowed(c, (const uint8_t *)"x", 1);
@@ -82,7 +93,9 @@ void test_fork(void) {
   tri_call_set_request_borrowed(c, (const uint8_t *)"p", 1);
   CHECK_EQ_INT(tri_call_start(c), 0);
   CHECK_EQ_INT(tri_channel_inherited(ch), 0);
-  CHECK_EQ_INT(in_child(inherited_child, ch), 0);
+  CHECK_EQ_INT(tri_call_orphaned(c), 0);
+  struct inherited in = {ch, c};
+  CHECK_EQ_INT(in_child(inherited_child, &in), 0);
   /* The parent's channel is untouched by the child. */
   CHECK_EQ_INT(tri_call_done(c), 0);
   tri_call_cancel(c, TRI_CODE_CANCELLED, "test over");
