@@ -139,7 +139,8 @@ fuzz: $(addprefix build/fuzz_,$(FUZZ_TARGETS))
 	@$(PY) tests/fuzz/fuzz_benchtext.py -max_total_time=$(FUZZ_SECONDS) \
 	  build/fuzz/benchtext tests/fuzz/corpus/benchtext || { echo "fuzz benchtext: crash found"; exit 1; }
 
-# ThreadSanitizer: the threaded C tests, and a many-threads client stress run
+# ThreadSanitizer: the threaded C tests (among them the fork test, tests/c/test_fork.c),
+# and a many-threads client stress run
 # against the embedded server (loopback), both must report no race.
 STRESS_SRC := $(CORE_SRC)
 build/ctest-tsan: $(CORE_SRC) $(CTEST_SRC) $(wildcard csrc/*.h tests/c/*.h) | bootstrap
@@ -169,6 +170,9 @@ test-asan: build/ctest-asan bootstrap
 # against the embedded echo server behind triple_py.testing.FaultProxy, a 0.5 s fault
 # window (reset, stall, truncate, close_after) every 5 s; prints a summary, writes
 # results/soak-<ts>.json, and fails when RSS grew by more than 5 % from start to end.
+# Misuse rides along (tools/soak_misuse.py): a fork every 3 s, a raising done-callback on
+# every 1000th future, a channel dropped without close() every 0.5 s; failed or hung
+# children, unlogged callback errors, or piled-up threads/fds fail it too.
 SOAK_SECONDS ?= 60
 soak: bootstrap
 	$(PY) tools/soak.py --seconds $(SOAK_SECONDS)

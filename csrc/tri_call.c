@@ -194,13 +194,18 @@ void tri_call_set_request_buf(tri_call *c, tri_buf *b) { set_request_buf(c, b, 0
 
 void tri_call_set_compression(tri_call *c, int compress) { c->compress = compress; }
 
-/* Replaces the request with its gzip (caller thread, before start). */
+/* The tri_gzip format of a TRI_COMPRESS_* value other than NONE. */
+static int zformat(int compress) {
+  return compress == TRI_COMPRESS_DEFLATE ? TRI_ZFMT_DEFLATE : TRI_ZFMT_GZIP;
+}
+
+/* Replaces the request with its compressed form (caller thread, before start). */
 static int compress_request(tri_call *c) {
   size_t pl = c->req ? prefix_len(c) : 0;
   const uint8_t *p = c->req ? tri_buf_begin(c->req) + pl : c->seg1;
   size_t n = c->req ? c->req->len - pl : c->seg1_len;
   tri_buf *z;
-  int rv = tri_gzip_compress(&c->ch->zpool, &c->ch->pool, p, n,
+  int rv = tri_zlib_compress(&c->ch->zpool, zformat(c->compress), &c->ch->pool, p, n,
                              TRI_FRAME_PREFIX, &z);
   if (rv) return rv;
   tri_pool_put(&c->ch->pool, c->req);
@@ -254,7 +259,7 @@ int tri_call_start(tri_call *c) {
                        payload_len(c), (long long)ch->opts.max_send_bytes);
     goto ended;
   }
-  if (c->compress == TRI_COMPRESS_GZIP &&
+  if (c->compress != TRI_COMPRESS_NONE &&
       !(c->flags & TRI_CALL_CLIENT_STREAMING) && compress_request(c)) {
     tri__call_complete(c, TRI_CODE_INTERNAL, "request compression failed");
     goto ended;
@@ -312,7 +317,7 @@ int tri_call_wait(tri_call *c, int64_t timeout_ns) {
 
 int tri_call_cancel(tri_call *c, int code, const char *message) {
   int expected = 0;
-  if (tri_call_done(c)) return 0;
+  if (tri_call_done(c) || tri_call_orphaned(c)) return 0;
   if (!atomic_compare_exchange_strong(&c->cancel_req, &expected, 2)) return 0;
   c->cancel_code = code;
   c->cancel_msg = message;
@@ -324,6 +329,10 @@ int tri_call_cancel(tri_call *c, int code, const char *message) {
 }
 
 int tri_call_code(const tri_call *c) { return c->code; }
+
+int tri_call_orphaned(const tri_call *c) {
+  return c->started && !tri_call_done(c) && tri_channel_inherited(c->ch);
+}
 
 int tri_call_cancel_requested(const tri_call *c) {
   return atomic_load(&((tri_call *)c)->cancel_req) != 0;
@@ -364,6 +373,7 @@ int tri_call_md_next(const tri_call *c, size_t *iter, int *kind,
 }
 
 void tri_call_release(tri_call *c) {
+  if (tri_call_orphaned(c)) return; /* the parent's I/O thread holds it: nothing here */
   if (c->started && !tri_call_done(c)) {
     tri_call_cancel(c, TRI_CODE_CANCELLED, "Cancelled");
     tri_call_wait(c, -1);
@@ -476,7 +486,8 @@ int tri__call_on_header(tri_call *c, const nghttp2_frame *frame,
     return 0;
   }
   if (name_is(name, nl, c->triple ? "content-encoding" : "grpc-encoding")) {
-    c->resp_gzip = vl == 4 && memcmp(value, "gzip", 4) == 0;
+    c->resp_deflate = vl == 7 && memcmp(value, "deflate", 7) == 0;
+    c->resp_gzip = c->resp_deflate || (vl == 4 && memcmp(value, "gzip", 4) == 0);
     c->resp_enc_unknown = !c->resp_gzip && !(vl == 8 && memcmp(value, "identity", 8) == 0);
     return 0;
   }
@@ -578,9 +589,10 @@ static int triple_body(tri_call *c, const uint8_t *data, size_t len,
 /* Inflates the message just received (flag 0x01) in place of c->resp. */
 static int inflate_message(tri_call *c, int64_t max_recv) {
   tri_buf *out;
-  int rv = tri_gzip_decompress(&c->ch->zpool, &c->ch->pool,
-                               tri_buf_begin(c->resp), c->resp->len, max_recv,
-                               &out);
+  int rv = tri_zlib_decompress(&c->ch->zpool,
+                               c->resp_deflate ? TRI_ZFMT_DEFLATE : TRI_ZFMT_GZIP,
+                               &c->ch->pool, tri_buf_begin(c->resp), c->resp->len,
+                               max_recv, &out);
   if (rv == TRI_ERR_TOO_LARGE) {
     tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED,
                        "Received message larger than max after decompression "
@@ -590,7 +602,7 @@ static int inflate_message(tri_call *c, int64_t max_recv) {
   if (rv) {
     tri__call_complete(c, TRI_CODE_INTERNAL, "%s",
                        rv == TRI_ERR_NOMEM ? "out of memory inflating a message"
-                                           : "corrupt gzip message (invalid, truncated "
+                                           : "corrupt compressed message (invalid, truncated "
                                              "or trailing data)");
     return TRI_CODE_INTERNAL;
   }
@@ -814,10 +826,11 @@ int tri_call_write(tri_call *c, const uint8_t *msg, size_t n) {
   if (tri_call_done(c) || atomic_load(&c->cancel_req)) return TRI_ERR_CLOSED;
   int64_t max = c->ch->opts.max_send_bytes;
   if (max >= 0 && n > (size_t)max) return TRI_ERR_TOO_LARGE;
-  if (c->compress != TRI_COMPRESS_GZIP)
+  if (c->compress == TRI_COMPRESS_NONE)
     return tri_writer_write(&c->writer, msg, n, 0);
   tri_buf *z;
-  int rv = tri_gzip_compress(&c->ch->zpool, &c->ch->pool, msg, n, 0, &z);
+  int rv = tri_zlib_compress(&c->ch->zpool, zformat(c->compress), &c->ch->pool, msg, n,
+                             0, &z);
   if (rv) return rv;
   rv = tri_writer_write(&c->writer, tri_buf_begin(z), z->len,
                         TRI_FRAME_FLAG_COMPRESSED);
@@ -842,6 +855,35 @@ int tri_call_write_would_not_block(tri_call *c, size_t n) {
    * pending chunk over cannot block. */
   if (unsent == 0) tri_writer_flush(&c->writer);
   return 0;
+}
+
+static int64_t deadline_of(int64_t timeout_ns) {
+  return timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
+}
+
+/* Sleeps until *seq moves past `seen` or the deadline `end` (0: none) passes,
+ * counted in *waiters meanwhile (so that bump() wakes it).  Returns
+ * TRI_ERR_TIMEOUT once the deadline has passed, else 0. */
+static int wait_seq(_Atomic uint32_t *seq, _Atomic int *waiters, uint32_t seen,
+                    int64_t end) {
+  int64_t left = -1;
+  if (end) {
+    left = end - tri__now();
+    if (left <= 0) return TRI_ERR_TIMEOUT;
+  }
+  atomic_fetch_add(waiters, 1);
+  futex_wait_seq(seq, seen, left);
+  atomic_fetch_sub(waiters, 1);
+  return 0;
+}
+
+int tri_call_wait_writable(tri_call *c, size_t n, int64_t timeout_ns) {
+  int64_t end = deadline_of(timeout_ns);
+  for (;;) {
+    uint32_t seen = atomic_load(&c->send_seq);
+    if (tri_call_done(c) || tri_call_write_would_not_block(c, n)) return 0;
+    if (wait_seq(&c->send_seq, &c->send_waiters, seen, end)) return TRI_ERR_TIMEOUT;
+  }
 }
 
 int tri_call_flush(tri_call *c) {
@@ -883,19 +925,7 @@ static tri_buf *pop_message(tri_call *c) {
 /* Sleeps until recv_seq moves past `seen` or the deadline `end` (0: none)
  * passes.  Returns TRI_ERR_TIMEOUT once the deadline has passed. */
 static int wait_recv(tri_call *c, uint32_t seen, int64_t end) {
-  int64_t left = -1;
-  if (end) {
-    left = end - tri__now();
-    if (left <= 0) return TRI_ERR_TIMEOUT;
-  }
-  atomic_fetch_add(&c->recv_waiters, 1);
-  futex_wait_seq(&c->recv_seq, seen, left);
-  atomic_fetch_sub(&c->recv_waiters, 1);
-  return 0;
-}
-
-static int64_t deadline_of(int64_t timeout_ns) {
-  return timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
+  return wait_seq(&c->recv_seq, &c->recv_waiters, seen, end);
 }
 
 /* True once the caller's own cancel() ended the call (grpcio then reports
@@ -1020,11 +1050,13 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
   static const nghttp2_nv te = NV_STATIC("te", "trailers");
   static const nghttp2_nv grpc_accept = NV_STATIC("grpc-accept-encoding", "gzip");
   static const nghttp2_nv grpc_enc = NV_STATIC("grpc-encoding", "gzip");
+  static const nghttp2_nv grpc_enc_deflate = NV_STATIC("grpc-encoding", "deflate");
   static const nghttp2_nv tri_version = NV_STATIC("triple-protocol-version", "0.1.0");
   static const nghttp2_nv accept = NV_STATIC("accept-encoding", "gzip");
   static const nghttp2_nv content_enc = NV_STATIC("content-encoding", "gzip");
+  static const nghttp2_nv content_enc_deflate = NV_STATIC("content-encoding", "deflate");
   const tri_channel_opts *o = &c->ch->opts;
-  int gz = c->compress == TRI_COMPRESS_GZIP;
+  int gz = c->compress != TRI_COMPRESS_NONE, deflate = c->compress == TRI_COMPRESS_DEFLATE;
   size_t n = 0;
   if (cap < 14) return 0;
   nva[n++] = method;
@@ -1042,7 +1074,7 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
                        strlen(o->content_type_triple));
     nva[n++] = tri_version;
     nva[n++] = accept;
-    if (gz) nva[n++] = content_enc;
+    if (gz) nva[n++] = deflate ? content_enc_deflate : content_enc;
     int tl = c->deadline ? tri_triple_timeout_encode(c->deadline - tri__now(),
                                                      c->timeout)
                          : 0;
@@ -1051,7 +1083,7 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
     nva[n++] = grpc_ct;
     nva[n++] = te;
     nva[n++] = grpc_accept;
-    if (gz) nva[n++] = grpc_enc;
+    if (gz) nva[n++] = deflate ? grpc_enc_deflate : grpc_enc;
     if (c->deadline) {
       /* Rounded up: one value for every call with this timeout (HPACK). */
       int tl = tri_grpc_timeout_encode(

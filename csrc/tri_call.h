@@ -63,8 +63,9 @@ void tri_call_set_request_borrowed(tri_call *c, const uint8_t *p, size_t n);
  * channel's pool (tri_channel_pool).  Ownership passes to the call. */
 void tri_call_set_request_buf(tri_call *c, tri_buf *b);
 
-/* Sets request compression (TRI_COMPRESS_GZIP or _NONE), overriding the
- * channel's default.  Only before tri_call_start. */
+/* Sets request compression (TRI_COMPRESS_NONE, _DEFLATE or _GZIP; the binding
+ * refuses other values), overriding the channel's default.  Only before
+ * tri_call_start. */
 void tri_call_set_compression(tri_call *c, int compress);
 
 /* Asks for a completion notification: when the call is done, `token` is
@@ -113,6 +114,13 @@ int tri_call_cancel(tri_call *c, int code, const char *message);
 /* Nonzero once tri_call_cancel was accepted (the call is ending). */
 int tri_call_cancel_requested(const tri_call *c);
 
+/* Nonzero when the call was started before a fork() and is not done (in the
+ * child: tri_channel_inherited).  Such a call can never complete here: its
+ * I/O thread stayed in the parent.  Waits on it time out; tri_call_cancel
+ * refuses it (0); tri_call_release lets go of it without waiting, leaving
+ * its memory to the abandoned connection. */
+int tri_call_orphaned(const tri_call *c);
+
 /* Results; valid only when done, until tri_call_release. */
 int tri_call_code(const tri_call *c);
 /* The status message (UTF-8 bytes, not NUL-terminated). */
@@ -140,6 +148,12 @@ int tri_call_write(tri_call *c, const uint8_t *msg, size_t n);
  * 0, request bytes are in flight (it hands a pending chunk over itself if
  * none were), so a TRI_EV_WRITABLE notification will follow. */
 int tri_call_write_would_not_block(tri_call *c, size_t n);
+/* Waits up to timeout_ns (< 0: forever) until a write of n bytes will not
+ * wait for room (tri_call_write_would_not_block) or the call has ended (its
+ * deadline ends it).  Returns 0, or TRI_ERR_TIMEOUT.  For callers that must
+ * look at something else (signals) while the peer's flow control holds the
+ * request stream back: wait in slices here, then write. */
+int tri_call_wait_writable(tri_call *c, size_t n, int64_t timeout_ns);
 int tri_call_flush(tri_call *c);
 /* Flushes and half-closes (END_STREAM); an empty stream still ends. */
 int tri_call_done_writing(tri_call *c);

@@ -13,6 +13,7 @@
 
 #include "tri_conn.h"
 #include "tri_error.h"
+#include "tri_fork.h"
 #include "tri_int.h"
 #include "tri_wire.h"
 #include "tri_writer.h"
@@ -42,11 +43,13 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
   if (!opts->host || !opts->port || !*opts->host || !*opts->port)
     return TRI_ERR_INVALID;
   if (opts->max_frame_size < 16384 || opts->max_frame_size > 16777215 ||
-      opts->stream_window > 0x7fffffffu || opts->conn_window > 0x7fffffffu)
+      opts->stream_window > 0x7fffffffu || opts->conn_window > 0x7fffffffu ||
+      opts->compress < TRI_COMPRESS_NONE || opts->compress > TRI_COMPRESS_GZIP)
     return TRI_ERR_INVALID;
   tri_channel *ch = tri_mem_calloc(NULL, 1, sizeof(*ch));
   if (!ch) return TRI_ERR_NOMEM;
   ch->opts = *opts;
+  ch->fork_gen = tri_fork_generation();
   /* Copy the strings into one block. */
   char authority[300];
   if (opts->authority)
@@ -125,12 +128,9 @@ tri_stats *tri_channel_stats(tri_channel *ch) { return &ch->stats; }
 tri_pool *tri_channel_pool(tri_channel *ch) { return &ch->pool; }
 int tri_channel_notify_fd(tri_channel *ch) { return ch->notify_fd; }
 
-int tri_channel_closed(tri_channel *ch) {
-  pthread_mutex_lock(&ch->lock);
-  int c = ch->closed;
-  pthread_mutex_unlock(&ch->lock);
-  return c;
-}
+int tri_channel_closed(tri_channel *ch) { return atomic_load(&ch->closed); }
+
+int tri_channel_inherited(tri_channel *ch) { return tri_fork_inherited(ch->fork_gen); }
 
 /* Frees retired connections whose thread has exited and that nobody else
  * references.  Channel lock held; never waits for a running thread, since an
@@ -176,6 +176,12 @@ int tri__channel_conn(tri_channel *ch, tri_conn *avoid, tri_conn **out,
                       char *why, size_t why_len) {
   int rv = 0;
   *out = NULL;
+  if (tri_channel_inherited(ch)) { /* before the lock: a parent thread may hold it */
+    snprintf(why, why_len,
+             "Channel was created before fork(): its connection belongs to the parent "
+             "process; create a new channel in the child");
+    return TRI_ERR_FORKED;
+  }
   pthread_mutex_lock(&ch->lock);
   if (ch->closed) {
     rv = TRI_ERR_CLOSED;
@@ -220,7 +226,26 @@ out:
   return rv;
 }
 
+/* tri_channel_close in a child of fork() for a channel of an ancestor: its
+ * I/O threads do not exist here, and its lock may be held by a thread that
+ * does not exist either.  Nothing is joined or locked; the connections are
+ * abandoned (tri__conn_abandon) and the notify fd, shared with the parent,
+ * is not written. */
+static void close_inherited(tri_channel *ch) {
+  if (atomic_exchange(&ch->closed, 1)) return;
+  if (ch->conn) retire_current(ch);
+  while (ch->retired) {
+    tri_conn *c = ch->retired;
+    ch->retired = c->next_retired;
+    tri__conn_abandon(c);
+  }
+}
+
 void tri_channel_close(tri_channel *ch) {
+  if (tri_channel_inherited(ch)) {
+    close_inherited(ch);
+    return;
+  }
   pthread_mutex_lock(&ch->lock);
   if (ch->closed) {
     pthread_mutex_unlock(&ch->lock);
@@ -418,6 +443,13 @@ void tri_channel_set_io_hook(tri_channel *ch, const tri_io_hook *hook) {
   pthread_mutex_unlock(&ch->lock);
 }
 
+void tri_channel_wake_pollers(tri_channel *ch) {
+  atomic_store(&ch->poll_wake, 1);
+  uint64_t one = 1;
+  ssize_t w = write(ch->notify_fd, &one, sizeof(one));
+  (void)w;
+}
+
 int tri_channel_poll_completions(tri_channel *ch, void **tokens, int max,
                                  int64_t timeout_ns) {
   int64_t end = timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
@@ -435,6 +467,7 @@ int tri_channel_poll_completions(tri_channel *ch, void **tokens, int max,
       n = TRI_ERR_CLOSED;
       break;
     }
+    if (atomic_exchange(&ch->poll_wake, 0)) break;
     int ms = -1;
     if (timeout_ns >= 0) {
       int64_t left = end - tri__now();

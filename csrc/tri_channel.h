@@ -81,8 +81,10 @@ typedef struct tri_channel_opts {
 /* Wires: unary calls follow the channel's wire; streams are always gRPC-framed
  * (dubbo-go streams only over gRPC, docs/triple-wire.md §2). */
 enum { TRI_WIRE_GRPC = 0, TRI_WIRE_TRIPLE = 1 };
-/* Request compression (grpcio's Compression values). */
-enum { TRI_COMPRESS_NONE = 0, TRI_COMPRESS_GZIP = 2 };
+/* Request compression (grpcio's Compression values): deflate is the zlib
+ * format, as grpc core sends "deflate" (tri_gzip.h).  tri_channel_new refuses
+ * any other value (TRI_ERR_INVALID). */
+enum { TRI_COMPRESS_NONE = 0, TRI_COMPRESS_DEFLATE = 1, TRI_COMPRESS_GZIP = 2 };
 
 /* Fills `o` with the defaults: 4 MiB receive limit, no send limit, 16 MiB-1
  * stream window, 1 GiB-1 connection window, 64 KiB frames, a 10 s write-stall
@@ -117,8 +119,23 @@ int tri_channel_notify_fd(tri_channel *ch);
 int tri_channel_poll_completions(tri_channel *ch, void **tokens, int max,
                                  int64_t timeout_ns);
 
+/* Makes a tri_channel_poll_completions that is waiting (or the next one to
+ * wait) return 0 at once, as on a timeout: for an owner that wants its
+ * polling thread to look at its own state (e.g. "nobody will start calls any
+ * more") without closing the channel. */
+void tri_channel_wake_pollers(tri_channel *ch);
+
 /* Nonzero once tri_channel_close has been called. */
 int tri_channel_closed(tri_channel *ch);
+
+/* Nonzero in a child of fork() for a channel made before the fork (see
+ * tri_fork.h).  Such a channel fails every call at start with UNAVAILABLE
+ * ("Channel was created before fork(): ..."); tri_channel_close and
+ * tri_channel_del neither wait for nor join the parent's I/O threads (which
+ * do not exist in the child) and never block on its locks; the parent's
+ * connections keep working in the parent.  Calls that were in flight at the
+ * fork cannot complete in the child. */
+int tri_channel_inherited(tri_channel *ch);
 
 /* An I/O hook lets a caller run its own loop on the connection's I/O thread,
  * the way h2load drives nghttp2: no thread hop between a completion and the

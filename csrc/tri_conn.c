@@ -27,7 +27,13 @@
 #define RBUF_SIZE (256u << 10)
 #define FEED_SLICE 4096u           /* bytes handed to nghttp2 at a time (see feed) */
 #define PIPELINE_MIN_CALLS 8       /* fewest completions worth a write mid-read */
-#define MAX_HEADERS 64
+#define MAX_HEADERS 64             /* header fields on the stack; more are allocated */
+/* Request header lists (HPACK's size: name + value + 32 per field) over this,
+ * or over the server's SETTINGS_MAX_HEADER_LIST_SIZE, end the call with
+ * RESOURCE_EXHAUSTED before anything is sent: a server would refuse them
+ * with that status (grpc's), and some close the connection as well.  nghttp2
+ * may send blocks up to twice this (its own default of 64 KiB is lifted). */
+#define MAX_HEADER_LIST (1u << 20)
 #define MS 1000000LL               /* ns per ms */
 
 /* ---- references and the op queue (any thread) ------------------------ */
@@ -504,6 +510,24 @@ static void *arena_realloc(void *p, size_t n, void *u) {
 
 /* Starts the call's stream, or holds the call (may_hold) while the output is
  * blocked or earlier calls are held. */
+/* Nonzero when the header list nva[0..n) is within MAX_HEADER_LIST and the
+ * server's SETTINGS_MAX_HEADER_LIST_SIZE; otherwise completes the call with
+ * RESOURCE_EXHAUSTED, as the server would answer it. */
+static int header_list_fits(tri_conn *conn, tri_call *c, const nghttp2_nv *nva, size_t n) {
+  size_t size = 0;
+  for (size_t i = 0; i < n; i++) size += nva[i].namelen + nva[i].valuelen + 32;
+  uint32_t peer = nghttp2_session_get_remote_settings(conn->sess,
+                                                      NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE);
+  size_t limit = peer < MAX_HEADER_LIST ? peer : MAX_HEADER_LIST;
+  if (size <= limit) return 1;
+  tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED,
+                     "request metadata of %zu bytes is over the %s limit of %zu bytes",
+                     size, peer < MAX_HEADER_LIST ? "server's (SETTINGS_MAX_HEADER_LIST_SIZE)"
+                                                   : "client's",
+                     limit);
+  return 0;
+}
+
 static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
   if (conn->dead || conn->goaway) {
     tri__call_complete(c, TRI_CODE_UNAVAILABLE, "%s",
@@ -534,18 +558,26 @@ static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
     held_add(conn, c);
     return;
   }
-  nghttp2_nv nva[MAX_HEADERS]; /* copied by nghttp2; the strings are not */
-  if (tri__call_header_count(c) + 14 > MAX_HEADERS) {
-    tri__call_complete(c, TRI_CODE_INTERNAL, "too many metadata entries");
+  /* Copied by nghttp2; the strings are not. */
+  nghttp2_nv stack_nva[MAX_HEADERS], *nva = stack_nva;
+  size_t cap = tri__call_header_count(c) + 14;
+  if (cap > MAX_HEADERS && !(nva = tri_mem_alloc(conn->stats, cap * sizeof(*nva)))) {
+    tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
     io_release(conn, c);
     return;
   }
-  size_t n = tri__call_headers(c, nva, MAX_HEADERS);
+  size_t n = tri__call_headers(c, nva, cap > MAX_HEADERS ? cap : MAX_HEADERS);
+  if (!header_list_fits(conn, c, nva, n)) {
+    if (nva != stack_nva) tri_mem_free(nva);
+    io_release(conn, c);
+    return;
+  }
   nghttp2_data_provider prd;
   prd.source.ptr = c;
   prd.read_callback =
       (c->flags & TRI_CALL_CLIENT_STREAMING) ? stream_read : unary_read;
   int32_t sid = nghttp2_submit_request(conn->sess, NULL, nva, n, &prd, c);
+  if (nva != stack_nva) tri_mem_free(nva);
   if (sid < 0) {
     tri__call_complete(c, TRI_CODE_INTERNAL, "submit failed: %s",
                        nghttp2_strerror(sid));
@@ -868,6 +900,7 @@ static void flush(tri_conn *conn) {
 }
 
 static void after_events(tri_conn *conn);
+static int dial_more(tri_conn *conn);
 
 /* Hands `n` received bytes to nghttp2, FEED_SLICE at a time.  When a slice
  * has closed a quarter of the calls in flight (at least PIPELINE_MIN_CALLS),
@@ -983,6 +1016,7 @@ static int64_t next_wakeup(const tri_conn *conn) {
   if (tri_deadlines_count(&conn->deadlines))
     EARLIER(tri_deadlines_first_at(&conn->deadlines));
   EARLIER(conn->connect_deadline);
+  if (conn->fd < 0) EARLIER(tri_dial_next_at(&conn->dial));
   if (conn->write_since && o->write_stall_timeout_ms)
     EARLIER(conn->write_since + o->write_stall_timeout_ms * MS);
   if (conn->ping_sent) EARLIER(conn->ping_sent + o->keepalive_timeout_ms * MS);
@@ -1007,7 +1041,8 @@ static int next_timeout_ms(tri_conn *conn) {
  * PING left unanswered.  Sends the keepalive PING when one is due. */
 static void check_watchdogs(tri_conn *conn) {
   const tri_channel_opts *o = &conn->ch->opts;
-  if (!conn->connect_deadline && !conn->write_since && !o->keepalive_time_ms)
+  if (!conn->connect_deadline && !conn->write_since && !o->keepalive_time_ms &&
+      !tri_dial_next_at(&conn->dial))
     return; /* the usual case: nothing armed, no clock read */
   int64_t now = tri__now();
   if (conn->connect_deadline && now >= conn->connect_deadline) {
@@ -1020,6 +1055,8 @@ static void check_watchdogs(tri_conn *conn) {
     die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
     return;
   }
+  if (conn->fd < 0 && tri_dial_next_at(&conn->dial) && now >= tri_dial_next_at(&conn->dial))
+    dial_more(conn); /* attempts are in flight: this cannot end the dial */
   if (conn->write_since && o->write_stall_timeout_ms &&
       now - conn->write_since >= o->write_stall_timeout_ms * MS) {
     snprintf(conn->errstr, sizeof(conn->errstr),
@@ -1090,43 +1127,55 @@ static void after_events(tri_conn *conn) {
 
 /* ---- thread ------------------------------------------------------------ */
 
+/* The dial failed: every address of the target refused or failed. */
+static void dial_failed(tri_conn *conn) {
+  const tri_channel_opts *o = &conn->ch->opts;
+  int tried = conn->dial.tried;
+  snprintf(conn->errstr, sizeof(conn->errstr), "failed to connect to %s:%s%s: %s", o->host,
+           o->port, tried > 1 ? " (every address)" : "",
+           strerror(tri_dial_error(&conn->dial) ? tri_dial_error(&conn->dial) : ECONNREFUSED));
+}
+
+/* Starts the next connection attempt and watches it.  Returns 0, or
+ * TRI_ERR_CONNECT when no address is left and no attempt is in flight. */
+static int dial_more(tri_conn *conn) {
+  int fd = tri_dial_next(&conn->dial, tri__now());
+  if (fd >= 0) {
+    struct epoll_event ev = {.events = EPOLLOUT, .data.fd = fd};
+    epoll_ctl(conn->epfd, EPOLL_CTL_ADD, fd, &ev);
+    return 0;
+  }
+  if (tri_dial_pending(&conn->dial)) return 0;
+  dial_failed(conn);
+  return TRI_ERR_CONNECT;
+}
+
+static void check_connected(tri_conn *conn);
+
+/* An attempt's socket became writable or failed: the winner becomes the
+ * connection's socket; a failure starts the next address at once. */
+static void dial_event(tri_conn *conn, int fd) {
+  int rv = tri_dial_ready(&conn->dial, fd);
+  if (rv == 1) {
+    tri_dial_end(&conn->dial); /* the losers are closed already */
+    conn->fd = fd;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.fd = fd};
+    conn->epollout = 1;
+    epoll_ctl(conn->epfd, EPOLL_CTL_MOD, fd, &ev);
+    check_connected(conn);
+  } else if (rv == 0 && dial_more(conn)) {
+    die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+  }
+}
+
+/* Resolves the target and starts the first attempt (tri_dial.h). */
 static int open_socket(tri_conn *conn) {
   const tri_channel_opts *o = &conn->ch->opts;
-  struct addrinfo hints, *res = NULL;
-  memset(&hints, 0, sizeof(hints));
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  int rv = getaddrinfo(o->host, o->port, &hints, &res);
-  if (rv != 0) {
-    snprintf(conn->errstr, sizeof(conn->errstr),
-             "failed to resolve %s:%s: %s", o->host, o->port,
-             gai_strerror(rv));
-    return TRI_ERR_RESOLVE;
-  }
-  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                  0);
-  if (fd < 0) {
-    freeaddrinfo(res);
-    snprintf(conn->errstr, sizeof(conn->errstr), "socket: %s",
-             strerror(errno));
-    return TRI_ERR_SYSTEM;
-  }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  rv = connect(fd, res->ai_addr, res->ai_addrlen);
-  freeaddrinfo(res);
-  if (rv < 0 && errno != EINPROGRESS) {
-    snprintf(conn->errstr, sizeof(conn->errstr), "failed to connect to %s:%s: %s",
-             o->host, o->port, strerror(errno));
-    close(fd);
-    return TRI_ERR_CONNECT;
-  }
-  conn->fd = fd;
-  conn->connected = 0; /* check_connected runs at the first EPOLLOUT */
-  struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.fd = fd};
-  conn->epollout = 1;
-  epoll_ctl(conn->epfd, EPOLL_CTL_ADD, fd, &ev);
-  return 0;
+  int rv = tri_dial_begin(&conn->dial, o->host, o->port, conn->errstr,
+                          sizeof(conn->errstr));
+  if (rv) return rv;
+  conn->connected = 0; /* check_connected runs once an attempt wins */
+  return dial_more(conn);
 }
 
 static int start_session(tri_conn *conn) {
@@ -1148,6 +1197,7 @@ static int start_session(tri_conn *conn) {
     return TRI_ERR_NOMEM;
   }
   nghttp2_option_set_no_auto_window_update(opt, 1); /* see credit() */
+  nghttp2_option_set_max_send_header_block_length(opt, 2 * MAX_HEADER_LIST);
   conn->mem.mem_user_data = &conn->arena;
   conn->mem.malloc = arena_malloc;
   conn->mem.free = arena_free;
@@ -1276,6 +1326,10 @@ static void *conn_main(void *arg) {
         conn->tfd_armed = 0;
         continue;
       }
+      if (conn->fd < 0) {
+        dial_event(conn, evs[i].data.fd);
+        continue;
+      }
       if (conn->handshaking) {
         tls_step(conn);
       } else if (!conn->connected &&
@@ -1305,6 +1359,7 @@ static void *conn_main(void *arg) {
     close(conn->fd);
     conn->fd = -1;
   }
+  tri_dial_end(&conn->dial);
   release_io_resources(conn);
   atomic_store(&conn->exited, 1);
   return NULL;
@@ -1319,6 +1374,7 @@ static tri_conn *conn_alloc(tri_channel *ch) {
   conn->stats = &ch->stats;
   tri_deadlines_init(&conn->deadlines, conn->stats);
   conn->fd = conn->evfd = conn->tfd = conn->epfd = -1;
+  tri_dial_init(&conn->dial);
   conn->hook_ms = -1;
   conn->attempt_start = conn->last_read = tri__now();
   conn->detached_budget = -1;
@@ -1373,6 +1429,23 @@ void tri__conn_join(tri_conn *conn) {
   if (conn->joined) return;
   pthread_join(conn->thread, NULL);
   conn->joined = 1;
+}
+
+/* Connections inherited across fork() (tri__conn_abandon), linked through
+ * next_retired: reachable, so leak checkers do not count them. */
+static _Atomic(tri_conn *) abandoned;
+
+void tri__conn_abandon(tri_conn *conn) {
+  atomic_store(&conn->closed, 1);
+  atomic_store(&conn->unusable, 1);
+  int *fds[] = {&conn->fd, &conn->epfd, &conn->evfd, &conn->tfd};
+  for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+    if (*fds[i] >= 0) close(*fds[i]);
+    *fds[i] = -1;
+  }
+  conn->next_retired = atomic_load(&abandoned);
+  while (!atomic_compare_exchange_weak(&abandoned, &conn->next_retired, conn)) {
+  }
 }
 
 void tri__conn_free(tri_conn *conn) {

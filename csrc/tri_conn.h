@@ -45,6 +45,7 @@
 #include <sys/types.h>
 
 #include "tri_deadlines.h"
+#include "tri_dial.h"
 #include "tri_int.h"
 #include "tri_tls.h"
 
@@ -81,6 +82,8 @@ struct tri_conn {
   tri_arena arena;
   nghttp2_mem mem;
   int connected;           /* ready for HTTP/2 (TCP up, TLS done) */
+  tri_dial dial;           /* connection attempts to the target's addresses
+                              (tri_dial.h); `fd` is -1 until one wins */
   int detached;            /* test hook: no socket, no thread (see below) */
   int epollout;            /* EPOLLOUT currently armed */
   int64_t connect_deadline; /* die unless established by then; 0 once it is */
@@ -133,6 +136,14 @@ int tri__conn_unusable(tri_conn *conn);
 void tri__conn_shutdown(tri_conn *conn);
 /* Waits for the I/O thread to exit (it must be dead or shut down). */
 void tri__conn_join(tri_conn *conn);
+/* In a child of fork(), for a connection inherited from the parent (whose
+ * I/O thread does not exist here): refuses pushes and closes this process's
+ * copies of its descriptors (the parent's stay open).  The session, TLS state
+ * and calls it holds may have been in the middle of a change when the parent
+ * forked, so they are never touched again: the connection moves to a
+ * process-wide list of abandoned connections (kept reachable, never freed)
+ * and must not be used or freed by the caller afterwards. */
+void tri__conn_abandon(tri_conn *conn);
 /* Joins the thread and frees everything; the last reference must be gone. */
 void tri__conn_free(tri_conn *conn);
 void tri__conn_ref(tri_conn *conn);

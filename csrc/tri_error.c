@@ -11,6 +11,7 @@ const char *tri_strerror(int err) {
   case TRI_ERR_TIMEOUT: return "timed out";
   case TRI_ERR_AGAIN: return "try again";
   case TRI_ERR_BACKOFF: return "connection attempts are backing off";
+  case TRI_ERR_FORKED: return "inherited across fork()";
   case TRI_ERR_RESOLVE: return "name resolution failed";
   case TRI_ERR_CONNECT: return "connect failed";
   case TRI_ERR_IO: return "socket I/O failed";

@@ -19,6 +19,7 @@ typedef enum {
   TRI_ERR_TIMEOUT = -506,     /* a wait ran out of time (not an RPC status) */
   TRI_ERR_AGAIN = -507,       /* nothing to do yet; try again later */
   TRI_ERR_BACKOFF = -508,     /* connection attempts are backing off */
+  TRI_ERR_FORKED = -509,      /* the object was made before a fork() (tri_fork.h) */
   TRI_ERR_FATAL = -900,       /* everything at or below this is fatal */
   TRI_ERR_RESOLVE = -901,     /* host name did not resolve */
   TRI_ERR_CONNECT = -902,     /* TCP connect failed */

@@ -36,16 +36,18 @@ static void free_list(tri_zstream *z, int deflater) {
 }
 
 void tri_gzip_pool_free(tri_gzip_pool *zp) {
-  free_list(zp->deflaters, 1);
-  free_list(zp->inflaters, 0);
-  zp->deflaters = zp->inflaters = NULL;
+  for (int f = 0; f < TRI_ZFMT_COUNT; f++) {
+    free_list(zp->deflaters[f], 1);
+    free_list(zp->inflaters[f], 0);
+    zp->deflaters[f] = zp->inflaters[f] = NULL;
+  }
   pthread_mutex_destroy(&zp->lock);
 }
 
 /* Takes a ready stream (reset) or makes one.  NULL when out of memory. */
-static tri_zstream *take(tri_gzip_pool *zp, int deflater) {
+static tri_zstream *take(tri_gzip_pool *zp, int format, int deflater) {
   pthread_mutex_lock(&zp->lock);
-  tri_zstream **head = deflater ? &zp->deflaters : &zp->inflaters;
+  tri_zstream **head = deflater ? &zp->deflaters[format] : &zp->inflaters[format];
   tri_zstream *z = *head;
   if (z) *head = z->next;
   pthread_mutex_unlock(&zp->lock);
@@ -55,10 +57,12 @@ static tri_zstream *take(tri_gzip_pool *zp, int deflater) {
   z->zs.zalloc = z_alloc;
   z->zs.zfree = z_free;
   z->zs.opaque = zp->stats;
-  /* windowBits 15 + 16: gzip wrapper, as grpc-encoding: gzip requires. */
+  /* windowBits 15 + 16: gzip wrapper, as grpc-encoding: gzip requires;
+   * 15: zlib wrapper, grpc core's "deflate". */
+  int bits = format == TRI_ZFMT_GZIP ? 15 + 16 : 15;
   int rv = deflater ? deflateInit2(&z->zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED,
-                                   15 + 16, 8, Z_DEFAULT_STRATEGY)
-                    : inflateInit2(&z->zs, 15 + 16);
+                                   bits, 8, Z_DEFAULT_STRATEGY)
+                    : inflateInit2(&z->zs, bits);
   if (rv != Z_OK) {
     tri_mem_free(z);
     return NULL;
@@ -66,11 +70,11 @@ static tri_zstream *take(tri_gzip_pool *zp, int deflater) {
   return z;
 }
 
-static void give_back(tri_gzip_pool *zp, tri_zstream *z, int deflater) {
+static void give_back(tri_gzip_pool *zp, int format, tri_zstream *z, int deflater) {
   if (deflater) deflateReset(&z->zs);
   else inflateReset(&z->zs);
   pthread_mutex_lock(&zp->lock);
-  tri_zstream **head = deflater ? &zp->deflaters : &zp->inflaters;
+  tri_zstream **head = deflater ? &zp->deflaters[format] : &zp->inflaters[format];
   z->next = *head;
   *head = z;
   pthread_mutex_unlock(&zp->lock);
@@ -78,12 +82,23 @@ static void give_back(tri_gzip_pool *zp, tri_zstream *z, int deflater) {
 
 int tri_gzip_compress(tri_gzip_pool *zp, tri_pool *pool, const uint8_t *in,
                       size_t n, size_t headroom, tri_buf **out) {
-  tri_zstream *z = take(zp, 1);
+  return tri_zlib_compress(zp, TRI_ZFMT_GZIP, pool, in, n, headroom, out);
+}
+
+int tri_gzip_decompress(tri_gzip_pool *zp, tri_pool *pool, const uint8_t *in,
+                        size_t n, int64_t limit, tri_buf **out) {
+  return tri_zlib_decompress(zp, TRI_ZFMT_GZIP, pool, in, n, limit, out);
+}
+
+int tri_zlib_compress(tri_gzip_pool *zp, int format, tri_pool *pool,
+                      const uint8_t *in, size_t n, size_t headroom, tri_buf **out) {
+  if (format < 0 || format >= TRI_ZFMT_COUNT) return TRI_ERR_INVALID;
+  tri_zstream *z = take(zp, format, 1);
   if (!z) return TRI_ERR_NOMEM;
   size_t bound = deflateBound(&z->zs, (uLong)n);
   tri_buf *b = tri_pool_get(pool, bound, headroom);
   if (!b) {
-    give_back(zp, z, 1);
+    give_back(zp, format, z, 1);
     return TRI_ERR_NOMEM;
   }
   z->zs.next_in = (Bytef *)in;
@@ -92,7 +107,7 @@ int tri_gzip_compress(tri_gzip_pool *zp, tri_pool *pool, const uint8_t *in,
   z->zs.avail_out = (uInt)(b->cap - b->off);
   int rv = deflate(&z->zs, Z_FINISH); /* the bound guarantees one pass */
   b->len = (b->cap - b->off) - z->zs.avail_out;
-  give_back(zp, z, 1);
+  give_back(zp, format, z, 1);
   if (rv != Z_STREAM_END) {
     tri_pool_put(pool, b);
     return TRI_ERR_NOMEM;
@@ -101,9 +116,10 @@ int tri_gzip_compress(tri_gzip_pool *zp, tri_pool *pool, const uint8_t *in,
   return 0;
 }
 
-int tri_gzip_decompress(tri_gzip_pool *zp, tri_pool *pool, const uint8_t *in,
-                        size_t n, int64_t limit, tri_buf **out) {
-  tri_zstream *z = take(zp, 0);
+int tri_zlib_decompress(tri_gzip_pool *zp, int format, tri_pool *pool,
+                        const uint8_t *in, size_t n, int64_t limit, tri_buf **out) {
+  if (format < 0 || format >= TRI_ZFMT_COUNT) return TRI_ERR_INVALID;
+  tri_zstream *z = take(zp, format, 0);
   if (!z) return TRI_ERR_NOMEM;
   /* Start at 4x the input (typical ratios), capped by the limit. */
   size_t want = n * 4 + 64;
@@ -143,7 +159,7 @@ int tri_gzip_decompress(tri_gzip_pool *zp, tri_pool *pool, const uint8_t *in,
       rv = zr == Z_MEM_ERROR ? TRI_ERR_NOMEM : TRI_ERR_FRAME;
     }
   }
-  give_back(zp, z, 0);
+  give_back(zp, format, z, 0);
   if (rv) {
     tri_pool_put(pool, b);
     return rv;

@@ -1,6 +1,11 @@
 /*
- * tri_gzip: gzip for message bodies, with zlib streams reused from a pool and
- * a hard cap on inflated size.
+ * tri_gzip: gzip (and deflate) for message bodies, with zlib streams reused
+ * from a pool and a hard cap on inflated size.
+ *
+ * Two formats, as the gRPC and HTTP encodings name them: "gzip" (RFC 1952)
+ * and "deflate", which is the zlib format (RFC 1950: a deflate stream with
+ * the zlib header and Adler-32 trailer), as grpc core sends it.  The
+ * tri_gzip_* functions are gzip; tri_zlib_* take the format.
  *
  * gRPC compresses each message on its own (envelope flag 0x01); the Triple
  * wire compresses the whole unary body.  Both use these two functions.
@@ -25,10 +30,13 @@
 
 typedef struct tri_zstream tri_zstream;
 
+/* The formats (index into the pool's lists). */
+enum { TRI_ZFMT_GZIP = 0, TRI_ZFMT_DEFLATE = 1, TRI_ZFMT_COUNT = 2 };
+
 typedef struct tri_gzip_pool {
   pthread_mutex_t lock;
-  tri_zstream *deflaters; /* idle, ready streams */
-  tri_zstream *inflaters;
+  tri_zstream *deflaters[TRI_ZFMT_COUNT]; /* idle, ready streams per format */
+  tri_zstream *inflaters[TRI_ZFMT_COUNT];
   tri_stats *stats;       /* borrowed; counts zlib's allocations */
 } tri_gzip_pool;
 
@@ -48,5 +56,11 @@ int tri_gzip_compress(tri_gzip_pool *zp, tri_pool *pool, const uint8_t *in,
  * valid gzip (corrupt, truncated, or trailing garbage), or TRI_ERR_NOMEM. */
 int tri_gzip_decompress(tri_gzip_pool *zp, tri_pool *pool, const uint8_t *in,
                         size_t n, int64_t limit, tri_buf **out);
+
+/* The same for `format` (TRI_ZFMT_*). */
+int tri_zlib_compress(tri_gzip_pool *zp, int format, tri_pool *pool,
+                      const uint8_t *in, size_t n, size_t headroom, tri_buf **out);
+int tri_zlib_decompress(tri_gzip_pool *zp, int format, tri_pool *pool,
+                        const uint8_t *in, size_t n, int64_t limit, tri_buf **out);
 
 #endif

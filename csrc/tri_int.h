@@ -122,7 +122,8 @@ struct tri_call {
   unsigned in_timer : 1;    /* on the flush-timer FIFO */
   unsigned held : 1;        /* waits to be submitted: the connection's output
                                is blocked (its held list, io_prev/io_next) */
-  unsigned resp_gzip : 1;   /* the peer compresses responses with gzip */
+  unsigned resp_gzip : 1;   /* the peer compresses responses (gzip or deflate) */
+  unsigned resp_deflate : 1; /* ...with deflate (zlib format), not gzip */
   unsigned resp_enc_unknown : 1; /* ...with an encoding we do not have */
   unsigned msg_compressed : 1;   /* the message being received has flag 0x01 */
   tri_frame_decoder dec;
@@ -145,7 +146,8 @@ struct tri_channel {
   pthread_mutex_t call_lock; /* guards call_free, call_free_n */
   tri_conn *conn;        /* current connection or NULL */
   tri_conn *retired;     /* dead connections waiting to be joined/freed */
-  int closed;
+  _Atomic int closed;    /* written under lock; read without it */
+  unsigned fork_gen;     /* tri_fork_generation() at creation (tri_fork.h) */
   tri_backoff backoff;   /* under lock: consecutive failed attempts */
   int64_t next_attempt;  /* under lock: no attempt before this (ns); 0: none */
   char connect_error[200]; /* under lock: why the last attempt failed */
@@ -162,6 +164,7 @@ struct tri_channel {
   tri_mpsc completions;
   int notify_fd;         /* eventfd */
   _Atomic int notify_pending;
+  _Atomic int poll_wake;   /* tri_channel_wake_pollers: pollers return now */
   pthread_mutex_t poll_lock; /* guards ready_head/ready_tail */
   tri_node *ready_head, *ready_tail; /* taken from `completions`, not yet returned */
   _Atomic(const tri_io_hook *) io_hook; /* borrowed; see tri_channel_set_io_hook */

@@ -28,8 +28,15 @@ How it works:
   runs the load with each fault kind injected once at the measured cadence, so the start
   figures include what the first fault of each kind allocates for good (pools, arenas).
 
+* Misuse (issue 20, tools/soak_misuse.py), during the measured run: a fork every
+  --fork-every seconds (the child calls on the inherited channel, then on its own, and
+  exits), a done-callback that raises on every --raise-every-th future, and a channel
+  dropped without close() every --drop-every seconds; children that fail or hang, raising
+  callbacks that are not logged, and threads or fds piling up are problems (exit 2).
+
 Usage: .venv/bin/python tools/soak.py [--seconds 60] [--in-flight 1000] [--deadline 0.4]
        [--fault-every 5] [--fault-window 0.5] [--faults reset,stall,truncate,close_after]
+       [--fork-every 3] [--drop-every 0.5] [--raise-every 1000]
 Writes results/soak-<timestamp>.json (or --out).
 """
 from __future__ import annotations
@@ -52,6 +59,9 @@ sys.path.insert(0, str(ROOT))
 
 import triple_py  # noqa: E402
 from triple_py.testing import EchoServer, FaultProxy  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from soak_misuse import Misuse  # noqa: E402
 
 UNARY_METHOD = "/benchmark.BenchmarkService/UnaryCall"
 # Parameters of each fault kind the soak injects (see triple_py.testing.Fault).
@@ -250,6 +260,7 @@ class Load:
         self.seconds: Dict[int, collections.Counter] = collections.defaultdict(
             collections.Counter)  # whole second since start -> code -> calls ended
         self.wrong_responses = 0
+        self.on_future = None  # called with each future before its callback is added
 
     def _done(self, future: "triple_py.UnaryFuture") -> None:
         code = future.code().name
@@ -268,7 +279,10 @@ class Load:
         with self.cond:
             self.pending += n
         for _ in range(n):
-            self.call.future(self.payload, timeout=self.deadline).add_done_callback(self._done)
+            future = self.call.future(self.payload, timeout=self.deadline)
+            if self.on_future is not None:
+                self.on_future(future)
+            future.add_done_callback(self._done)
 
     def run_for(self, seconds: float, on_tick=None) -> None:
         """Runs the load for `seconds`; calls on_tick(elapsed) about every 10 ms."""
@@ -420,6 +434,12 @@ def print_summary(result: Dict[str, Any]) -> None:
           f"write stalls {ch1.get('write_stalls', 0) - ch0.get('write_stalls', 0):,}), "
           f"calls {ch1['calls'] - ch0['calls']:,}")
     print(f"wrong responses         {result['wrong_responses']}")
+    m = result["misuse"]
+    print(f"misuse                  {m['forks']} forks ({m['fork_failures']} failed, "
+          f"{m['hung_children']} hung); {m['raising_callbacks']} raising callbacks, "
+          f"{m['callback_exceptions_logged']} logged; {m['dropped_channels']} channels "
+          f"dropped, threads {m['base_threads']} -> peak {m['peak_threads']}, "
+          f"fds {m['base_fds']} -> peak {m['peak_fds']}")
     print(f"RSS growth              {result['rss_growth_pct']:+.2f} % "
           f"(bound {100 * result['rss_bound']:.0f} %): "
           f"{'PASS' if result['rss_ok'] else 'FAIL'}")
@@ -446,6 +466,12 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help=f"comma-separated, from {','.join(FAULT_PARAMS)}")
     parser.add_argument("--rss-bound", type=float, default=0.05,
                         help="largest RSS growth accepted, as a fraction of the start")
+    parser.add_argument("--fork-every", type=float, default=3.0,
+                        help="seconds between forks (0: none)")
+    parser.add_argument("--drop-every", type=float, default=0.5,
+                        help="seconds between channels dropped without close() (0: none)")
+    parser.add_argument("--raise-every", type=int, default=1000,
+                        help="every n-th future gets a raising done-callback (0: none)")
     parser.add_argument("--server-threads", type=int, default=1)
     parser.add_argument("--same-process", action="store_true",
                         help="run the echo server and the proxy in this process")
@@ -498,12 +524,17 @@ def main(argv: Optional[List[str]] = None) -> int:
               f"(warm-up: {warm_calls:,} calls)")
         schedule = FaultSchedule(host, args.kinds, args.fault_every, args.fault_window,
                                  load.started_at)
+        misuse = Misuse(channel, host.address, args.fork_every, args.drop_every,
+                        args.raise_every)
+        misuse.begin()
+        load.on_future = misuse.on_future
         began = time.monotonic()
 
         last_report = [0.0]
 
         def tick(elapsed: float) -> None:
             schedule.tick(elapsed)
+            misuse.tick(elapsed)
             if elapsed - last_report[0] >= 10:
                 last_report[0] = elapsed
                 with load.cond:
@@ -513,7 +544,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                       f"RSS {mib(rss_bytes())}")
 
         load.run_for(args.seconds, tick)
+        load.on_future = None
         schedule.finish()
+        misuse.finish()
+        problems.extend(misuse.problems())
         wall = time.monotonic() - began
         end = quiet_point(load, args.deadline)
         end["rss_after_malloc_trim"] = rss_after_malloc_trim()  # after the gated figure
@@ -558,6 +592,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "rss_growth_pct": 100 * growth, "rss_bound": args.rss_bound, "rss_ok": rss_ok,
         "channel_start": channel_start, "channel_end": channel_end,
         "host_stats": host_stats, "wrong_responses": load.wrong_responses,
+        "misuse": misuse.report(),
         "problems": problems, "outcome": outcome, "environment": env,
     }
     for window in result["windows"]:

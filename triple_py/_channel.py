@@ -1,15 +1,18 @@
 """Channels and unary multi-callables with grpcio's API, over the C core."""
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from . import _triple
+from ._codec import deserialize, serialize
 from ._credentials import ChannelCredentials
 from ._errors import CallResult, _InactiveRpcError
 from ._future import CompletionDispatcher, UnaryFuture
 from ._options import ChannelOptions
+from ._status import compression_value
 from ._streams import StreamingCall, pump_requests, start_pump
 from ._target import parse_target
 
@@ -22,6 +25,15 @@ _live_cores: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _live_lock = threading.Lock()
 
 
+def _after_fork_in_child() -> None:
+    """A fresh lock in a forked child: another thread of the parent may have held it."""
+    global _live_lock
+    _live_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 # Futures ask for their completion (EV_DONE), except when the call ends inside call()
 # itself (QUIET_START): a call refused at once (connection backoff, say) is done before
 # future() returns and never goes through the completion thread.
@@ -30,7 +42,7 @@ _FUTURE_EVENTS = _triple.EV_DONE | _triple.QUIET_START
 
 def _compression(compression: Any) -> int:
     """The core's compression argument: -1 keeps the channel's default."""
-    return -1 if compression is None else int(compression)
+    return -1 if compression is None else compression_value(compression)
 
 
 class _MultiCallable:
@@ -56,7 +68,7 @@ class _MultiCallable:
         if core_call.code() != 0:
             raise _InactiveRpcError(core_call)
         raw = core_call.response()
-        return self._deserialize(raw) if self._deserialize else raw
+        return deserialize(self._deserialize, raw)
 
 
 class UnaryUnaryMultiCallable(_MultiCallable):
@@ -69,7 +81,7 @@ class UnaryUnaryMultiCallable(_MultiCallable):
 
     def _start(self, request: Any, timeout: Optional[float], metadata: MetadataType,
                wait: bool, notify: int, compression: Any) -> Any:
-        payload = self._serialize(request) if self._serialize else request
+        payload = serialize(self._serialize, request)
         if self._fast_path:
             return self._core.call(self._method, payload, timeout, metadata, wait, notify, 0,
                                    _compression(compression))
@@ -128,7 +140,7 @@ class UnaryStreamMultiCallable(_MultiCallable):
                  wait_for_ready: Optional[bool] = None,
                  compression: Any = None) -> StreamingCall:
         """Sends the request and returns an iterator over the responses."""
-        payload = self._serialize(request) if self._serialize else request
+        payload = serialize(self._serialize, request)
         core_call = self._core.call(self._method, payload, timeout, metadata,
                                     flags=_triple.SERVER_STREAMING,
                                     compression=_compression(compression))
@@ -201,7 +213,7 @@ class Channel:
         if wire is not None:
             self._options = ChannelOptions.from_pairs([*(options or ()), ("triple.wire", wire)])
         if compression is not None:
-            self._options.compression = int(compression)
+            self._options.compression = compression_value(compression)
         tls = {}
         override = self._options.ssl_target_name_override
         if credentials is not None and override and not self._options.authority:
@@ -213,6 +225,9 @@ class Channel:
                        server_name=self._options.ssl_target_name_override)
         self._core = _triple.Channel(host, port, **self._options.core_kwargs(), **tls)
         self._dispatcher = CompletionDispatcher(self._core)
+        # Dropped without close(): the dispatcher lets go of the core, which then goes
+        # (closing its connection) with the last call object that holds it.
+        weakref.finalize(self, self._dispatcher.orphan)
         with _live_lock:
             _live_cores.add(self._core)
 

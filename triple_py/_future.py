@@ -4,18 +4,26 @@ their done-callbacks.
 The C core queues every completed call that asked for notification; one dispatcher
 thread per channel drains that queue (GIL released while it waits) and runs the
 callbacks.  The thread exists only while futures are pending (and up to 0.5 s after the
-last one ended), so an idle channel holds no thread and can be garbage collected.
+last one ended), so an idle channel holds no thread and can be garbage collected.  Once
+the channel object itself is gone (dropped without ``close()``), the thread ends as soon as
+no future is pending, so the connection goes with the last call object.
+
+A done-callback that raises is logged (logger ``triple_py``) and the next callbacks run,
+as in grpcio; it never stops the dispatcher.
 """
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any, Callable, Optional
 
+from ._codec import deserialize
 from ._errors import (CallResult, FutureCancelledError, FutureTimeoutError,
                       _InactiveRpcError)
 from ._status import StatusCode
 
 Deserializer = Optional[Callable[[bytes], Any]]
+_LOG = logging.getLogger("triple_py")
 
 
 class UnaryFuture:
@@ -42,7 +50,10 @@ class UnaryFuture:
             self._callbacks_ran = True
             callbacks, self._callbacks = self._callbacks, []
         for cb in callbacks:
-            cb(self)
+            try:
+                cb(self)
+            except Exception:  # grpcio logs it and carries on with the next callback
+                _LOG.exception("Exception calling done-callback %r", cb)
 
     def _wait(self, timeout: Optional[float]) -> CallResult:
         if not self._core.wait(timeout):
@@ -77,7 +88,7 @@ class UnaryFuture:
         if res.code() is not StatusCode.OK:
             raise _InactiveRpcError(self._core)
         raw = self._core.response()
-        return self._deserializer(raw) if self._deserializer else raw
+        return deserialize(self._deserializer, raw)
 
     def exception(self, timeout: Optional[float] = None) -> Optional[Exception]:
         """The RpcError the RPC ended with, or None on success."""
@@ -131,6 +142,16 @@ class CompletionDispatcher:
         # Calls that completed before track() registered them, kept by id.
         self._early: dict[int, Any] = {}
         self._thread: Optional[threading.Thread] = None
+        self._orphaned = False  # the channel object is gone: no new futures will come
+
+    def orphan(self) -> None:
+        """The channel was dropped: end the thread once nothing is pending (at once if
+        nothing is), so the core channel and its connection can be freed."""
+        with self._lock:
+            self._orphaned = True
+            waiting = self._thread is not None
+        if waiting:
+            self._core.wake_pollers()
 
     def track(self, core_call: Any, future: UnaryFuture) -> None:
         """Registers a started call; its completion will reach ``future``."""
@@ -163,7 +184,7 @@ class CompletionDispatcher:
                 # Stop once a whole wait brought nothing and nothing is pending, not
                 # as soon as the pending set empties: a burst of futures that end at
                 # once would otherwise start and stop a thread each time.
-                if calls is None or (not calls and not self._pending):
+                if calls is None or (not self._pending and (not calls or self._orphaned)):
                     self._thread = None
                     stop = True
                 else:

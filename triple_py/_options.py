@@ -84,7 +84,10 @@ class ChannelOptions:
                 raise ValueError(f"{WIRE} must be one of {sorted(WIRES)}, not {value!r}")
             elif key in _FIELDS:
                 name, kind = _FIELDS[key]
-                setattr(o, name, kind(value))
+                try:
+                    setattr(o, name, kind(value))
+                except (TypeError, ValueError) as exc:
+                    raise type(exc)(f"option {key!r}: {exc}") from None
         if not o.unary_fast_path and o.wire != "grpc":
             raise ValueError(f"{UNARY_FAST_PATH}=False needs the gRPC wire: the streaming "
                              f"machinery frames messages the gRPC way, not {o.wire!r}'s")
@@ -126,6 +129,20 @@ def _count(value: Any) -> int:
     return min(value, INT_MAX)
 
 
+def _in_range(low: int, high: int, unlimited: Optional[int] = None) -> Any:
+    """A converter for an int option that must lie in [low, high] (or be `unlimited`):
+    anything else (a float, a bool, 2**32 that would wrap) is a ValueError naming the
+    range, instead of a channel that accepts it and then hangs."""
+    def convert(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"this option must be an int, not {value!r}")
+        if value == unlimited or low <= value <= high:
+            return value
+        also = f" or {unlimited} (unlimited)" if unlimited is not None else ""
+        raise ValueError(f"this option must be in [{low}, {high}]{also}, not {value}")
+    return convert
+
+
 def _flag(value: Any) -> bool:
     """A switch option: a bool (or 0/1, as grpcio's C core takes ints)."""
     if not isinstance(value, int) or value not in (0, 1):  # bool is an int
@@ -135,15 +152,16 @@ def _flag(value: Any) -> bool:
 
 # Option key -> (ChannelOptions field, converter), for the keys that map one to one.
 _FIELDS: dict[str, tuple[str, Any]] = {
-    MAX_RECEIVE: ("max_receive", int),
-    MAX_SEND: ("max_send", int),
+    MAX_RECEIVE: ("max_receive", _in_range(0, 2**63 - 1, unlimited=-1)),
+    MAX_SEND: ("max_send", _in_range(0, 2**63 - 1, unlimited=-1)),
     DEFAULT_AUTHORITY: ("authority", str),
     SSL_TARGET_NAME_OVERRIDE: ("ssl_target_name_override", str),
-    STREAM_WINDOW: ("stream_window", int),
-    CONN_WINDOW: ("conn_window", int),
-    MAX_FRAME_SIZE: ("max_frame_size", int),
-    WRITE_BUFFER_SIZE: ("write_buffer_size", int),
-    WRITE_BUFFER_DELAY_US: ("write_buffer_delay_us", int),
+    # HTTP/2 windows: 0 would let no byte through, 2**31 and above are protocol errors.
+    STREAM_WINDOW: ("stream_window", _in_range(1, INT_MAX)),
+    CONN_WINDOW: ("conn_window", _in_range(65_535, INT_MAX)),  # HTTP/2's initial window
+    MAX_FRAME_SIZE: ("max_frame_size", _in_range(16_384, 16_777_215)),  # RFC 9113 6.5.2
+    WRITE_BUFFER_SIZE: ("write_buffer_size", _in_range(0, INT_MAX)),
+    WRITE_BUFFER_DELAY_US: ("write_buffer_delay_us", _in_range(0, INT_MAX)),
     WIRE: ("wire", str),
     SERVICE_GROUP: ("service_group", str),
     SERVICE_VERSION: ("service_version", str),

@@ -35,8 +35,21 @@ def code_from_int(code: int) -> StatusCode:
 
 
 class Compression(enum.IntEnum):
-    """Compression algorithms, with grpcio's names and values."""
+    """Compression algorithms, with grpcio's names and values.  Deflate is the zlib
+    format, as grpc core sends ``grpc-encoding: deflate``."""
 
     NoCompression = 0
     Deflate = 1
     Gzip = 2
+
+
+def compression_value(compression: object) -> int:
+    """The int of a Compression member (or of its int value); ValueError for anything
+    else, where grpcio raises a KeyError deep inside the call."""
+    if isinstance(compression, bool) or not isinstance(compression, int):
+        raise ValueError(f"compression must be a triple_py.Compression, not {compression!r}")
+    try:
+        return int(Compression(compression))
+    except ValueError:
+        raise ValueError(f"compression must be one of {[c.name for c in Compression]} "
+                         f"(0, 1, 2), not {compression!r}") from None

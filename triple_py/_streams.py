@@ -10,7 +10,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Iterator, Optional
 
-from ._errors import CallResult, _InactiveRpcError
+from ._codec import deserialize, serialize
+from ._errors import CallResult, RpcError, _InactiveRpcError
 from ._status import StatusCode
 
 Serializer = Optional[Callable[[Any], bytes]]
@@ -37,7 +38,7 @@ class StreamingCall:
 
         Raises the call's RpcError if the call has already ended.
         """
-        payload = self._serialize(request) if self._serialize else request
+        payload = serialize(self._serialize, request)
         if not self._core.write(payload):
             self._raise_ended()
 
@@ -64,7 +65,11 @@ class StreamingCall:
             if self._core.code() != 0:
                 raise _InactiveRpcError(self._core)
             raise StopIteration
-        return self._deserialize(raw) if self._deserialize else raw
+        try:
+            return deserialize(self._deserialize, raw)
+        except RpcError:
+            self._core.cancel(StatusCode.INTERNAL.value[0])  # as grpcio: the RPC ends
+            raise
 
     def next(self) -> Any:
         """The next response (grpcio's alias of ``__next__``)."""
@@ -119,10 +124,12 @@ def pump_requests(core_call: Any, requests: Any, serializer: Serializer) -> None
     """
     try:
         for request in requests:
-            payload = serializer(request) if serializer else request
+            payload = serialize(serializer, request)
             if not core_call.write(payload):
                 return
         core_call.done_writing()
+    except RpcError:  # the serializer failed: INTERNAL, as grpcio
+        core_call.cancel(StatusCode.INTERNAL.value[0])
     except Exception:  # the application's iterator failed: end the RPC
         core_call.cancel(StatusCode.UNKNOWN.value[0])
 

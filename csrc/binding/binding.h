@@ -62,8 +62,24 @@ PyObject *tri_stats_to_dict(const tri_stats *st);
 
 /* Waits for `call` with the GIL released, in slices, checking signals.
  * timeout < 0: forever.  Returns 1 done, 0 timed out, -1 with an exception
- * set (a signal handler raised; the call has been cancelled). */
+ * set (a signal handler raised: the call has been cancelled; or the call is
+ * orphaned by a fork, tri_refuse_orphaned). */
 int tri_wait_interruptible(tri_call *call, double timeout);
+
+/* RuntimeError (returns -1) for a call started before fork() in a child of
+ * that fork (tri_call_orphaned): it can never complete here.  0 otherwise. */
+int tri_refuse_orphaned(tri_call *call);
+
+/* A wait of the core that can be sliced: returns 0 once what it waits for
+ * happened, TRI_ERR_TIMEOUT when `slice_ns` ran out first. */
+typedef int (*tri_slice_wait)(tri_call *call, size_t arg, int64_t slice_ns);
+
+/* Runs wait(call, arg, slice) with the GIL released, in 50 ms slices, checking
+ * signals between them, for up to timeout_ns (< 0: forever).  Returns 1 once
+ * it succeeded, 0 on timeout, -1 with an exception set when a signal handler
+ * raised (the call is then cancelled: Ctrl-C ends the RPC, as in grpcio) or
+ * the call is orphaned (tri_refuse_orphaned). */
+int tri_wait_sliced(tri_call *call, tri_slice_wait wait, size_t arg, int64_t timeout_ns);
 
 /* _triple.run_load(...) (load.c): the C load generator, GIL released. */
 PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs);

@@ -137,8 +137,27 @@ out:
   return result;
 }
 
+static int wait_writable(tri_call *call, size_t n, int64_t slice_ns) {
+  return tri_call_wait_writable(call, n, slice_ns);
+}
+
+static int wait_headers(tri_call *call, size_t unused, int64_t slice_ns) {
+  (void)unused;
+  return tri_call_wait_headers(call, slice_ns);
+}
+
+/* Waits, interruptibly, until writing n bytes will not be held back by flow
+ * control (or the call ended).  0, or -1 with an exception (Ctrl-C: the call
+ * is cancelled). */
+static int wait_room(CallObject *self, size_t n) {
+  if (tri_call_write_would_not_block(self->call, n)) return 0;
+  return tri_wait_sliced(self->call, wait_writable, n, -1) < 0 ? -1 : 0;
+}
+
 /* write(data) -> bool: False when the call has already ended (its status
- * tells why).  Raises ValueError after done_writing. */
+ * tells why).  Raises ValueError after done_writing.  A write the peer's flow
+ * control holds back waits in slices: Ctrl-C cancels the call, and the
+ * call's deadline ends the wait. */
 static PyObject *call_write(CallObject *self, PyObject *arg) {
   Py_buffer view;
   if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
@@ -151,7 +170,11 @@ static PyObject *call_write(CallObject *self, PyObject *arg) {
   if (tri_call_write_would_not_block(self->call, (size_t)view.len)) {
     rv = tri_call_write(self->call, view.buf, (size_t)view.len);
   } else {
-    Py_BEGIN_ALLOW_THREADS
+    if (wait_room(self, (size_t)view.len) < 0) {
+      PyBuffer_Release(&view);
+      return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS /* another writer may still take the room first */
     rv = tri_call_write(self->call, view.buf, (size_t)view.len);
     Py_END_ALLOW_THREADS
   }
@@ -179,6 +202,7 @@ static PyObject *call_write(CallObject *self, PyObject *arg) {
 
 static PyObject *writer_op(CallObject *self, int (*op)(tri_call *)) {
   int rv;
+  if (wait_room(self, 0) < 0) return NULL;
   Py_BEGIN_ALLOW_THREADS
   rv = op(self->call);
   Py_END_ALLOW_THREADS
@@ -214,6 +238,7 @@ static PyObject *call_read(CallObject *self, PyObject *args) {
       rv = tri_call_read(self->call, step, &m);
       Py_END_ALLOW_THREADS
       if (rv != TRI_ERR_TIMEOUT) break;
+      if (tri_refuse_orphaned(self->call) < 0) return NULL;
       if (PyErr_CheckSignals() < 0) {
         tri_call_cancel(self->call, TRI_CODE_CANCELLED, "Cancelled by a signal");
         return NULL;
@@ -267,12 +292,10 @@ static PyObject *call_can_write(CallObject *self, PyObject *arg) {
 static PyObject *call_initial_metadata(CallObject *self, PyObject *args) {
   double timeout = -1;
   if (!PyArg_ParseTuple(args, "|d", &timeout)) return NULL;
-  int rv;
   int64_t ns = timeout < 0 ? -1 : (int64_t)(timeout * 1e9);
-  Py_BEGIN_ALLOW_THREADS
-  rv = tri_call_wait_headers(self->call, ns);
-  Py_END_ALLOW_THREADS
-  if (rv) Py_RETURN_NONE;
+  int rv = tri_wait_sliced(self->call, wait_headers, 0, ns); /* Ctrl-C interrupts */
+  if (rv < 0) return NULL;
+  if (rv == 0) Py_RETURN_NONE;
   PyObject *list = PyList_New(0);
   if (!list) return NULL;
   size_t it = 0;

@@ -421,6 +421,14 @@ static PyObject *channel_poll(ChannelObject *self, PyObject *args) {
   return list;
 }
 
+static PyObject *channel_wake_pollers(ChannelObject *self, PyObject *unused) {
+  (void)unused;
+  if (check_open(self) < 0) return NULL;
+  if (!tri_channel_inherited(self->ch)) /* its notify fd is the parent's too */
+    tri_channel_wake_pollers(self->ch);
+  Py_RETURN_NONE;
+}
+
 static PyObject *channel_notify_fd(ChannelObject *self, PyObject *unused) {
   (void)unused;
   if (check_open(self) < 0) return NULL;
@@ -452,6 +460,8 @@ static PyMethodDef channel_methods[] = {
      "poll_completions(timeout=-1) -> list of Call, or None once closed.\n\n"
      "Each call that asked for events (notify=mask) appears when one of them "
      "happened; look at its state (done, read_nowait, initial_metadata)."},
+    {"wake_pollers", (PyCFunction)channel_wake_pollers, METH_NOARGS,
+     "Makes a waiting (or the next) poll_completions() return [] at once."},
     {"notify_fd", (PyCFunction)channel_notify_fd, METH_NOARGS,
      "An eventfd that is readable when notified calls completed."},
     {NULL, NULL, 0, NULL}};

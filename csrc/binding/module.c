@@ -37,27 +37,45 @@ PyObject *tri_stats_to_dict(const tri_stats *st) {
   return d;
 }
 
+static int wait_done(tri_call *call, size_t unused, int64_t slice_ns) {
+  (void)unused;
+  return tri_call_wait(call, slice_ns);
+}
+
 int tri_wait_interruptible(tri_call *call, double timeout) {
-  const int64_t slice = 50 * 1000000LL; /* signals are checked every 50 ms */
-  int64_t left = timeout < 0 ? -1 : (int64_t)(timeout * 1e9);
+  int rv = tri_wait_sliced(call, wait_done, 0, timeout < 0 ? -1 : (int64_t)(timeout * 1e9));
+  if (rv < 0 && !tri_call_orphaned(call)) { /* cancelled by the signal: it ends at once */
+    Py_BEGIN_ALLOW_THREADS
+    tri_call_wait(call, -1);
+    Py_END_ALLOW_THREADS
+  }
+  return rv;
+}
+
+int tri_refuse_orphaned(tri_call *call) {
+  if (!tri_call_orphaned(call)) return 0;
+  PyErr_SetString(PyExc_RuntimeError,
+                  "this call was in flight when the process forked: it cannot complete in "
+                  "the child (its channel's connection belongs to the parent)");
+  return -1;
+}
+
+int tri_wait_sliced(tri_call *call, tri_slice_wait wait, size_t arg, int64_t timeout_ns) {
+  const int64_t slice = 50 * 1000000LL;
+  int64_t left = timeout_ns;
   for (;;) {
     int64_t step = left < 0 || left > slice ? slice : left;
     int rv;
     Py_BEGIN_ALLOW_THREADS
-    rv = tri_call_wait(call, step);
+    rv = wait(call, arg, step);
     Py_END_ALLOW_THREADS
     if (rv == 0) return 1;
+    if (tri_refuse_orphaned(call) < 0) return -1;
     if (PyErr_CheckSignals() < 0) {
       tri_call_cancel(call, TRI_CODE_CANCELLED, "Cancelled by a signal");
-      Py_BEGIN_ALLOW_THREADS
-      tri_call_wait(call, -1);
-      Py_END_ALLOW_THREADS
       return -1;
     }
-    if (left >= 0) {
-      left -= step;
-      if (left <= 0) return 0;
-    }
+    if (left >= 0 && (left -= step) <= 0) return 0;
   }
 }
 

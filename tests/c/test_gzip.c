@@ -83,6 +83,34 @@ static void streams_are_reused(tri_gzip_pool *zp, tri_pool *pool, tri_stats *st)
   CHECK_EQ_INT(st->allocations, before); /* steady state: nothing new */
 }
 
+/* Deflate is the zlib format (RFC 1950), as grpc core's "deflate": zlib's own
+ * uncompress() reads it; gzip data is not deflate data, nor the reverse. */
+static void deflate_is_zlib_format(tri_gzip_pool *zp, tri_pool *pool) {
+  uint8_t in[8192];
+  for (size_t i = 0; i < sizeof(in); i++) in[i] = (uint8_t)("triple"[i % 6]);
+  tri_buf *c, *d, *g;
+  CHECK_EQ_INT(tri_zlib_compress(zp, TRI_ZFMT_DEFLATE, pool, in, sizeof(in), 5, &c), 0);
+  CHECK(c->len < sizeof(in) / 10);
+  CHECK_EQ_INT(tri_buf_begin(c)[0] & 0x0f, 8); /* CM = 8: deflate, zlib header */
+  CHECK_EQ_INT(((tri_buf_begin(c)[0] << 8) | tri_buf_begin(c)[1]) % 31, 0);
+  uint8_t plain[sizeof(in)];
+  uLongf plain_len = sizeof(plain);
+  CHECK_EQ_INT(uncompress(plain, &plain_len, tri_buf_begin(c), c->len), Z_OK);
+  CHECK_MEM(plain, plain_len, in, sizeof(in));
+  CHECK_EQ_INT(tri_zlib_decompress(zp, TRI_ZFMT_DEFLATE, pool, tri_buf_begin(c), c->len,
+                                   1 << 20, &d), 0);
+  CHECK_MEM(tri_buf_begin(d), d->len, in, sizeof(in));
+  CHECK_EQ_INT(tri_gzip_decompress(zp, pool, tri_buf_begin(c), c->len, -1, &g),
+               TRI_ERR_FRAME);
+  tri_pool_put(pool, d);
+  tri_pool_put(pool, c);
+  CHECK_EQ_INT(tri_gzip_compress(zp, pool, in, sizeof(in), 0, &g), 0);
+  CHECK_EQ_INT(tri_zlib_decompress(zp, TRI_ZFMT_DEFLATE, pool, tri_buf_begin(g), g->len,
+                                   -1, &d), TRI_ERR_FRAME);
+  tri_pool_put(pool, g);
+  CHECK_EQ_INT(tri_zlib_compress(zp, 7, pool, in, 1, 0, &c), TRI_ERR_INVALID);
+}
+
 void test_gzip(void) {
   tri_stats st = {0};
   tri_pool pool;
@@ -93,6 +121,7 @@ void test_gzip(void) {
   bomb_is_bounded(&zp, &pool);
   corrupt_is_rejected(&zp, &pool);
   streams_are_reused(&zp, &pool, &st);
+  deflate_is_zlib_format(&zp, &pool);
   tri_gzip_pool_free(&zp);
   tri_pool_free(&pool);
 }

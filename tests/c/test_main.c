@@ -16,6 +16,8 @@ void test_mpsc(void);
 void test_writer(void);
 void test_server(void);
 void test_gzip(void);
+void test_dial(void);
+void test_fork(void);
 void test_tjson(void);
 void test_session(void);
 void test_hist(void);
@@ -33,6 +35,8 @@ static const struct {
               {"writer", test_writer},
               {"server", test_server},
               {"gzip", test_gzip},
+              {"dial", test_dial},
+              {"fork", test_fork},
               {"tjson", test_tjson},
               {"session", test_session},
               {"hist", test_hist},

@@ -200,9 +200,12 @@ class LineReader:
         return item
 
 
-def start_child(code: str, *args: str) -> subprocess.Popen:
-    """Runs `code` in the project venv's Python with triple_py importable."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
-    return subprocess.Popen([str(VENV_PYTHON), "-c", code, *args], cwd=ROOT, env=env,
+def start_child(code: str, *args: str, **popen: Any) -> subprocess.Popen:
+    """Runs `code` in the project venv's Python with the triple_py this process imported
+    (the instrumented copy under tools/test_asan.sh); `popen`: more Popen arguments,
+    e.g. start_new_session."""
+    package_root = Path(triple_py.__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(package_root), PYTHONUNBUFFERED="1")
+    return subprocess.Popen([str(VENV_PYTHON), "-c", code, *args], cwd=package_root, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, **popen)

@@ -5,6 +5,7 @@ import asyncio
 from typing import Any, AsyncIterator, Callable, Optional
 
 from .. import _triple
+from .._codec import deserialize, serialize
 from .._errors import RpcError
 from .._status import StatusCode, code_from_int
 
@@ -64,6 +65,11 @@ class AioRpcError(RpcError):
     def __str__(self) -> str:
         return (f"<AioRpcError of RPC that terminated with:\n\tstatus = {self._code}\n"
                 f"\tdetails = \"{self._details}\"\n>")
+
+
+def local_error(code: StatusCode, details: str) -> AioRpcError:
+    """An AioRpcError made on this side (a serializer failed): no metadata."""
+    return AioRpcError(code, (), (), details)
 
 
 def error_of(core_call: Any) -> AioRpcError:
@@ -187,7 +193,7 @@ class UnaryResponseCall(_Call):
         response = getattr(self, "_response", self._UNSET)
         if response is self._UNSET:  # deserialized once, the same object every await
             raw = self._core.response()
-            response = self._response = self._deserialize(raw) if self._deserialize else raw
+            response = self._response = deserialize(self._deserialize, raw, local_error)
         return response
 
 
@@ -206,7 +212,11 @@ class StreamResponseMixin(_Call):
                 if self._core.code() != 0:
                     raise error_of(self._core)
                 return EOF
-            return self._deserialize(raw) if self._deserialize else raw
+            try:
+                return deserialize(self._deserialize, raw, local_error)
+            except AioRpcError:
+                self._core.cancel(StatusCode.INTERNAL.value[0])  # as grpc.aio: the RPC ends
+                raise
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._iterate()
@@ -231,7 +241,7 @@ class StreamRequestMixin(_Call):
         """
         if self._half_closed:
             raise asyncio.InvalidStateError("RPC is half closed after calling done_writing")
-        payload = self._serialize(request) if self._serialize else request
+        payload = serialize(self._serialize, request, local_error)
         while not self._core.can_write(len(payload)):
             if self._core.done():
                 break

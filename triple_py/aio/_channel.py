@@ -7,9 +7,11 @@ from typing import Any, Iterable, Optional, Sequence
 from .. import _triple
 from .._channel import Channel as _SyncChannel
 from .._channel import _compression
+from .._codec import serialize
 from .._credentials import ChannelCredentials
 from ._calls import (STREAM_EVENTS, Deserializer, Serializer, StreamedUnaryUnaryCall,
-                     StreamStreamCall, StreamUnaryCall, UnaryStreamCall, UnaryUnaryCall)
+                     StreamStreamCall, StreamUnaryCall, UnaryStreamCall, UnaryUnaryCall,
+                     local_error)
 from ._reactor import Reactor
 
 MetadataType = Optional[Sequence[tuple[str, Any]]]
@@ -29,7 +31,7 @@ class _MultiCallable:
         core = self._channel._sync._core
         payload = None
         if request is not None:
-            payload = self._serialize(request) if self._serialize else request
+            payload = serialize(self._serialize, request, local_error)
         return core.call(self._method, payload, timeout, metadata, False, events, flags,
                          _compression(compression))
 
@@ -61,7 +63,7 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                                     _triple.EV_DONE)
             return UnaryUnaryCall(self._channel._reactor(), core_call, None, self._deserialize)
         # Serialized here, so that a bad request raises from this call as on the fast path.
-        payload = self._serialize(request) if self._serialize else request
+        payload = serialize(self._serialize, request, local_error)
         memoryview(payload).release()  # TypeError unless bytes-like
         return self._start_request_stream(StreamedUnaryUnaryCall, _triple.CLIENT_STREAMING,
                                           (payload,), None, timeout, metadata, compression)
@@ -107,7 +109,10 @@ class Channel:
     """An asyncio channel (``grpc.aio.Channel``): async context manager, awaitable calls.
 
     It shares the C core of the sync channel; completions reach the running loop
-    through one eventfd (``loop.add_reader``).
+    through one eventfd (``loop.add_reader``).  A channel serves one event loop at a
+    time: used from a second loop while the first still runs (in another thread), a
+    call raises RuntimeError at once, as grpc.aio does; once the first loop has
+    stopped, the next loop takes the channel over.
     """
 
     def __init__(self, target: str, options: Options = None, compression: Any = None,
@@ -121,6 +126,10 @@ class Channel:
         loop = asyncio.get_running_loop()
         r = self._reactor_obj
         if r is None or r.loop is not loop:
+            if r is not None and r.loop.is_running():
+                raise RuntimeError("this triple_py.aio channel is in use by an event loop "
+                                   "that is still running (in another thread); make one "
+                                   "channel per event loop")
             if r is not None:
                 r.close()
             r = self._reactor_obj = Reactor(self._sync._core, loop)

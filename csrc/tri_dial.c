@@ -1,0 +1,115 @@
+/* tri_dial.c: happy-eyeballs connection attempts (see tri_dial.h). */
+#include "tri_dial.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tri_error.h"
+
+void tri_dial_init(tri_dial *d) {
+  memset(d, 0, sizeof(*d));
+  for (int i = 0; i < TRI_DIAL_MAX; i++) d->fds[i] = -1;
+}
+
+int tri_dial_begin(tri_dial *d, const char *host, const char *port, char *errstr,
+                   size_t errlen) {
+  struct addrinfo hints;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  tri_dial_init(d);
+  int rv = getaddrinfo(host, port, &hints, &d->res);
+  if (rv != 0) {
+    snprintf(errstr, errlen, "failed to resolve %s:%s: %s", host, port, gai_strerror(rv));
+    d->res = NULL;
+    return TRI_ERR_RESOLVE;
+  }
+  d->own_res = 1;
+  d->next = d->res;
+  return 0;
+}
+
+void tri_dial_begin_list(tri_dial *d, struct addrinfo *list) {
+  tri_dial_init(d);
+  d->res = d->next = list;
+}
+
+int tri_dial_pending(const tri_dial *d) {
+  int n = 0;
+  for (int i = 0; i < TRI_DIAL_MAX; i++) n += d->fds[i] >= 0;
+  return n;
+}
+
+static int free_slot(const tri_dial *d) {
+  for (int i = 0; i < TRI_DIAL_MAX; i++)
+    if (d->fds[i] < 0) return i;
+  return -1;
+}
+
+int tri_dial_next(tri_dial *d, int64_t now) {
+  int slot = free_slot(d);
+  while (slot >= 0 && d->next) {
+    struct addrinfo *a = d->next;
+    d->next = a->ai_next;
+    d->tried++;
+    int fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      d->err = errno;
+      continue;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (connect(fd, a->ai_addr, a->ai_addrlen) < 0 && errno != EINPROGRESS) {
+      d->err = errno; /* refused at once: on to the next address */
+      close(fd);
+      continue;
+    }
+    d->fds[slot] = fd;
+    d->started = now;
+    return fd;
+  }
+  return -1;
+}
+
+int64_t tri_dial_next_at(const tri_dial *d) {
+  if (!d->next || free_slot(d) < 0 || !tri_dial_pending(d)) return 0;
+  return d->started + TRI_DIAL_DELAY_NS;
+}
+
+int tri_dial_ready(tri_dial *d, int fd) {
+  int slot = -1;
+  for (int i = 0; i < TRI_DIAL_MAX; i++)
+    if (d->fds[i] == fd) slot = i;
+  if (slot < 0) return -1;
+  d->fds[slot] = -1;
+  int err = 0;
+  socklen_t len = sizeof(err);
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
+  if (err) {
+    d->err = err;
+    close(fd);
+    return 0;
+  }
+  for (int i = 0; i < TRI_DIAL_MAX; i++) { /* the others lost the race */
+    if (d->fds[i] >= 0) close(d->fds[i]);
+    d->fds[i] = -1;
+  }
+  return 1;
+}
+
+int tri_dial_error(const tri_dial *d) { return d->err; }
+
+void tri_dial_end(tri_dial *d) {
+  for (int i = 0; i < TRI_DIAL_MAX; i++) {
+    if (d->fds[i] >= 0) close(d->fds[i]);
+    d->fds[i] = -1;
+  }
+  if (d->own_res && d->res) freeaddrinfo(d->res);
+  d->res = d->next = NULL;
+  d->own_res = 0;
+}
