@@ -1021,12 +1021,13 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
   static const nghttp2_nv grpc_accept = NV_STATIC("grpc-accept-encoding", "gzip");
   static const nghttp2_nv grpc_enc = NV_STATIC("grpc-encoding", "gzip");
   static const nghttp2_nv tri_version = NV_STATIC("triple-protocol-version", "0.1.0");
+  static const nghttp2_nv spec_version = NV_STATIC("tri-protocol-version", "1.0.0");
   static const nghttp2_nv accept = NV_STATIC("accept-encoding", "gzip");
   static const nghttp2_nv content_enc = NV_STATIC("content-encoding", "gzip");
   const tri_channel_opts *o = &c->ch->opts;
   int gz = c->compress == TRI_COMPRESS_GZIP;
   size_t n = 0;
-  if (cap < 14) return 0;
+  if (cap < 16) return 0;
   nva[n++] = method;
   nva[n++] = o->tls ? scheme_tls : scheme;
   nva[n++] = nv_make(":path", 5, tri_buf_begin(c->hdr), c->path_len);
@@ -1040,13 +1041,18 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
   if (c->triple) { /* docs/triple-wire.md §1.1 */
     nva[n++] = nv_make("content-type", 12, o->content_type_triple,
                        strlen(o->content_type_triple));
-    nva[n++] = tri_version;
+    int go = o->dialect != TRI_DIALECT_SPEC, spec = o->dialect != TRI_DIALECT_GO;
+    if (go) nva[n++] = tri_version;
+    if (spec) nva[n++] = spec_version;
     nva[n++] = accept;
     if (gz) nva[n++] = content_enc;
     int tl = c->deadline ? tri_triple_timeout_encode(c->deadline - tri__now(),
                                                      c->timeout)
                          : 0;
-    if (tl) nva[n++] = nv_make("triple-timeout-ms", 17, c->timeout, (size_t)tl);
+    /* Both names carry the same decimal milliseconds (dubbo-go:
+     * triple-timeout-ms; Java and dubbo-js: tri-service-timeout). */
+    if (tl && go) nva[n++] = nv_make("triple-timeout-ms", 17, c->timeout, (size_t)tl);
+    if (tl && spec) nva[n++] = nv_make("tri-service-timeout", 19, c->timeout, (size_t)tl);
   } else { /* §3.1 */
     nva[n++] = grpc_ct;
     nva[n++] = te;

@@ -27,7 +27,7 @@
 #define RBUF_SIZE (256u << 10)
 #define FEED_SLICE 4096u           /* bytes handed to nghttp2 at a time (see feed) */
 #define PIPELINE_MIN_CALLS 8       /* fewest completions worth a write mid-read */
-#define MAX_HEADERS 64
+#define MAX_HEADERS 66 /* 16 fixed (tri__call_headers) + 50 metadata entries */
 #define MS 1000000LL               /* ns per ms */
 
 /* ---- references and the op queue (any thread) ------------------------ */
@@ -535,7 +535,7 @@ static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
     return;
   }
   nghttp2_nv nva[MAX_HEADERS]; /* copied by nghttp2; the strings are not */
-  if (tri__call_header_count(c) + 14 > MAX_HEADERS) {
+  if (tri__call_header_count(c) + 16 > MAX_HEADERS) {
     tri__call_complete(c, TRI_CODE_INTERNAL, "too many metadata entries");
     io_release(conn, c);
     return;

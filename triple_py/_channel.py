@@ -281,7 +281,10 @@ def insecure_channel(target: str, options: Optional[Iterable[tuple[str, Any]]] =
     """A plaintext (h2c, prior knowledge) channel to ``target`` ("host:port").
 
     ``wire="triple"`` (or the option ``("triple.wire", "triple")``) sends unary calls
-    on the Dubbo Triple wire; streams always use gRPC framing.
+    on the Dubbo Triple wire; streams always use gRPC framing.  ``("triple.dialect", d)``
+    picks the Triple headers: ``"auto"`` (default: what every Dubbo implementation reads),
+    ``"go"`` (dubbo-go's ``triple-*`` only) or ``"spec"`` (the spec's ``tri-*``, read by
+    Dubbo Java and dubbo-js).
     """
     return Channel(target, options, compression, wire)
 
