@@ -210,6 +210,11 @@ const char *tri_load_config_problem(const tri_load_config *c) {
     return "stream_messages must be 1..10000000";
   if (c->hist_digits < 0 || c->hist_digits > TRI_HIST_MAX_DIGITS)
     return "hist_digits must be 0..4";
+  if (c->wire != TRI_WIRE_GRPC && c->wire != TRI_WIRE_TRIPLE) return "unknown wire";
+  if (c->wire == TRI_WIRE_TRIPLE && c->mode != TRI_LOAD_UNARY)
+    return "the Triple wire needs the unary fast path (streams are gRPC-framed)";
+  if (c->dialect < TRI_DIALECT_AUTO || c->dialect > TRI_DIALECT_SPEC)
+    return "unknown Triple dialect";
   return NULL;
 }
 
@@ -224,6 +229,8 @@ static int worker_init(tri_load *l, worker *w, int id) {
   o.port = c->port;
   o.write_buffer_size = c->write_buffer_size;
   o.write_buffer_delay_us = c->write_buffer_delay_us;
+  o.wire = c->wire;
+  o.dialect = c->dialect;
   if ((int64_t)c->payload_size + 1024 > o.max_recv_bytes)
     o.max_recv_bytes = (int64_t)c->payload_size + 1024; /* echoes come back */
   int rv = tri_channel_new(&w->ch, &o);

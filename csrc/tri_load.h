@@ -132,6 +132,10 @@ typedef struct tri_load_config {
   int hist_digits;           /* significant digits of the histograms; 0: 3 */
   int driver_threads;        /* 1: closed-loop unary runs too are driven from
                                 the driver threads, not the I/O threads */
+  int wire;                  /* TRI_WIRE_GRPC (default) or TRI_WIRE_TRIPLE
+                                (UNARY only: the streaming machinery frames
+                                messages the gRPC way) */
+  int dialect;               /* TRI_DIALECT_* of a Triple-wire run (tri_channel.h) */
 } tri_load_config;
 
 /* Defaults: UNARY on 127.0.0.1:50051, 1 x 1, 10 s, no warm-up, 128 B,

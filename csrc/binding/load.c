@@ -282,7 +282,7 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
                        "concurrency", "connections", "duration", "warmup",
                        "count", "rate", "stream_messages", "write_buffer_size",
                        "write_buffer_delay_us", "timeout", "shared_request",
-                       "hist_digits", "driver_threads", NULL};
+                       "hist_digits", "driver_threads", "wire", "dialect", NULL};
   tri_load_config cfg;
   tri_load_config_init(&cfg);
   const char *host, *path;
@@ -294,10 +294,10 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
   long long wbs = cfg.write_buffer_size, wbd = cfg.write_buffer_delay_us;
   int k = 1;
   if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "sOzOniidd|KdiLLd$pip:run_load", kw, &host, &port_obj,
+          args, kwargs, "sOzOniidd|KdiLLd$pipii:run_load", kw, &host, &port_obj,
           &path, &mode_obj, &payload, &concurrency, &connections, &duration,
           &warmup, &count, &cfg.rate, &k, &wbs, &wbd, &cfg.timeout_s, &shared,
-          &digits, &driver_threads))
+          &digits, &driver_threads, &cfg.wire, &cfg.dialect))
     return NULL;
   if (parse_mode(mode_obj, &cfg.mode) < 0) return NULL;
   if (payload < 0 || wbs < 0 || wbs > UINT32_MAX || wbd < 0 || wbd > UINT32_MAX) {

@@ -193,3 +193,19 @@ def test_dubbo_js_numeric_status_with_details():
     status = decode_rpc_status(header(error.trailing_metadata(), DETAILS_KEY))
     assert (status.code, status.message) == (5, UTF8)
     assert status.details == [("type.googleapis.com/google.rpc.ErrorInfo", b"\x0a\x03foo")]
+
+
+@pytest.mark.parametrize("dialect", sorted(SENT))
+def test_c_load_generator_sends_the_dialect(dialect):
+    """The C load generator's Triple-wire calls carry the same headers as the channel's."""
+    from triple_py.bench import run
+    with RawH2Server() as server:
+        result = run(server.address, mode="fastpath", wire="triple", concurrency=1,
+                     duration=0, count=3, warmup=0, timeout=3, options={"dialect": dialect})
+    assert result.errors == 0
+    request = server.last()
+    assert request.get("content-type") == "application/proto"
+    for key, value in SENT[dialect].items():
+        assert request.get(key) == value, key
+    for key in ("triple-timeout-ms", "tri-service-timeout"):
+        assert (request.get(key) is not None) == (key in TIMEOUT_NAMES[dialect]), key

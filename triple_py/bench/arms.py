@@ -58,7 +58,8 @@ def _c(mode: str) -> Callable[[RunSpec], BenchResult]:
                           write_buffer_delay_us=spec.write_buffer_delay_us,
                           timeout=spec.timeout, shared_request=spec.shared_request,
                           hist_digits=spec.hist_digits,
-                          driver_threads=bool(spec.options.get("driver_threads", False)))
+                          driver_threads=bool(spec.options.get("driver_threads", False)),
+                          wire=spec.wire, dialect=spec.options.get("dialect", "auto"))
     return runner
 
 
@@ -72,7 +73,7 @@ def _lazy(module: str, function: str) -> Callable[[RunSpec], BenchResult]:
 
 KINDS: Dict[str, ArmKind] = {k.name: k for k in (
     ArmKind("fastpath", _c("fastpath"), "C load generator, unary fast path",
-            open_loop=True, count=True, ours=True),
+            open_loop=True, count=True, ours=True, wires=("grpc", "triple")),
     ArmKind("stream-path", _c("stream-path"),
             "C load generator, unary call through the streaming machinery (baseline)",
             open_loop=True, count=True, ours=True),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Dict, Mapping, Optional
 
 from .. import _triple
+from .._options import DIALECTS, WIRES
 from .errors import ConfigError, TargetError
 from .result import BenchResult, Latency, status_name
 from .target import split_target
@@ -24,12 +25,15 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
                count: int = 0, rate: Optional[float] = None, stream_messages: int = 1,
                write_buffer_size: int = 32768, write_buffer_delay_us: int = 200,
                timeout: float = 10.0, shared_request: bool = False,
-               hist_digits: int = 3, driver_threads: bool = False) -> BenchResult:
+               hist_digits: int = 3, driver_threads: bool = False, wire: str = "grpc",
+               dialect: str = "auto") -> BenchResult:
     """Runs one C load (GIL released for its whole length) and returns its figures.
 
     ``concurrency`` is the total number of calls in flight, spread evenly over
     ``connections`` (the caller checked that it divides). Closed-loop unary loads run on
-    the connections' I/O threads unless ``driver_threads`` asks for a thread of their own. Raises ConfigError for a
+    the connections' I/O threads unless ``driver_threads`` asks for a thread of their own.
+    ``wire="triple"`` (fast path only) sends Triple unary calls with the headers of
+    ``dialect`` (``triple.dialect``: auto, go or spec). Raises ConfigError for a
     configuration the C side rejects and TargetError for an unreachable target.
     """
     host, port = split_target(target)
@@ -40,14 +44,14 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
             stream_messages=stream_messages if mode == "bidi" else 1,
             write_buffer_size=write_buffer_size, write_buffer_delay_us=write_buffer_delay_us,
             timeout=timeout, shared_request=shared_request, hist_digits=hist_digits,
-            driver_threads=driver_threads)
+            driver_threads=driver_threads, wire=WIRES[wire], dialect=DIALECTS[dialect])
     except ValueError as exc:
         raise ConfigError(str(exc).removeprefix("run_load: ")) from None
     except ConnectionError as exc:
         why = str(exc).removeprefix("run_load: ").removeprefix(f"{host}:{port} unavailable: ")
         raise TargetError(f"cannot reach {target}: {why}") from None
     result = result_from_load(raw, arm=arm, mode=mode, target=target)
-    result.duration_s, result.count = duration, count
+    result.duration_s, result.count, result.wire = duration, count, wire
     return result
 
 
