@@ -118,12 +118,14 @@ int tri_call_new(tri_channel *ch, tri_call **out, const char *path,
   c->deadline = timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
   if (timeout_ns == 0) c->deadline = tri__now(); /* already expired */
   c->flags = flags;
-  c->triple = ch->opts.wire == TRI_WIRE_TRIPLE && flags == 0;
+  c->triple = ch->opts.wire == TRI_WIRE_TRIPLE &&
+              (flags == 0 || (flags & TRI_CALL_UNARY_BODY));
   c->compress = ch->opts.compress;
   pthread_mutex_init(&c->rlock, NULL);
   if (flags & TRI_CALL_CLIENT_STREAMING) {
     tri_writer_sink sink = {stream_sink, stream_armed, c};
     tri_writer_init(&c->writer, &ch->pool, ch->opts.write_buffer_size, &sink);
+    c->writer.bare = c->triple; /* the Triple unary body has no envelope */
     tri_mpsc_init(&c->chunkq);
     c->data_op.kind = TRI_OP_DATA;
     c->timer_op.kind = TRI_OP_TIMER;
@@ -682,7 +684,7 @@ static void triple_close(tri_call *c) {
       tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
       return;
     }
-    c->got_message = 1;
+    message_done(c); /* kept, or queued for tri_call_read */
     tri__call_complete(c, TRI_CODE_OK, NULL);
     return;
   }
@@ -814,6 +816,10 @@ int tri_call_write(tri_call *c, const uint8_t *msg, size_t n) {
   if (tri_call_done(c) || atomic_load(&c->cancel_req)) return TRI_ERR_CLOSED;
   int64_t max = c->ch->opts.max_send_bytes;
   if (max >= 0 && n > (size_t)max) return TRI_ERR_TOO_LARGE;
+  if (c->triple) { /* one bare message: a second would corrupt the body */
+    if (c->triple_written) return TRI_ERR_INVALID;
+    c->triple_written = 1;
+  }
   if (c->compress != TRI_COMPRESS_GZIP)
     return tri_writer_write(&c->writer, msg, n, 0);
   tri_buf *z;

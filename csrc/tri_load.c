@@ -211,8 +211,8 @@ const char *tri_load_config_problem(const tri_load_config *c) {
   if (c->hist_digits < 0 || c->hist_digits > TRI_HIST_MAX_DIGITS)
     return "hist_digits must be 0..4";
   if (c->wire != TRI_WIRE_GRPC && c->wire != TRI_WIRE_TRIPLE) return "unknown wire";
-  if (c->wire == TRI_WIRE_TRIPLE && c->mode != TRI_LOAD_UNARY)
-    return "the Triple wire needs the unary fast path (streams are gRPC-framed)";
+  if (c->wire == TRI_WIRE_TRIPLE && c->mode == TRI_LOAD_BIDI)
+    return "the Triple wire carries unary calls only (streams are gRPC-framed)";
   if (c->dialect < TRI_DIALECT_AUTO || c->dialect > TRI_DIALECT_SPEC)
     return "unknown Triple dialect";
   return NULL;
@@ -309,8 +309,10 @@ int tri_load_new(tri_load **out, const tri_load_config *cfg) {
   l->cfg.path = memcpy(l->strings + lh + lp, path, lpath);
   l->path_len = lpath - 1;
   memset(l->payload, 'a', cfg->payload_size);
-  l->flags = cfg->mode == TRI_LOAD_UNARY
-                 ? 0
+  l->flags = cfg->mode == TRI_LOAD_UNARY ? 0
+             : cfg->mode == TRI_LOAD_UNARY_STREAM_PATH
+                 ? TRI_CALL_CLIENT_STREAMING | TRI_CALL_SERVER_STREAMING |
+                       TRI_CALL_UNARY_BODY /* bare body on the Triple wire */
                  : TRI_CALL_CLIENT_STREAMING | TRI_CALL_SERVER_STREAMING;
   l->open_loop = cfg->rate > 0;
   l->timeout_ns = cfg->timeout_s > 0 ? (int64_t)(cfg->timeout_s * 1e9) : -1;

@@ -133,8 +133,8 @@ typedef struct tri_load_config {
   int driver_threads;        /* 1: closed-loop unary runs too are driven from
                                 the driver threads, not the I/O threads */
   int wire;                  /* TRI_WIRE_GRPC (default) or TRI_WIRE_TRIPLE
-                                (UNARY only: the streaming machinery frames
-                                messages the gRPC way) */
+                                (UNARY and UNARY_STREAM_PATH, which then sends
+                                TRI_CALL_UNARY_BODY calls; not BIDI) */
   int dialect;               /* TRI_DIALECT_* of a Triple-wire run (tri_channel.h) */
 } tri_load_config;
 

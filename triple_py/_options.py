@@ -78,7 +78,7 @@ class ChannelOptions:
     # Unary calls take the fast path (one op: headers and the whole request at once).
     # False sends them through the client-streaming machinery instead (start, write,
     # done_writing: dubbo-go's duplex path), the baseline of an A/B and a fallback.
-    # gRPC wire only: the streaming machinery frames messages the gRPC way.
+    # On the Triple wire the one request goes out as the bare body (TRI_CALL_UNARY_BODY).
     unary_fast_path: bool = True
 
     @classmethod
@@ -95,9 +95,6 @@ class ChannelOptions:
             elif key in _FIELDS:
                 name, kind = _FIELDS[key]
                 setattr(o, name, kind(value))
-        if not o.unary_fast_path and o.wire != "grpc":
-            raise ValueError(f"{UNARY_FAST_PATH}=False needs the gRPC wire: the streaming "
-                             f"machinery frames messages the gRPC way, not {o.wire!r}'s")
         return o
 
     def core_kwargs(self) -> dict[str, Any]:

@@ -129,12 +129,13 @@ def test_bidi_stream(dubbo_js_server, wire):
 
 # --- the C load generator on the Triple wire -----------------------------------------------
 
-@pytest.mark.parametrize("dialect", ["auto", "spec", "go"])
-def test_c_load_generator_on_the_triple_wire(dubbo_js_server, dialect):
-    """`bench run --wire triple` (fast path): every call of a bounded C load is answered OK
-    by dubbo-js, in each dialect (dubbo-js requires no version header)."""
+@pytest.mark.parametrize("mode, dialect", [("fastpath", "auto"), ("fastpath", "spec"),
+                                           ("fastpath", "go"), ("stream-path", "auto")])
+def test_c_load_generator_on_the_triple_wire(dubbo_js_server, mode, dialect):
+    """`bench run --wire triple` (fast path and stream path): every call of a bounded C load
+    is answered OK by dubbo-js, in each dialect (dubbo-js requires no version header)."""
     from triple_py.bench import run
-    result = run(dubbo_js_server.address, mode="fastpath", wire="triple", concurrency=4,
+    result = run(dubbo_js_server.address, mode=mode, wire="triple", concurrency=4,
                  duration=0, count=200, warmup=0, options={"dialect": dialect})
     assert (result.calls, result.errors, result.wire) == (200, 0, "triple")
     assert result.status_codes == {"OK": 200}

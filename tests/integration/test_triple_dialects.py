@@ -195,16 +195,20 @@ def test_dubbo_js_numeric_status_with_details():
     assert status.details == [("type.googleapis.com/google.rpc.ErrorInfo", b"\x0a\x03foo")]
 
 
+@pytest.mark.parametrize("mode", ["fastpath", "stream-path"])
 @pytest.mark.parametrize("dialect", sorted(SENT))
-def test_c_load_generator_sends_the_dialect(dialect):
-    """The C load generator's Triple-wire calls carry the same headers as the channel's."""
+def test_c_load_generator_sends_the_dialect(dialect, mode):
+    """The C load generator's Triple-wire calls carry the same headers as the channel's;
+    the stream path's body is bare too, without content-length (dubbo-go's duplex path)."""
     from triple_py.bench import run
     with RawH2Server() as server:
-        result = run(server.address, mode="fastpath", wire="triple", concurrency=1,
+        result = run(server.address, mode=mode, wire="triple", concurrency=1,
                      duration=0, count=3, warmup=0, timeout=3, options={"dialect": dialect})
     assert result.errors == 0
     request = server.last()
     assert request.get("content-type") == "application/proto"
+    assert request.body[:1] == b"\x0a"  # BenchmarkRequest field 1: no 5-byte envelope
+    assert (request.get("content-length") is None) == (mode == "stream-path")
     for key, value in SENT[dialect].items():
         assert request.get(key) == value, key
     for key in ("triple-timeout-ms", "tri-service-timeout"):

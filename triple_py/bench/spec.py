@@ -81,8 +81,7 @@ class RunSpec:
         need(self.wire in WIRES, f"unknown wire {self.wire!r} (expected grpc or triple)")
         need(self.wire in kind.wires,
              f"--wire {self.wire}: the {self.mode} arm speaks only the "
-             f"{'/'.join(kind.wires)} wire (the C load generator's streaming machinery, "
-             "stream-path and bidi, frames messages the gRPC way)")
+             f"{'/'.join(kind.wires)} wire (streams are gRPC-framed on every wire)")
         need(self.options.get("dialect", "auto") in DIALECTS,
              f"dialect must be one of {sorted(DIALECTS)}, not {self.options.get('dialect')!r}")
         need(isinstance(self.payload_size, int) and 0 <= self.payload_size <= MAX_PAYLOAD,
