@@ -25,8 +25,9 @@
 //
 // Usage: node dubbo_server.mjs [--port 0] [--host 127.0.0.1]
 // Prints `LISTENING <port>`, serves until SIGTERM/SIGINT or EOF on stdin.
-import * as http2 from "node:http2";
 import { parseArgs } from "node:util";
+
+import { serveH2c } from "./serve.mjs";
 
 import { MethodKind, proto3 } from "@bufbuild/protobuf";
 import { Code, DubboError } from "@apachedubbo/dubbo";
@@ -144,25 +145,7 @@ function main() {
     readMaxBytes: LIMIT,
     writeMaxBytes: LIMIT,
   });
-  const server = http2.createServer({ settings: { initialWindowSize: 16 * 1024 * 1024 - 1 } },
-    handler);
-  const open = new Set();
-  server.on("session", (s) => { open.add(s); s.on("close", () => open.delete(s)); });
-  let closing = false;
-  const shutdown = () => {
-    if (closing) return;
-    closing = true;
-    server.close();
-    for (const s of open) s.destroy();
-    setTimeout(() => process.exit(0), 200).unref();
-  };
-  for (const signal of ["SIGTERM", "SIGINT"]) process.on(signal, shutdown);
-  process.stdin.on("end", shutdown);
-  process.stdin.on("error", shutdown);
-  process.stdin.resume();
-  server.on("error", (err) => { console.error(`dubbo-js peer: ${err.message}`); process.exit(1); });
-  server.listen(Number(values.port), values.host,
-    () => process.stdout.write(`LISTENING ${server.address().port}\n`));
+  serveH2c(handler, { host: values.host, port: values.port, name: "dubbo-js peer" });
 }
 
 main();

@@ -32,8 +32,9 @@
 // Usage: node interop_test_server.mjs [--stack connect|dubbo] [--host 127.0.0.1] [--port 0]
 // Prints `LISTENING <port>`, serves until SIGTERM/SIGINT or EOF on stdin.
 import { AsyncLocalStorage } from "node:async_hooks";
-import * as http2 from "node:http2";
 import { parseArgs } from "node:util";
+
+import { serveH2c } from "./serve.mjs";
 
 import { MethodKind, proto3 } from "@bufbuild/protobuf";
 
@@ -280,34 +281,10 @@ function main() {
     readMaxBytes: MAX_MESSAGE,
     writeMaxBytes: MAX_MESSAGE,
   });
-  const server = http2.createServer({
-    settings: { initialWindowSize: 16 * 1024 * 1024 - 1 },
-    maxSessionMemory: 1024,  // MB: 1,000 concurrent calls and 8 MiB messages on one session
-  }, (req, res) => requestState.run({ inflated: 0 }, () => adapter(req, res)));
-  const sessions = new Set();
-  server.on("session", (session) => {
-    sessions.add(session);
-    session.on("close", () => sessions.delete(session));
-  });
-  let stopping = false;
-  const stop = () => {
-    if (stopping) return;
-    stopping = true;
-    server.close();
-    for (const session of sessions) session.destroy();
-    setTimeout(() => process.exit(0), 200).unref();
-  };
-  process.on("SIGTERM", stop);
-  process.on("SIGINT", stop);
-  process.stdin.on("end", stop);
-  process.stdin.on("error", stop);
-  process.stdin.resume();
-  server.on("error", (err) => {
-    console.error(`interop ${args.stack} peer: ${err.message}`);
-    process.exit(1);
-  });
-  server.listen(Number(values.port), values.host, () => {
-    process.stdout.write(`LISTENING ${server.address().port}\n`);
+  serveH2c((req, res) => requestState.run({ inflated: 0 }, () => adapter(req, res)), {
+    host: values.host, port: values.port, name: `interop ${args.stack} peer`,
+    // MB: 1,000 concurrent calls and 8 MiB messages on one session
+    options: { maxSessionMemory: 1024 },
   });
 }
 
