@@ -17,9 +17,9 @@ dubbo-remoting/dubbo-remoting-http12/src/main/java/org/apache/dubbo/remoting/htt
   `HttpStatusException(404, "Invoker not found")` (`TRI/h12/AbstractServerTransportListener.
   java:125-129`).
 - A failed call with gRPC code C becomes `HttpStatusException(grpcCodeToHttpStatus(C),
-  message)` (`TRI/h12/CompositeExceptionHandler.java:113-128`; the table in
-  `TRI/../../TriRpcStatus.java:202-236`, i.e. dubbo-rpc-triple's `org/apache/dubbo/rpc/
-  TriRpcStatus.java`).  The unary observer answers it with that HTTP status and an
+  message)` (`TRI/h12/CompositeExceptionHandler.java:113-128`; the table is
+  `grpcCodeToHttpStatus` in dubbo-rpc/dubbo-rpc-triple/src/main/java/org/apache/dubbo/rpc/
+  TriRpcStatus.java:202-236).  The unary observer answers it with that HTTP status and an
   `ErrorResponse` body (`TRI/h12/http2/Http2UnaryServerChannelObserver.java:50-65`), whose
   `status` is the HTTP status **as a string** and `message` the exception's message
   (`H12/AbstractServerHttpChannelObserver.java:270-279`, `H12/ErrorResponse.java:27-29`,
