@@ -99,7 +99,8 @@ enum { TRI_COMPRESS_NONE = 0, TRI_COMPRESS_GZIP = 2 };
  * timeout, no keepalive, grpcio's reconnect backoff. */
 void tri_channel_opts_init(tri_channel_opts *o);
 
-/* Creates a channel; nothing is connected yet.  Returns 0, TRI_ERR_INVALID or
+/* Creates a channel; nothing is connected yet.  Returns 0, TRI_ERR_INVALID (a
+ * missing host/port, a bad window or frame size, an unknown wire or dialect) or
  * TRI_ERR_NOMEM.  *out is owned by the caller (tri_channel_del). */
 int tri_channel_new(tri_channel **out, const tri_channel_opts *opts);
 
