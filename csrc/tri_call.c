@@ -816,10 +816,8 @@ int tri_call_write(tri_call *c, const uint8_t *msg, size_t n) {
   if (tri_call_done(c) || atomic_load(&c->cancel_req)) return TRI_ERR_CLOSED;
   int64_t max = c->ch->opts.max_send_bytes;
   if (max >= 0 && n > (size_t)max) return TRI_ERR_TOO_LARGE;
-  if (c->triple) { /* one bare message: a second would corrupt the body */
-    if (c->triple_written) return TRI_ERR_INVALID;
-    c->triple_written = 1;
-  }
+  /* One bare message: a second would corrupt the body (writers may race). */
+  if (c->triple && atomic_exchange(&c->triple_written, 1)) return TRI_ERR_INVALID;
   if (c->compress != TRI_COMPRESS_GZIP)
     return tri_writer_write(&c->writer, msg, n, 0);
   tri_buf *z;

@@ -64,7 +64,7 @@ struct tri_call {
   int started;          /* tri_call_start was called */
   int triple;           /* unary call on the Triple wire (fast path, or
                            TRI_CALL_UNARY_BODY through the writer) */
-  int triple_written;   /* TRI_CALL_UNARY_BODY: the one write was made */
+  _Atomic int triple_written; /* TRI_CALL_UNARY_BODY: the one write was made */
   int compress;         /* TRI_COMPRESS_* for the request */
 
   /* Cross-thread. */

@@ -139,3 +139,17 @@ def test_c_load_generator_on_the_triple_wire(dubbo_js_server, mode, dialect):
                  duration=0, count=200, warmup=0, options={"dialect": dialect})
     assert (result.calls, result.errors, result.wire) == (200, 0, "triple")
     assert result.status_codes == {"OK": 200}
+
+
+@pytest.mark.parametrize("compression", [None, GZIP])
+def test_triple_stream_path_against_dubbo_js(dubbo_js_server, compression):
+    """`triple.unary_fast_path=False` on the Triple wire: the one request goes out as the
+    bare (possibly gzipped) body with no content-length; dubbo-js answers it."""
+    body = encode_payload(b"streamed " * 512)
+    with channel(dubbo_js_server, "triple", ("triple.unary_fast_path", False)) as ch:
+        response, call = unary(ch).with_call(body, timeout=TIMEOUT, compression=compression,
+                                             metadata=[REPORT])
+    assert response == body
+    seen = header(call.initial_metadata(), "x-peer-request-encoding")
+    assert seen == ("gzip" if compression else "identity")
+    assert header(call.initial_metadata(), "x-peer-content-type") == "application/proto"
