@@ -3,6 +3,10 @@
     .venv/bin/python benchmarks/instructions.py [--modes fastpath,stream-path]
         [--sizes 128,1KiB,16KiB,1MiB] [-c 50] [--out results/instructions.json]
 
+A mode may name a wire and a Triple dialect: ``fastpath/triple/go`` is the fast path on the
+Triple wire with ``triple.dialect = go``, so ``--modes fastpath/triple/go,fastpath/triple/auto``
+counts what the second pair of dialect headers costs per call.
+
 On a shared 2-core VM one QPS figure moves by 10-50 % from round to round, which hides
 differences of a few percent between two arms, and against a server that saturates the
 machine every arm reaches the same QPS anyway. Instructions executed per call do not move:
@@ -44,20 +48,28 @@ CALLS = [(64 * 1024, (10, 60)), (4 * 1024, (500, 3000)), (0, (2000, 12000))]
 CHILD = """
 import sys
 from triple_py.bench import run
-target, mode, size, conc, count = sys.argv[1:6]
+target, mode, size, conc, count, wire, dialect = sys.argv[1:8]
 r = run(target, mode=mode, payload_size=int(size), concurrency=int(conc), duration=0,
-        warmup=0, count=int(count))
+        warmup=0, count=int(count), wire=wire, options={"dialect": dialect})
 print("CALLS", r.calls, r.errors)
 """
 
 
 def unary_kind(name: str) -> Optional[str]:
-    """The arm kind ``name`` stands for (aliases allowed) when it is one of MODES."""
+    """The arm kind ``name`` stands for (aliases allowed) when it is one of MODES; the name
+    may go on with ``/<wire>[/<dialect>]``, kept in the result."""
+    head, _, rest = name.partition("/")
     try:
-        kind = canonical_mode(name)
+        kind = canonical_mode(head)
     except ConfigError:
         return None
-    return kind if kind in MODES else None
+    return (kind + ("/" + rest if rest else "")) if kind in MODES else None
+
+
+def mode_args(mode: str) -> List[str]:
+    """[kind, wire, dialect] of a mode named ``kind[/wire[/dialect]]``."""
+    parts = mode.split("/")
+    return (parts + ["grpc", "auto"][len(parts) - 1:])[:3]
 
 
 def calls_for(size: int) -> Tuple[int, int]:
@@ -68,11 +80,13 @@ def calls_for(size: int) -> Tuple[int, int]:
 def counted_run(address: str, mode: str, size: int, concurrency: int,
                 count: int) -> Tuple[int, int]:
     """(instructions, calls) of one callgrind run of the load generator."""
+    kind, wire, dialect = mode_args(mode)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         proc = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-             "-c", CHILD, address, mode, str(size), str(concurrency), str(count)],
+             "-c", CHILD, address, kind, str(size), str(concurrency), str(count), wire,
+             dialect],
             capture_output=True, text=True, timeout=1800, cwd=ROOT)
     calls = re.search(r"^CALLS (\d+) (\d+)$", proc.stdout, re.M)
     collected = re.search(r"Collected : (\d+)", proc.stderr)

@@ -118,12 +118,14 @@ int tri_call_new(tri_channel *ch, tri_call **out, const char *path,
   c->deadline = timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
   if (timeout_ns == 0) c->deadline = tri__now(); /* already expired */
   c->flags = flags;
-  c->triple = ch->opts.wire == TRI_WIRE_TRIPLE && flags == 0;
+  c->triple = ch->opts.wire == TRI_WIRE_TRIPLE &&
+              (flags == 0 || (flags & TRI_CALL_UNARY_BODY));
   c->compress = ch->opts.compress;
   pthread_mutex_init(&c->rlock, NULL);
   if (flags & TRI_CALL_CLIENT_STREAMING) {
     tri_writer_sink sink = {stream_sink, stream_armed, c};
     tri_writer_init(&c->writer, &ch->pool, ch->opts.write_buffer_size, &sink);
+    c->writer.bare = c->triple; /* the Triple unary body has no envelope */
     tri_mpsc_init(&c->chunkq);
     c->data_op.kind = TRI_OP_DATA;
     c->timer_op.kind = TRI_OP_TIMER;
@@ -694,7 +696,7 @@ static void triple_close(tri_call *c) {
       tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
       return;
     }
-    c->got_message = 1;
+    message_done(c); /* kept, or queued for tri_call_read */
     tri__call_complete(c, TRI_CODE_OK, NULL);
     return;
   }
@@ -826,6 +828,8 @@ int tri_call_write(tri_call *c, const uint8_t *msg, size_t n) {
   if (tri_call_done(c) || atomic_load(&c->cancel_req)) return TRI_ERR_CLOSED;
   int64_t max = c->ch->opts.max_send_bytes;
   if (max >= 0 && n > (size_t)max) return TRI_ERR_TOO_LARGE;
+  /* One bare message: a second would corrupt the body (writers may race). */
+  if (c->triple && atomic_exchange(&c->triple_written, 1)) return TRI_ERR_INVALID;
   if (c->compress == TRI_COMPRESS_NONE)
     return tri_writer_write(&c->writer, msg, n, 0);
   tri_buf *z;
@@ -1052,13 +1056,14 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
   static const nghttp2_nv grpc_enc = NV_STATIC("grpc-encoding", "gzip");
   static const nghttp2_nv grpc_enc_deflate = NV_STATIC("grpc-encoding", "deflate");
   static const nghttp2_nv tri_version = NV_STATIC("triple-protocol-version", "0.1.0");
+  static const nghttp2_nv spec_version = NV_STATIC("tri-protocol-version", "1.0.0");
   static const nghttp2_nv accept = NV_STATIC("accept-encoding", "gzip");
   static const nghttp2_nv content_enc = NV_STATIC("content-encoding", "gzip");
   static const nghttp2_nv content_enc_deflate = NV_STATIC("content-encoding", "deflate");
   const tri_channel_opts *o = &c->ch->opts;
   int gz = c->compress != TRI_COMPRESS_NONE, deflate = c->compress == TRI_COMPRESS_DEFLATE;
   size_t n = 0;
-  if (cap < 14) return 0;
+  if (cap < 16) return 0;
   nva[n++] = method;
   nva[n++] = o->tls ? scheme_tls : scheme;
   nva[n++] = nv_make(":path", 5, tri_buf_begin(c->hdr), c->path_len);
@@ -1072,13 +1077,18 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
   if (c->triple) { /* docs/triple-wire.md §1.1 */
     nva[n++] = nv_make("content-type", 12, o->content_type_triple,
                        strlen(o->content_type_triple));
-    nva[n++] = tri_version;
+    int go = o->dialect != TRI_DIALECT_SPEC, spec = o->dialect != TRI_DIALECT_GO;
+    if (go) nva[n++] = tri_version;
+    if (spec) nva[n++] = spec_version;
     nva[n++] = accept;
     if (gz) nva[n++] = deflate ? content_enc_deflate : content_enc;
     int tl = c->deadline ? tri_triple_timeout_encode(c->deadline - tri__now(),
                                                      c->timeout)
                          : 0;
-    if (tl) nva[n++] = nv_make("triple-timeout-ms", 17, c->timeout, (size_t)tl);
+    /* Both names carry the same decimal milliseconds (dubbo-go:
+     * triple-timeout-ms; Java and dubbo-js: tri-service-timeout). */
+    if (tl && go) nva[n++] = nv_make("triple-timeout-ms", 17, c->timeout, (size_t)tl);
+    if (tl && spec) nva[n++] = nv_make("tri-service-timeout", 19, c->timeout, (size_t)tl);
   } else { /* §3.1 */
     nva[n++] = grpc_ct;
     nva[n++] = te;

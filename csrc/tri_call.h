@@ -40,6 +40,14 @@ enum { TRI_MD_INITIAL = 0, TRI_MD_TRAILING = 1 };
  * response message is expected (tri_call_response); with it, messages are
  * read one by one (tri_call_read). */
 enum { TRI_CALL_CLIENT_STREAMING = 1, TRI_CALL_SERVER_STREAMING = 2 };
+/* With CLIENT_STREAMING (and optionally SERVER_STREAMING) on a Triple-wire
+ * channel: a unary call through the streaming machinery (dubbo-go's duplex
+ * path).  The body is the bare message (no envelope, no content-length), at
+ * most one tri_call_write (a second is TRI_ERR_INVALID), and the answer is
+ * read as a Triple unary answer: the message (tri_call_response, or one
+ * tri_call_read with SERVER_STREAMING) or the JSON error.  No effect on the
+ * gRPC wire. */
+enum { TRI_CALL_UNARY_BODY = 4 };
 
 /* Creates a call for method `path` ("/pkg.Service/Method").  timeout_ns < 0
  * means no deadline.  Returns 0 or TRI_ERR_NOMEM / TRI_ERR_CLOSED /

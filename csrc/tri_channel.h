@@ -47,6 +47,8 @@ typedef struct tri_channel_opts {
   uint32_t write_buffer_size;  /* coalescing watermark; 0 = off (default 32 KiB) */
   uint32_t write_buffer_delay_us; /* longest wait of a partial chunk (200) */
   int wire;                    /* TRI_WIRE_GRPC (default) or TRI_WIRE_TRIPLE */
+  int dialect;                 /* Triple wire headers: TRI_DIALECT_AUTO (default),
+                                  _GO or _SPEC (below) */
   int compress;                /* default request compression: TRI_COMPRESS_* */
   const char *service_group;   /* copied; tri-service-group, NULL/"" = none */
   const char *service_version; /* copied; tri-service-version */
@@ -81,6 +83,14 @@ typedef struct tri_channel_opts {
 /* Wires: unary calls follow the channel's wire; streams are always gRPC-framed
  * (dubbo-go streams only over gRPC, docs/triple-wire.md §2). */
 enum { TRI_WIRE_GRPC = 0, TRI_WIRE_TRIPLE = 1 };
+/* Triple dialects: which version and deadline headers a Triple unary call
+ * sends (docs/triple-wire.md §1.1, notes/issue21.md).  GO: dubbo-go's
+ * triple-protocol-version: 0.1.0 and triple-timeout-ms.  SPEC: the Triple
+ * spec's, read by Dubbo Java and dubbo-js: tri-protocol-version: 1.0.0 and
+ * tri-service-timeout.  AUTO: both pairs; every implementation reads its own
+ * and ignores the other's.  Replies are read in every form whatever the
+ * dialect. */
+enum { TRI_DIALECT_AUTO = 0, TRI_DIALECT_GO = 1, TRI_DIALECT_SPEC = 2 };
 /* Request compression (grpcio's Compression values): deflate is the zlib
  * format, as grpc core sends "deflate" (tri_gzip.h).  tri_channel_new refuses
  * any other value (TRI_ERR_INVALID). */
@@ -91,7 +101,8 @@ enum { TRI_COMPRESS_NONE = 0, TRI_COMPRESS_DEFLATE = 1, TRI_COMPRESS_GZIP = 2 };
  * timeout, no keepalive, grpcio's reconnect backoff. */
 void tri_channel_opts_init(tri_channel_opts *o);
 
-/* Creates a channel; nothing is connected yet.  Returns 0, TRI_ERR_INVALID or
+/* Creates a channel; nothing is connected yet.  Returns 0, TRI_ERR_INVALID (a
+ * missing host/port, a bad window or frame size, an unknown wire or dialect) or
  * TRI_ERR_NOMEM.  *out is owned by the caller (tri_channel_del). */
 int tri_channel_new(tri_channel **out, const tri_channel_opts *opts);
 

@@ -560,7 +560,7 @@ static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
   }
   /* Copied by nghttp2; the strings are not. */
   nghttp2_nv stack_nva[MAX_HEADERS], *nva = stack_nva;
-  size_t cap = tri__call_header_count(c) + 14;
+  size_t cap = tri__call_header_count(c) + 16;
   if (cap > MAX_HEADERS && !(nva = tri_mem_alloc(conn->stats, cap * sizeof(*nva)))) {
     tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
     io_release(conn, c);

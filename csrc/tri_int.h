@@ -62,7 +62,9 @@ struct tri_call {
   int notify;           /* TRI_EV_* mask of events to report, 0 = none */
   _Atomic int notify_queued; /* on the channel's completion queue now */
   int started;          /* tri_call_start was called */
-  int triple;           /* unary call on the Triple wire */
+  int triple;           /* unary call on the Triple wire (fast path, or
+                           TRI_CALL_UNARY_BODY through the writer) */
+  _Atomic int triple_written; /* TRI_CALL_UNARY_BODY: the one write was made */
   int compress;         /* TRI_COMPRESS_* for the request */
 
   /* Cross-thread. */

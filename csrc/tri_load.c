@@ -212,6 +212,11 @@ const char *tri_load_config_problem(const tri_load_config *c) {
     return "hist_digits must be 0..4";
   if (c->start_at_ns < 0) return "start_at_ns must be >= 0";
   if (c->phase_ns < 0 || c->phase_ns > 3600 * NS) return "phase_ns must be 0..1 h";
+  if (c->wire != TRI_WIRE_GRPC && c->wire != TRI_WIRE_TRIPLE) return "unknown wire";
+  if (c->wire == TRI_WIRE_TRIPLE && c->mode == TRI_LOAD_BIDI)
+    return "the Triple wire carries unary calls only (streams are gRPC-framed)";
+  if (c->dialect < TRI_DIALECT_AUTO || c->dialect > TRI_DIALECT_SPEC)
+    return "unknown Triple dialect";
   return NULL;
 }
 
@@ -226,6 +231,8 @@ static int worker_init(tri_load *l, worker *w, int id) {
   o.port = c->port;
   o.write_buffer_size = c->write_buffer_size;
   o.write_buffer_delay_us = c->write_buffer_delay_us;
+  o.wire = c->wire;
+  o.dialect = c->dialect;
   if ((int64_t)c->payload_size + 1024 > o.max_recv_bytes)
     o.max_recv_bytes = (int64_t)c->payload_size + 1024; /* echoes come back */
   int rv = tri_channel_new(&w->ch, &o);
@@ -304,8 +311,10 @@ int tri_load_new(tri_load **out, const tri_load_config *cfg) {
   l->cfg.path = memcpy(l->strings + lh + lp, path, lpath);
   l->path_len = lpath - 1;
   memset(l->payload, 'a', cfg->payload_size);
-  l->flags = cfg->mode == TRI_LOAD_UNARY
-                 ? 0
+  l->flags = cfg->mode == TRI_LOAD_UNARY ? 0
+             : cfg->mode == TRI_LOAD_UNARY_STREAM_PATH
+                 ? TRI_CALL_CLIENT_STREAMING | TRI_CALL_SERVER_STREAMING |
+                       TRI_CALL_UNARY_BODY /* bare body on the Triple wire */
                  : TRI_CALL_CLIENT_STREAMING | TRI_CALL_SERVER_STREAMING;
   l->open_loop = cfg->rate > 0;
   l->timeout_ns = cfg->timeout_s > 0 ? (int64_t)(cfg->timeout_s * 1e9) : -1;

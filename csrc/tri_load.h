@@ -142,6 +142,10 @@ typedef struct tri_load_config {
   int64_t phase_ns;          /* open loop: every intended send shifted by
                                 this (>= 0), so that loads in several
                                 processes interleave their schedules */
+  int wire;                  /* TRI_WIRE_GRPC (default) or TRI_WIRE_TRIPLE
+                                (UNARY and UNARY_STREAM_PATH, which then sends
+                                TRI_CALL_UNARY_BODY calls; not BIDI) */
+  int dialect;               /* TRI_DIALECT_* of a Triple-wire run (tri_channel.h) */
 } tri_load_config;
 
 /* Defaults: UNARY on 127.0.0.1:50051, 1 x 1, 10 s, no warm-up, 128 B,

@@ -184,6 +184,46 @@ static int code_from_name(const char *s, size_t n) {
   return 2;
 }
 
+/* The code of a Java error body's "status": the HTTP status it carries
+ * (Dubbo Java TriRpcStatus.grpcCodeToHttpStatus, inverted where it is one to
+ * one; otherwise the Triple HTTP table). */
+static int code_from_java_http(int http) {
+  switch (http) {
+  case 499: return 1;  /* CANCELLED */
+  case 404: return 5;  /* NOT_FOUND (Java: UNIMPLEMENTED is 501) */
+  case 501: return 12; /* UNIMPLEMENTED */
+  case 504: return 4;  /* DEADLINE_EXCEEDED */
+  case 500: return 13; /* INTERNAL (also UNKNOWN, DATA_LOSS) */
+  case 409: return 10; /* ABORTED (also ALREADY_EXISTS) */
+  case 429: return 8;  /* RESOURCE_EXHAUSTED */
+  default: return (int)tri_code_from_http_triple(http);
+  }
+}
+
+/* A "status" value.  dubbo-js writes the gRPC code as a JSON number
+ * ({"status": 5, ...}); Dubbo Java writes the HTTP status as a string
+ * ({"status": "404", ...}).  A number outside 1..16 is UNKNOWN (an error
+ * body never means OK). */
+static int status_value(cursor *c, int *code) {
+  if (c->p < c->end && *c->p == '"') {
+    const char *vs = c->p + 1;
+    size_t vl;
+    if (string(c, NULL, &vl)) return -1;
+    if ((size_t)(c->p - 1 - vs) != vl) vl = 0; /* escapes: not digits */
+    int http = vl == 3 ? tri_parse_status(vs, vl) : -1;
+    *code = http >= 100 ? code_from_java_http(http) : code_from_name(vs, vl);
+    return 0;
+  }
+  const char *s = c->p;
+  while (c->p < c->end && *c->p >= '0' && *c->p <= '9') c->p++;
+  size_t n = (size_t)(c->p - s);
+  if (n == 0) return -1;
+  if (c->p < c->end && strchr(".eE", *c->p)) return -1; /* not an integer */
+  int v = n <= 2 ? tri_parse_status(s, n) : -1;
+  *code = v >= 1 && v <= 16 ? v : 2;
+  return 0;
+}
+
 /* One {"type":..., "value":...} detail, appended to pb as an Any (field 3).
  * The Any is written after a 5-byte gap so its length can be filled in. */
 static int detail(cursor *c, uint8_t *pb, size_t *pb_len, int depth) {
@@ -287,7 +327,12 @@ int tri_tjson_error_parse(const char *json, size_t n, int *code, char *msg,
       size_t vl;
       if (string(&c, NULL, &vl)) return -1;
       *code = code_from_name(vs, (size_t)(c.p - 1 - vs) == vl ? vl : 0);
-      have_code = 1;
+      have_code = 2; /* a "code" wins over a "status" */
+    } else if (kl == 6 && memcmp(kname, "status", 6) == 0) {
+      int v;
+      if (status_value(&c, &v)) return -1;
+      if (have_code < 2) *code = v;
+      if (!have_code) have_code = 1;
     } else if (kl == 7 && memcmp(kname, "message", 7) == 0) {
       if (string(&c, msg, msg_len)) return -1;
     } else if (kl == 7 && memcmp(kname, "details", 7) == 0) {

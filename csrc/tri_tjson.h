@@ -1,11 +1,21 @@
 /*
  * tri_tjson: the Triple (Connect-style) JSON error body reader.
  *
- * A Triple unary error is an HTTP status with a JSON body
- * {"code":"<name>","message":"...","details":[{"type":"pkg.Msg","value":"<b64>"}]}
- * (docs/triple-wire.md §1.4).  This reader turns it into a gRPC status: the
- * code (names as in Connect, "code_N" as N; anything outside 1..16 other than
- * 17 becomes UNKNOWN), the message as UTF-8, and the details re-encoded as a
+ * A Triple unary error is an HTTP status with a JSON body.  Every Dubbo
+ * implementation's form is read:
+ *  - dubbo-go (Connect): {"code":"<name>","message":"...","details":[...]}
+ *    (docs/triple-wire.md §1.4); names as in Connect, "code_N" as N;
+ *    anything outside 1..16 other than 17 becomes UNKNOWN;
+ *  - dubbo-js: {"status":<gRPC code as a number>,"message":...,"details":[...]}
+ *    (a number outside 1..16 becomes UNKNOWN);
+ *  - Dubbo Java: {"status":"<HTTP status as a string>","message":...}, the
+ *    code from the HTTP status (Java's own code->HTTP table inverted where it
+ *    is one to one: 499, 404, 409, 429, 500, 501, 504; the Triple HTTP table
+ *    otherwise).
+ * A "code" wins over a "status" in the same body.  Details are
+ * {"type":"pkg.Msg","value":"<b64>"} in every form.  This reader turns the
+ * body into a gRPC status: the code, the message as UTF-8, and the details
+ * re-encoded as a
  * google.rpc.Status protobuf (type URLs get "type.googleapis.com/"), which is
  * what gRPC callers find in grpc-status-details-bin.  Unknown keys (such as
  * "debug") are skipped.  It never allocates; every output goes into caller

@@ -44,7 +44,8 @@ int tri_writer_write(tri_writer *w, const uint8_t *msg, size_t n,
   pthread_mutex_lock(&w->lock);
   int rv = w->err ? w->err : w->closed ? TRI_ERR_CLOSED : 0;
   if (rv) goto out;
-  size_t need = TRI_FRAME_PREFIX + n;
+  size_t pre = w->bare ? 0 : TRI_FRAME_PREFIX;
+  size_t need = pre + n;
   if (need > UINT32_MAX) {
     rv = TRI_ERR_TOO_LARGE;
     goto out;
@@ -57,8 +58,8 @@ int tri_writer_write(tri_writer *w, const uint8_t *msg, size_t n,
       rv = w->err = TRI_ERR_NOMEM;
       goto out;
     }
-    tri_frame_put_prefix(tri_buf_begin(b), flags, (uint32_t)n);
-    memcpy(tri_buf_begin(b) + TRI_FRAME_PREFIX, msg, n);
+    if (pre) tri_frame_put_prefix(tri_buf_begin(b), flags, (uint32_t)n);
+    memcpy(tri_buf_begin(b) + pre, msg, n);
     b->len = need;
     rv = emit(w, b, 0, 1);
     goto out;
@@ -81,8 +82,8 @@ int tri_writer_write(tri_writer *w, const uint8_t *msg, size_t n,
     if (w->sink.armed) w->sink.armed(w->sink.ctx);
   }
   uint8_t *dst = tri_buf_begin(w->chunk) + w->chunk->len;
-  tri_frame_put_prefix(dst, flags, (uint32_t)n);
-  memcpy(dst + TRI_FRAME_PREFIX, msg, n);
+  if (pre) tri_frame_put_prefix(dst, flags, (uint32_t)n);
+  memcpy(dst + pre, msg, n);
   w->chunk->len += need;
   if (w->chunk->len >= w->watermark) rv = flush_locked(w, 0, 1);
 out:

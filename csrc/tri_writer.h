@@ -1,8 +1,9 @@
 /*
  * tri_writer: the coalescing stream writer (dubbo-go PR #3746, in C).
  *
- * Messages are appended, each with its 5-byte envelope prefix, into a pooled
- * chunk.  The chunk is handed to the sink when it reaches the watermark, on
+ * Messages are appended, each with its 5-byte envelope prefix (none when
+ * `bare` is set: the Triple unary body, which is the bare message), into a
+ * pooled chunk.  The chunk is handed to the sink when it reaches the watermark, on
  * tri_writer_flush, on tri_writer_close, and before a message that alone
  * reaches the watermark (pending bytes first, then that message in a buffer
  * of its own: order is never changed).  With watermark 0 every message goes
@@ -54,6 +55,8 @@ typedef struct tri_writer {
   int closed;           /* sealed by a successful close */
   tri_writer_sink sink;
   uint64_t sink_calls;  /* for tests and counters */
+  int bare;             /* 1: no envelope prefix, `flags` ignored (set after
+                           init, before the first write) */
 } tri_writer;
 
 #define TRI_WRITER_DEFAULT_WATERMARK (32u << 10)

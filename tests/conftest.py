@@ -56,6 +56,14 @@ def connect_server():
         yield peer
 
 
+@pytest.fixture(scope="session")
+def dubbo_js_server():
+    """Apache Dubbo's JavaScript server (@apachedubbo/dubbo-node) serving BenchmarkService on
+    its Triple wire and gRPC on one h2c port (tests/peers/node/dubbo_server.mjs)."""
+    with start_peer("dubbo-js") as peer:
+        yield peer
+
+
 @pytest.fixture(params=["grpcio", "go"])
 def peer(request) -> Peer:
     """Each real BenchmarkService peer in turn."""

@@ -57,10 +57,10 @@ class _MultiCallable:
         self._deserialize = deserializer
 
     def _start_client_stream(self, timeout: Optional[float], metadata: MetadataType,
-                             compression: Any, notify: int = 0) -> Any:
+                             compression: Any, notify: int = 0, flags: int = 0) -> Any:
         """Starts a client-streaming call of this method; requests follow with write()."""
         return self._core.call(self._method, None, timeout, metadata, notify=notify,
-                               flags=_triple.CLIENT_STREAMING,
+                               flags=_triple.CLIENT_STREAMING | flags,
                                compression=_compression(compression))
 
     def _response(self, core_call: Any) -> Any:
@@ -91,8 +91,10 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                         wait: bool, notify: int, compression: Any) -> Any:
         """The call through the client-streaming machinery (``triple.unary_fast_path``
         False): start, one write, done_writing, as ``stream_unary`` with one request.
-        The response side keeps unary rules, so errors are the fast path's."""
-        core_call = self._start_client_stream(timeout, metadata, compression, notify)
+        The response side keeps unary rules, so errors are the fast path's. On the Triple
+        wire the one request is the bare body (UNARY_BODY), as dubbo-go's duplex path."""
+        core_call = self._start_client_stream(timeout, metadata, compression, notify,
+                                              _triple.UNARY_BODY)
         try:
             if core_call.write(payload):
                 core_call.done_writing()
@@ -296,7 +298,10 @@ def insecure_channel(target: str, options: Optional[Iterable[tuple[str, Any]]] =
     """A plaintext (h2c, prior knowledge) channel to ``target`` ("host:port").
 
     ``wire="triple"`` (or the option ``("triple.wire", "triple")``) sends unary calls
-    on the Dubbo Triple wire; streams always use gRPC framing.
+    on the Dubbo Triple wire; streams always use gRPC framing.  ``("triple.dialect", d)``
+    picks the Triple headers: ``"auto"`` (default: what every Dubbo implementation reads),
+    ``"go"`` (dubbo-go's ``triple-*`` only) or ``"spec"`` (the spec's ``tri-*``, read by
+    Dubbo Java and dubbo-js).
     """
     return Channel(target, options, compression, wire)
 

@@ -17,6 +17,7 @@ MAX_FRAME_SIZE = "triple.max_frame_size"
 WRITE_BUFFER_SIZE = "triple.write_buffer_size"
 WRITE_BUFFER_DELAY_US = "triple.write_buffer_delay_us"
 WIRE = "triple.wire"
+DIALECT = "triple.dialect"
 SERVICE_GROUP = "triple.service_group"
 SERVICE_VERSION = "triple.service_version"
 CODEC = "triple.codec"
@@ -31,6 +32,12 @@ MIN_RECONNECT_BACKOFF_MS = "grpc.min_reconnect_backoff_ms"
 UNARY_FAST_PATH = "triple.unary_fast_path"
 INT_MAX = 2**31 - 1
 WIRES = {"grpc": 0, "triple": 1}
+# Triple wire dialects (csrc/tri_channel.h TRI_DIALECT_*): the version and deadline headers a
+# Triple unary call sends.  "go": dubbo-go's (triple-protocol-version: 0.1.0,
+# triple-timeout-ms); "spec": the Triple spec's, which Dubbo Java and dubbo-js read
+# (tri-protocol-version: 1.0.0, tri-service-timeout); "auto": both.  Replies are read in every
+# implementation's form whatever the dialect.
+DIALECTS = {"auto": 0, "go": 1, "spec": 2}
 
 
 @dataclass
@@ -47,6 +54,7 @@ class ChannelOptions:
     write_buffer_size: int = 32 * 1024
     write_buffer_delay_us: int = 200
     wire: str = "grpc"
+    dialect: str = "auto"
     service_group: Optional[str] = None
     service_version: Optional[str] = None
     codec: str = "proto"
@@ -70,7 +78,7 @@ class ChannelOptions:
     # Unary calls take the fast path (one op: headers and the whole request at once).
     # False sends them through the client-streaming machinery instead (start, write,
     # done_writing: dubbo-go's duplex path), the baseline of an A/B and a fallback.
-    # gRPC wire only: the streaming machinery frames messages the gRPC way.
+    # On the Triple wire the one request goes out as the bare body (TRI_CALL_UNARY_BODY).
     unary_fast_path: bool = True
 
     @classmethod
@@ -82,15 +90,14 @@ class ChannelOptions:
                 o.user_agent = f"{value} {o.user_agent}"
             elif key == WIRE and value not in WIRES:
                 raise ValueError(f"{WIRE} must be one of {sorted(WIRES)}, not {value!r}")
+            elif key == DIALECT and value not in DIALECTS:
+                raise ValueError(f"{DIALECT} must be one of {sorted(DIALECTS)}, not {value!r}")
             elif key in _FIELDS:
                 name, kind = _FIELDS[key]
                 try:
                     setattr(o, name, kind(value))
                 except (TypeError, ValueError) as exc:
                     raise type(exc)(f"option {key!r}: {exc}") from None
-        if not o.unary_fast_path and o.wire != "grpc":
-            raise ValueError(f"{UNARY_FAST_PATH}=False needs the gRPC wire: the streaming "
-                             f"machinery frames messages the gRPC way, not {o.wire!r}'s")
         return o
 
     def core_kwargs(self) -> dict[str, Any]:
@@ -100,7 +107,8 @@ class ChannelOptions:
                     conn_window=self.conn_window, max_frame_size=self.max_frame_size,
                     user_agent=self.user_agent, write_buffer_size=self.write_buffer_size,
                     write_buffer_delay_us=self.write_buffer_delay_us,
-                    wire=WIRES[self.wire], compression=self.compression,
+                    wire=WIRES[self.wire], dialect=DIALECTS[self.dialect],
+                    compression=self.compression,
                     service_group=self.service_group, service_version=self.service_version,
                     triple_codec=self.codec,
                     write_stall_timeout_ms=self.write_stall_timeout_ms,
@@ -163,6 +171,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     WRITE_BUFFER_SIZE: ("write_buffer_size", _in_range(0, INT_MAX)),
     WRITE_BUFFER_DELAY_US: ("write_buffer_delay_us", _in_range(0, INT_MAX)),
     WIRE: ("wire", str),
+    DIALECT: ("dialect", str),
     SERVICE_GROUP: ("service_group", str),
     SERVICE_VERSION: ("service_version", str),
     CODEC: ("codec", str),

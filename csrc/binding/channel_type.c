@@ -13,14 +13,14 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
                            "keepalive_time_ms", "keepalive_timeout_ms",
                            "keepalive_permit_without_calls", "max_pings_without_data",
                            "initial_reconnect_backoff_ms", "max_reconnect_backoff_ms",
-                           "min_reconnect_backoff_ms", NULL};
+                           "min_reconnect_backoff_ms", "dialect", NULL};
   const char *host, *port, *authority = NULL, *ua = NULL;
   tri_channel_opts o;
   tri_channel_opts_init(&o);
   long long max_recv = o.max_recv_bytes, max_send = o.max_send_bytes;
   unsigned int sw = o.stream_window, cw = o.conn_window, mf = o.max_frame_size;
   unsigned int wbs = o.write_buffer_size, wbd = o.write_buffer_delay_us;
-  int wire = TRI_WIRE_GRPC, compress = TRI_COMPRESS_NONE;
+  int wire = TRI_WIRE_GRPC, compress = TRI_COMPRESS_NONE, dialect = TRI_DIALECT_AUTO;
   const char *group = NULL, *version = NULL, *codec = NULL, *sni = NULL;
   int tls = 0;
   unsigned int stall = o.write_stall_timeout_ms, ka_time = o.keepalive_time_ms,
@@ -29,13 +29,13 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
                bo_max = o.max_reconnect_backoff_ms, bo_min = o.min_connect_timeout_ms;
   int ka_permit = o.keepalive_permit_without_calls;
   Py_buffer roots = {0}, key = {0}, chain = {0};
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zLLIIIzIIiizzzpz*z*z*zIIIpIIII", kwlist,
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zLLIIIzIIiizzzpz*z*z*zIIIpIIIIi", kwlist,
                                    &host, &port, &authority, &max_recv, &max_send,
                                    &sw, &cw, &mf, &ua, &wbs, &wbd, &wire,
                                    &compress, &group, &version, &codec, &tls,
                                    &roots, &key, &chain, &sni, &stall, &ka_time,
                                    &ka_timeout, &ka_permit, &ka_pings, &bo_initial,
-                                   &bo_max, &bo_min))
+                                   &bo_max, &bo_min, &dialect))
     return -1;
   o.write_stall_timeout_ms = stall;
   o.keepalive_time_ms = ka_time;
@@ -73,6 +73,7 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   o.write_buffer_size = wbs;
   o.write_buffer_delay_us = wbd;
   o.wire = wire;
+  o.dialect = dialect;
   o.compress = compress;
   o.service_group = group;
   o.service_version = version;

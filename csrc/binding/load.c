@@ -285,7 +285,7 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
                        "count", "rate", "stream_messages", "write_buffer_size",
                        "write_buffer_delay_us", "timeout", "shared_request",
                        "hist_digits", "driver_threads", "start_at_ns", "phase_ns",
-                       NULL};
+                       "wire", "dialect", NULL};
   tri_load_config cfg;
   tri_load_config_init(&cfg);
   const char *host, *path;
@@ -298,10 +298,10 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
   long long start_at = 0, phase = 0;
   int k = 1;
   if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "sOzOniidd|KdiLLd$pipLL:run_load", kw, &host, &port_obj,
+          args, kwargs, "sOzOniidd|KdiLLd$pipLLii:run_load", kw, &host, &port_obj,
           &path, &mode_obj, &payload, &concurrency, &connections, &duration,
           &warmup, &count, &cfg.rate, &k, &wbs, &wbd, &cfg.timeout_s, &shared,
-          &digits, &driver_threads, &start_at, &phase))
+          &digits, &driver_threads, &start_at, &phase, &cfg.wire, &cfg.dialect))
     return NULL;
   if (parse_mode(mode_obj, &cfg.mode) < 0) return NULL;
   if (payload < 0 || wbs < 0 || wbs > UINT32_MAX || wbd < 0 || wbd > UINT32_MAX) {

@@ -134,6 +134,7 @@ static int mod_exec(PyObject *m) {
       PyModule_AddStringConstant(m, "USER_AGENT", TRI_USER_AGENT) < 0 ||
       PyModule_AddIntConstant(m, "CLIENT_STREAMING", TRI_CALL_CLIENT_STREAMING) < 0 ||
       PyModule_AddIntConstant(m, "SERVER_STREAMING", TRI_CALL_SERVER_STREAMING) < 0 ||
+      PyModule_AddIntConstant(m, "UNARY_BODY", TRI_CALL_UNARY_BODY) < 0 ||
       PyModule_AddIntConstant(m, "EV_DONE", TRI_EV_DONE) < 0 ||
       PyModule_AddIntConstant(m, "EV_MESSAGE", TRI_EV_MESSAGE) < 0 ||
       PyModule_AddIntConstant(m, "EV_HEADERS", TRI_EV_HEADERS) < 0 ||

@@ -326,6 +326,23 @@ static void channel_backoff(void) {
   tri_channel_del(ch); /* joins the live connection's thread */
 }
 
+/* Wire and Triple dialect must be known values. */
+static void unknown_wire_or_dialect_refused(void) {
+  tri_channel_opts o;
+  default_opts(&o);
+  tri_channel *ch = NULL;
+  o.dialect = TRI_DIALECT_SPEC + 1;
+  CHECK_EQ_INT(tri_channel_new(&ch, &o), TRI_ERR_INVALID);
+  o.dialect = -1;
+  CHECK_EQ_INT(tri_channel_new(&ch, &o), TRI_ERR_INVALID);
+  o.dialect = TRI_DIALECT_GO;
+  o.wire = 2;
+  CHECK_EQ_INT(tri_channel_new(&ch, &o), TRI_ERR_INVALID);
+  o.wire = TRI_WIRE_TRIPLE;
+  CHECK_EQ_INT(tri_channel_new(&ch, &o), 0);
+  tri_channel_del(ch);
+}
+
 /* A finished connection's nghttp2 blocks go back to the channel, and the
  * next connection's session is built from them, not from new allocations. */
 static void arena_reused_across_connections(void) {
@@ -494,6 +511,7 @@ void test_conn(void) {
   window_answered_while_parsed();
   deadline_heap_order();
   arena_reused_across_connections();
+  unknown_wire_or_dialect_refused();
   write_stall_kills();
   calls_held_while_blocked();
   slow_writes_are_progress();

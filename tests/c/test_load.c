@@ -2,7 +2,9 @@
  * without a network (no call is started, nothing connects).  Runs against
  * real servers are driven from Python (_triple.run_load). */
 #include <math.h>
+#include <string.h>
 
+#include "tri_channel.h"
 #include "tri_error.h"
 #include "tri_load.h"
 #include "tri_test.h"
@@ -45,6 +47,22 @@ void test_load(void) {
   REFUSED(hist_digits, 9);
   REFUSED(start_at_ns, -1);
   REFUSED(phase_ns, -1);
+  REFUSED(wire, 5);
+  REFUSED(dialect, 3);
+  REFUSED(dialect, -1);
+  {
+    /* The Triple wire carries the unary modes, not BIDI (gRPC-framed). */
+    tri_load_config x;
+    tri_load_config_init(&x);
+    x.wire = TRI_WIRE_TRIPLE;
+    x.dialect = TRI_DIALECT_SPEC;
+    CHECK_EQ_INT(try_new(&x), 0);
+    x.mode = TRI_LOAD_UNARY_STREAM_PATH;
+    CHECK_EQ_INT(try_new(&x), 0);
+    x.mode = TRI_LOAD_BIDI;
+    CHECK_EQ_INT(try_new(&x), TRI_ERR_INVALID);
+    CHECK(strstr(tri_load_config_problem(&x), "Triple") != NULL);
+  }
   {
     tri_load_config x;
     tri_load_config_init(&x);

@@ -1,4 +1,5 @@
 /* test_tjson.c: the Triple JSON error reader. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "tri_test.h"
@@ -58,6 +59,49 @@ void test_tjson(void) {
   CHECK_EQ_INT(pb[v + 1], 5); /* "CgNmb28" decodes to 0a 03 'f' 'o' 'o' */
   CHECK_MEM(pb + v + 2, 5, "\x0a\x03" "foo", 5);
   CHECK_EQ_INT(pb[6], pl - 7);
+
+  /* dubbo-js: the gRPC code as a number, with a UTF-8 message and details
+   * (dubbo-js packages/dubbo/src/protocol-triple/error-json.ts errorToJson) */
+  const char *js = "{\"status\":5,\"message\":\"unicode \xc3\xa9 \xe2\x9c\x93 100%\","
+                   "\"details\":[{\"type\":\"google.rpc.ErrorInfo\",\"value\":\"CgNmb28\"}]}";
+  CHECK_EQ_INT(parse(js, &code, msg, &ml, pb, &pl), 0);
+  CHECK_EQ_INT(code, 5);
+  CHECK_STR(msg, ml, "unicode \xc3\xa9 \xe2\x9c\x93 100%");
+  CHECK_EQ_INT(pb[0], 0x08);
+  CHECK_EQ_INT(pb[1], 5);
+  CHECK_EQ_INT(pb[2 + 2 + ml], 0x1a); /* the detail follows the message */
+  CHECK_EQ_INT(parse("{\"status\":16}", &code, msg, &ml, pb, &pl), 0);
+  CHECK_EQ_INT(code, 16);
+  CHECK_EQ_INT(parse("{\"status\":0,\"message\":\"m\"}", &code, msg, &ml, pb, &pl), 0);
+  CHECK_EQ_INT(code, 2); /* an error body never means OK */
+  CHECK_EQ_INT(parse("{\"status\":99}", &code, msg, &ml, pb, &pl), 0);
+  CHECK_EQ_INT(code, 2);
+  CHECK_EQ_INT(parse("{\"status\":-1}", &code, msg, &ml, pb, &pl), -1);
+  CHECK_EQ_INT(parse("{\"status\":5.5}", &code, msg, &ml, pb, &pl), -1);
+  CHECK_EQ_INT(parse("{\"status\":true}", &code, msg, &ml, pb, &pl), -1);
+  /* a "code" wins over a "status", in either order */
+  CHECK_EQ_INT(parse("{\"status\":5,\"code\":\"aborted\"}", &code, msg, &ml, pb, &pl), 0);
+  CHECK_EQ_INT(code, 10);
+  CHECK_EQ_INT(parse("{\"code\":\"aborted\",\"status\":5}", &code, msg, &ml, pb, &pl), 0);
+  CHECK_EQ_INT(code, 10);
+  /* Dubbo Java: the HTTP status as a string (AbstractServerHttpChannelObserver
+   * buildErrorResponse), read through Java's code->HTTP table */
+  static const struct { const char *http; int code; } java[] = {
+      {"499", 1}, {"404", 5}, {"501", 12}, {"504", 4}, {"500", 13}, {"409", 10},
+      {"429", 8}, {"400", 3}, {"401", 16}, {"403", 7}, {"503", 14}, {"418", 2}};
+  for (size_t i = 0; i < sizeof(java) / sizeof(java[0]); i++) {
+    char body[96];
+    snprintf(body, sizeof(body), "{\"status\":\"%s\",\"message\":\"x\"}", java[i].http);
+    CHECK_EQ_INT(parse(body, &code, msg, &ml, pb, &pl), 0);
+    CHECK_EQ_INT(code, java[i].code);
+    CHECK_STR(msg, ml, "x");
+  }
+  CHECK_EQ_INT(parse("{\"status\":\"not_found\"}", &code, msg, &ml, pb, &pl), 0);
+  CHECK_EQ_INT(code, 5);
+  CHECK_EQ_INT(parse("{\"status\":\"4\\u00304\"}", &code, msg, &ml, pb, &pl), 0);
+  CHECK_EQ_INT(code, 2); /* escaped digits are not an HTTP status */
+  CHECK_EQ_INT(parse("{\"status\":\"40\"}", &code, msg, &ml, pb, &pl), 0);
+  CHECK_EQ_INT(code, 2);
 
   /* not an error object: the caller falls back to the HTTP status */
   CHECK_EQ_INT(parse("", &code, msg, &ml, pb, &pl), -1);

@@ -301,7 +301,31 @@ static void close_never_drops_racing_write(void) {
   CHECK_EQ_INT(bad, 0);
 }
 
+/* bare (the Triple unary body through the writer): no envelope, flags
+ * ignored, both when coalesced and when a message goes alone. */
+static void bare_writes_no_envelope(void) {
+  fixture f;
+  setup(&f, WM);
+  f.w.bare = 1;
+  write_msg(&f, 7, 10, 0);
+  CHECK_EQ_INT(tri_writer_close(&f.w), 0);
+  CHECK_EQ_INT(f.r.len, 10);
+  CHECK_EQ_INT(f.r.bytes[0], 7);
+  CHECK_EQ_INT(f.r.bytes[9], 7);
+  teardown(&f);
+  setup(&f, WM);
+  f.w.bare = 1;
+  uint8_t big[2 * WM];
+  memset(big, 3, sizeof(big));
+  CHECK_EQ_INT(tri_writer_write(&f.w, big, sizeof(big), TRI_FRAME_FLAG_COMPRESSED), 0);
+  CHECK_EQ_INT(f.r.calls, 1);
+  CHECK_EQ_INT(f.r.len, sizeof(big));
+  CHECK_MEM(f.r.bytes, f.r.len, big, sizeof(big));
+  teardown(&f);
+}
+
 void test_writer(void) {
+  bare_writes_no_envelope();
   coalesces();
   flushes_at_limit();
   large_message_direct_and_after_pending();

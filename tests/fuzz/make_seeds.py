@@ -46,6 +46,8 @@ def other_seeds() -> None:
     save("tjson", b'{"code":"not_found","message":"caf\\u00e9","details":[{"type":"a.B","value":"CgNmb28"}]}')
     save("tjson", b'{"code":"code_17"}')
     save("tjson", b'{"debug":[1,{"a":null}],"code":"internal","message":"\\ud83d\\ude00"}')
+    save("tjson", b'{"status":5,"message":"m","details":[{"type":"a.B","value":"CgNmb28"}]}')  # dubbo-js
+    save("tjson", b'{"status":"404","message":"Invoker not found"}')  # Dubbo Java
 
 
 if __name__ == "__main__":

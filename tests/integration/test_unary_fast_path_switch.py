@@ -144,9 +144,18 @@ def test_aio(peer, fast_path):
 
 # --- the option itself ---------------------------------------------------------------------
 
-def test_the_triple_wire_refuses_the_streamed_path():
-    with pytest.raises(ValueError, match="gRPC wire"):
-        triple_py.insecure_channel("127.0.0.1:1", options=[(SWITCH, False)], wire="triple")
+def test_the_triple_wire_streamed_path_sends_a_bare_body():
+    """On the Triple wire the streamed path sends the Triple unary request (bare body, no
+    content-length: dubbo-go's duplex path) and reads the Triple answer."""
+    from _triple_helpers import RawH2Server
+    with RawH2Server() as server, triple_py.insecure_channel(
+            server.address, options=[(SWITCH, False)], wire="triple") as ch:
+        method = ch.unary_unary("/benchmark.BenchmarkService/UnaryCall")
+        assert method(b"\x0a\x03abc", timeout=TIMEOUT) == b"\x0a\x03abc"
+    request = server.last()
+    assert request.body == b"\x0a\x03abc"
+    assert request.get("content-type") == "application/proto"
+    assert request.get("content-length") is None
 
 
 @pytest.mark.parametrize("value", ["no", None, 2])

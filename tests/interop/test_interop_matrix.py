@@ -28,7 +28,7 @@ from triple_py.interop.cases import CASES
 from triple_py.interop.peers import PEERS
 
 ROOT = Path(__file__).resolve().parents[2]
-REQUIRED_PEERS = ("grpcio", "cpp", "go", "connect", "embedded")  # the issue's table
+REQUIRED_PEERS = ("grpcio", "cpp", "go", "connect", "dubbo-js", "embedded")  # issues 8, 21
 DEADLINE = 150.0  # seconds for the cells (builds included)
 HARD_TIMEOUT = 180.0  # seconds for the whole process
 

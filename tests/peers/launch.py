@@ -38,7 +38,7 @@ PYTHON = "/usr/bin/python3"  # Debian's Python: has python3-grpcio and python3-h
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 5.0
 NODE = "node"  # Node.js 20 (with npm) runs the Connect peer
-PEER_NAMES = ("grpcio", "go", "rogue", "connect", "embedded")
+PEER_NAMES = ("grpcio", "go", "rogue", "connect", "dubbo-js", "embedded")
 
 _live: "set[Peer]" = set()
 
@@ -118,8 +118,9 @@ def build_go_peer() -> Path:
     return BUILD_DIR / "echo_server"
 
 
-def install_connect_peer() -> Path:
-    """Install (if out of date) the Connect peer's npm packages; return its script."""
+def install_connect_peer(script: str = "connect_server.mjs") -> Path:
+    """Install (if out of date) the Node peers' npm packages (Connect and dubbo-js share
+    tests/peers/node/package-lock.json); return the peer's script."""
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     with open(BUILD_DIR / ".build.lock", "w") as lock:  # one install at a time across processes
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -129,7 +130,7 @@ def install_connect_peer() -> Path:
         )
     if result.returncode != 0:
         raise PeerError(f"installing the Connect peer failed:\n{result.stdout}{result.stderr}")
-    return PEERS_DIR / "node" / "connect_server.mjs"
+    return PEERS_DIR / "node" / script
 
 
 def _flag_args(prefix: str, flags: dict) -> List[str]:
@@ -149,8 +150,9 @@ def peer_command(name: str, host: str, port: int, **options: object) -> List[str
     flags = {"host": host, "port": port, **options}
     if name == "go":
         return [str(build_go_peer())] + _flag_args("-", flags)
-    if name == "connect":
-        return [NODE, str(install_connect_peer())] + _flag_args("--", flags)
+    if name in ("connect", "dubbo-js"):
+        script = "connect_server.mjs" if name == "connect" else "dubbo_server.mjs"
+        return [NODE, str(install_connect_peer(script))] + _flag_args("--", flags)
     if name == "embedded":  # our C echo server, in a process of its own
         return [sys.executable, "-m", "triple_py.server", "--exit-on-stdin-eof"] + \
             _flag_args("--", flags)
@@ -171,8 +173,8 @@ def start_peer(name: str, *, host: str = "127.0.0.1", port: int = 0,
                timeout: float = START_TIMEOUT, tls_cert: Optional[object] = None,
                tls_key: Optional[object] = None, tls_client_ca: Optional[object] = None,
                **options: object) -> Peer:
-    """Start peer `name` ("grpcio", "go", "rogue", "connect", "embedded") and wait until it
-    listens.
+    """Start peer `name` ("grpcio", "go", "rogue", "connect", "dubbo-js", "embedded") and wait
+    until it listens.
 
     tls_cert / tls_key (PEM file paths, together) make a grpcio or go peer serve TLS;
     tls_client_ca (a PEM file path) also makes it require client certificates.

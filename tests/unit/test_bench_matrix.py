@@ -129,7 +129,12 @@ def test_overrides_from_the_command_line():
     ('arms = ["fastpath"]\n[scenarios]\npayload=[1]\nconcurrency=[3]\nconnections=[2]\n',
      "not a multiple of connections"),
     ('arms = []\n[scenarios]\npayload=[1]\nconcurrency=[1]\n', "no arms"),
-    ('wire = "triple"\n' + BASE, "only the gRPC wire"),
+    ('wire = "triple"\n' + BASE, ""),
+    ('wire = "triple"\narms = ["bidi"]\n[scenarios]\npayload=[1]\nconcurrency=[1]\n',
+     "bidi arm speaks only the grpc wire"),
+    ('wire = "triple"\narms = ["fastpath"]\n[scenarios]\npayload=[1]\nconcurrency=[1]\n', ""),
+    ('wire = "triple"\narms = [{name = "f", mode = "fastpath", dialect = "java"}]\n'
+     '[scenarios]\npayload=[1]\nconcurrency=[1]\n', "dialect must be one of"),
     (BASE + "[arm.x]\nmode = 'fastpath'\nspeed = 2\n", "unknown key 'speed'"),
 ])
 def test_bad_matrices_give_one_clear_error(text, message):

@@ -63,10 +63,10 @@ def _lazy(module: str, function: str) -> Callable[[RunSpec], BenchResult]:
 
 KINDS: Dict[str, ArmKind] = {k.name: k for k in (
     ArmKind("fastpath", _c("fastpath"), "C load generator, unary fast path",
-            open_loop=True, count=True, ours=True),
+            open_loop=True, count=True, ours=True, wires=("grpc", "triple")),
     ArmKind("stream-path", _c("stream-path"),
             "C load generator, unary call through the streaming machinery (baseline)",
-            open_loop=True, count=True, ours=True),
+            open_loop=True, count=True, ours=True, wires=("grpc", "triple")),
     ArmKind("bidi", _c("bidi"), "C load generator, bidi streams of K messages",
             streaming=True, open_loop=True, count=True, ours=True),
     ArmKind("grpcio-sync", _lazy(".arms_grpcio", "grpcio_sync_unary"),

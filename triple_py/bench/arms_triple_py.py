@@ -44,6 +44,7 @@ def _channel_options(spec: RunSpec) -> List[Tuple[str, object]]:
     return [("triple.write_buffer_size", spec.write_buffer_size),
             ("triple.write_buffer_delay_us", spec.write_buffer_delay_us),
             ("triple.wire", spec.wire), ("grpc.max_receive_message_length", -1),
+            ("triple.dialect", spec.options.get("dialect", "auto")),
             ("triple.unary_fast_path", bool(spec.options.get("unary_fast_path", True)))]
 
 

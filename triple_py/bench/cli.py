@@ -130,7 +130,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--target", metavar="HOST:PORT",
                      help="server to load (default: start the embedded echo server)")
     run.add_argument("--wire", choices=("grpc", "triple"), default="grpc",
-                     help="wire protocol (grpc; triple: triple-py-sync only for now)")
+                     help="wire protocol (grpc; triple: the unary kinds fastpath, stream-path, "
+                          "triple-py-sync, triple-py-aio)")
+    run.add_argument("--dialect", choices=("auto", "go", "spec"), default="auto",
+                     help="Triple headers (triple.dialect): auto sends dubbo-go's and the "
+                          "spec's (Java, dubbo-js); go or spec only one pair (auto)")
     run.add_argument("--stream-messages", type=POSITIVE, default=1,
                      help="K, messages each way per stream, bidi modes (1)")
     run.add_argument("--write-buffer", type=SIZE, default=32768,
@@ -222,7 +226,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                    count=args.total, rate=args.rps, stream_messages=args.stream_messages,
                    write_buffer_size=args.write_buffer,
                    write_buffer_delay_us=args.write_buffer_delay, timeout=args.timeout,
-                   wire=args.wire)
+                   wire=args.wire, options={"dialect": args.dialect})
     spec.validate()
     started = time.time()
     with _spread(args.dask) as runner, target_or_embedded(args.target) as address:

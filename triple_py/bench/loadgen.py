@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Dict, Mapping, Optional
 
 from .. import _triple
+from .._options import DIALECTS, WIRES
 from .errors import ConfigError, TargetError
 from .result import BenchResult, Latency, status_name
 from .spec import RunSpec
@@ -26,7 +27,7 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
                write_buffer_size: int = 32768, write_buffer_delay_us: int = 200,
                timeout: float = 10.0, shared_request: bool = False,
                hist_digits: int = 3, driver_threads: bool = False, start_at_ns: int = 0,
-               phase_ns: int = 0) -> BenchResult:
+               phase_ns: int = 0, wire: str = "grpc", dialect: str = "auto") -> BenchResult:
     """Runs one C load (GIL released for its whole length) and returns its figures.
 
     ``concurrency`` is the total number of calls in flight, spread evenly over
@@ -34,7 +35,9 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     the connections' I/O threads unless ``driver_threads`` asks for a thread of their own.
     ``start_at_ns`` (``time.monotonic_ns()`` clock) starts the warm-up at that moment once
     the connections are open, ``phase_ns`` shifts an open loop's schedule (both for loads
-    split over several processes: :mod:`.distributed`). Raises ConfigError for a
+    split over several processes: :mod:`.distributed`). ``wire="triple"`` (the unary modes)
+    sends Triple unary calls with the headers of ``dialect`` (``triple.dialect``: auto, go
+    or spec). Raises ConfigError for a
     configuration the C side rejects and TargetError for an unreachable target.
     """
     host, port = split_target(target)
@@ -45,14 +48,15 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
             stream_messages=stream_messages if mode == "bidi" else 1,
             write_buffer_size=write_buffer_size, write_buffer_delay_us=write_buffer_delay_us,
             timeout=timeout, shared_request=shared_request, hist_digits=hist_digits,
-            driver_threads=driver_threads, start_at_ns=start_at_ns, phase_ns=phase_ns)
+            driver_threads=driver_threads, start_at_ns=start_at_ns, phase_ns=phase_ns,
+            wire=WIRES[wire], dialect=DIALECTS[dialect])
     except ValueError as exc:
         raise ConfigError(str(exc).removeprefix("run_load: ")) from None
     except ConnectionError as exc:
         why = str(exc).removeprefix("run_load: ").removeprefix(f"{host}:{port} unavailable: ")
         raise TargetError(f"cannot reach {target}: {why}") from None
     result = result_from_load(raw, arm=arm, mode=mode, target=target)
-    result.duration_s, result.count = duration, count
+    result.duration_s, result.count, result.wire = duration, count, wire
     return result
 
 
@@ -70,7 +74,8 @@ def run_c_spec(spec: RunSpec, mode: Optional[str] = None, *, start_at_ns: int = 
                       timeout=spec.timeout, shared_request=spec.shared_request,
                       hist_digits=spec.hist_digits,
                       driver_threads=bool(spec.options.get("driver_threads", False)),
-                      start_at_ns=start_at_ns, phase_ns=phase_ns)
+                      start_at_ns=start_at_ns, phase_ns=phase_ns, wire=spec.wire,
+                      dialect=spec.options.get("dialect", "auto"))
 
 
 def result_from_load(raw: Mapping[str, Any], *, arm: str, mode: str, target: str

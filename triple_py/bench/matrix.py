@@ -17,7 +17,8 @@ The format (every key but ``arms``/``mode`` and ``[scenarios]`` is optional)::
     timeout = "10s"             # per call (default 10 s)
     restart_server = false      # a new embedded server every round (default false)
     method = "/benchmark.BenchmarkService/UnaryCall"  # default: UnaryCall, StreamCall for bidi
-    wire = "grpc"               # "grpc" (default) or "triple" (triple-py-sync arms only)
+    wire = "grpc"               # "grpc" (default) or "triple" (unary arms: fastpath,
+                                # stream-path, triple-py-sync, triple-py-aio)
     arms = ["stream-path", "fastpath", "grpcio-sync", "grpcio-aio", "h2load"]
     compare = [["fastpath", "stream-path"], ["fastpath", "h2load"]]
                                 # the headline comparisons [arm, over arm], each given a
@@ -40,7 +41,9 @@ The format (every key but ``arms``/``mode`` and ``[scenarios]`` is optional)::
                                 # driver_threads (C unary kinds: drive the loop
                                 # from a thread of its own, not the I/O thread),
                                 # unary_fast_path (triple-py-sync: false sends each
-                                # call through the streaming machinery)
+                                # call through the streaming machinery),
+                                # dialect (wire = "triple": auto | go | spec, the
+                                # triple.dialect headers)
 
 ``arms`` lists arm kinds (``fastpath``, ``grpcio-aio``...: the arm is named after its kind)
 and names defined in ``[arm.<name>]`` tables; an entry may also be an inline table
@@ -212,10 +215,10 @@ _TOP_KEYS = {"name", "description", "benchmark", "baseline", "rounds", "duration
              "compare"}
 _ARM_KEYS = {"name", "mode", "method", "wire", "write_buffer_size", "write_buffer_delay_us",
              "timeout", "shared_request", "threads", "latency_log", "driver_threads",
-             "minimal_headers", "unary_fast_path"}
+             "minimal_headers", "unary_fast_path", "dialect"}
 # The keys that go to RunSpec.options.
 _OPTION_KEYS = ("threads", "latency_log", "driver_threads", "minimal_headers",
-                "unary_fast_path")
+                "unary_fast_path", "dialect")
 _ARM_NAME = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*")
 _BENCH_NAME = re.compile(r"[A-Za-z0-9_]+")
 

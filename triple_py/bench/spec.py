@@ -5,6 +5,7 @@ import dataclasses
 import math
 from typing import Any, Dict, Optional
 
+from .._options import DIALECTS
 from .errors import ConfigError
 from .messages import STREAM_METHOD, UNARY_METHOD, benchmark_request, normalize_method
 from .units import MAX_PAYLOAD
@@ -78,9 +79,11 @@ class RunSpec:
                 and math.isfinite(value)
 
         need(self.wire in WIRES, f"unknown wire {self.wire!r} (expected grpc or triple)")
-        need(self.wire == "grpc" or kind.wires != ("grpc",),
-             f"--wire {self.wire}: the {self.mode} arm speaks only the gRPC wire for now "
-             "(the C load generator has no Triple mode yet)")
+        need(self.wire in kind.wires,
+             f"--wire {self.wire}: the {self.mode} arm speaks only the "
+             f"{'/'.join(kind.wires)} wire (streams are gRPC-framed on every wire)")
+        need(self.options.get("dialect", "auto") in DIALECTS,
+             f"dialect must be one of {sorted(DIALECTS)}, not {self.options.get('dialect')!r}")
         need(isinstance(self.payload_size, int) and 0 <= self.payload_size <= MAX_PAYLOAD,
              f"payload size must be 0..{MAX_PAYLOAD} bytes, not {self.payload_size!r}")
         need(isinstance(self.concurrency, int) and 1 <= self.concurrency <= 1_000_000,

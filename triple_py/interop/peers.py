@@ -12,6 +12,7 @@ grpcio   python3-grpcio (Debian), generic handlers   grpc
 cpp      libgrpc++ (Debian), built with g++          grpc
 go       grpc-go 1.33 (Debian), GOPATH build         grpc
 connect  connect-node 1.7 (npm), node:http2 h2c      grpc, triple (Connect unary)
+dubbo-js dubbo-node 3.0.0-alpha (npm), same script  grpc, triple (dubbo-js Triple unary)
 embedded triple_py's C server (csrc/tri_server.c)    grpc, triple
 ======== ========================================== ==============================
 
@@ -433,8 +434,18 @@ def _prepare_go(root: Path) -> Starter:
 
 
 def _prepare_connect(root: Path) -> Starter:
-    # The TestService peer lives beside the BenchmarkService Connect peer and shares its
-    # pinned npm packages (tests/peers/node/package-lock.json).
+    """connect-node's TestService peer."""
+    return _prepare_node(root, "connect", "connect")
+
+
+def _prepare_dubbo_js(root: Path) -> Starter:
+    """Apache Dubbo's dubbo-node (dubbo-js) TestService peer: the same script, --stack dubbo."""
+    return _prepare_node(root, "dubbo-js", "dubbo")
+
+
+def _prepare_node(root: Path, name: str, stack: str) -> Starter:
+    # The TestService peer lives beside the BenchmarkService Node peers and shares their
+    # pinned npm packages (tests/peers/node/package-lock.json); --stack picks the framework.
     directory = root / "tests" / "peers" / "node"
     script = directory / "interop_test_server.mjs"
     if not script.is_file():
@@ -446,7 +457,7 @@ def _prepare_connect(root: Path) -> Starter:
     except ValueError:
         major = 0
     if major < 18:
-        raise Unavailable(f"Node.js {version or '?'} is too old: connect-node needs 18 or later")
+        raise Unavailable(f"Node.js {version or '?'} is too old: {name} needs 18 or later")
     _need("npm", "npm")
     npm_cache = root / ".build" / "peers" / "npm-cache"  # shared with tests/peers/node/
     lock_path = root / ".build" / "peers" / ".build.lock"  # the lock tests/peers/launch.py takes
@@ -457,8 +468,8 @@ def _prepare_connect(root: Path) -> Starter:
              "npm ci (tests/peers/node/install.sh)", root)
 
     def start(host: str) -> RunningPeer:
-        return start_process("connect", [node, str(script), "--host", host, "--port", "0"],
-                             root, host)
+        return start_process(name, [node, str(script), "--stack", stack, "--host", host,
+                                    "--port", "0"], root, host)
     return start
 
 
@@ -503,6 +514,9 @@ _GO_NO_RESPONSE_CHOICE = ("grpc-go 1.33 picks the response compressor before the
 _CONNECT_NO_RESPONSE_CHOICE = ("connect-node compresses every response message of at least "
                                "compressMinBytes once the client accepts gzip: no per-call or "
                                "per-message response_compressed")
+_DUBBO_JS_NO_RESPONSE_CHOICE = ("dubbo-node (a connect-es fork) compresses every response "
+                                "message of at least compressMinBytes once the client accepts "
+                                "gzip: no per-call or per-message response_compressed")
 
 PEERS: Dict[str, PeerSpec] = {spec.name: spec for spec in (
     PeerSpec("grpcio", "python3-grpcio 1.51 (Debian)",
@@ -516,6 +530,9 @@ PEERS: Dict[str, PeerSpec] = {spec.name: spec for spec in (
     PeerSpec("connect", "connect-node 1.7 (npm), Node.js",
              "tests/peers/node/interop_test_server.mjs", ("grpc", "triple"), _prepare_connect,
              {RESPONSE_COMPRESSION: _CONNECT_NO_RESPONSE_CHOICE}),
+    PeerSpec("dubbo-js", "Apache Dubbo dubbo-node 3.0.0-alpha (npm), Node.js",
+             "tests/peers/node/interop_test_server.mjs", ("grpc", "triple"), _prepare_dubbo_js,
+             {RESPONSE_COMPRESSION: _DUBBO_JS_NO_RESPONSE_CHOICE}),
     PeerSpec("embedded", "triple_py's embedded C server (in process)",
              "csrc/tri_server.c", ("grpc", "triple"), _prepare_embedded),
 )}

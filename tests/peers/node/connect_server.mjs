@@ -32,8 +32,9 @@
 //
 // Usage: node connect_server.mjs [--port 0] [--host 127.0.0.1]
 // Prints `LISTENING <port>`, serves until SIGTERM/SIGINT or EOF on stdin.
-import * as http2 from "node:http2";
 import { parseArgs } from "node:util";
+
+import { serveH2c } from "./serve.mjs";
 
 import { MethodKind, proto3 } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -170,33 +171,7 @@ function main() {
     readMaxBytes: MAX_MESSAGE,
     writeMaxBytes: MAX_MESSAGE,
   });
-  const server = http2.createServer({ settings: { initialWindowSize: 16 * 1024 * 1024 - 1 } },
-    handler);
-  const sessions = new Set();
-  server.on("session", (session) => {
-    sessions.add(session);
-    session.on("close", () => sessions.delete(session));
-  });
-  let stopping = false;
-  const stop = () => {
-    if (stopping) return;
-    stopping = true;
-    server.close();
-    for (const session of sessions) session.destroy();
-    setTimeout(() => process.exit(0), 200).unref();
-  };
-  process.on("SIGTERM", stop);
-  process.on("SIGINT", stop);
-  process.stdin.on("end", stop);
-  process.stdin.on("error", stop);
-  process.stdin.resume();
-  server.on("error", (err) => {
-    console.error(`connect peer: ${err.message}`);
-    process.exit(1);
-  });
-  server.listen(Number(values.port), values.host, () => {
-    process.stdout.write(`LISTENING ${server.address().port}\n`);
-  });
+  serveH2c(handler, { host: values.host, port: values.port, name: "connect peer" });
 }
 
 main();

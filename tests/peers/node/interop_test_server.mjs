@@ -1,8 +1,11 @@
-// The Connect interop peer: grpc.testing.TestService on connect-node (npm, pinned in
-// package-lock.json; install.sh installs it). One h2c port (node:http2, prior knowledge)
-// serves the Connect, gRPC and gRPC-Web protocols; Connect's unary protocol is what the Dubbo
-// Triple unary wire derives from, so Triple-wire unary calls (bare body, application/proto,
-// JSON errors, `trailer-` metadata, whole-body gzip) work too.
+// The Node interop peers: grpc.testing.TestService on connect-node (`--stack connect`, the
+// default) or on Apache Dubbo's dubbo-node (`--stack dubbo`), both npm, pinned in
+// package-lock.json (install.sh installs them). dubbo-js is a fork of connect-es, so one
+// implementation serves on both; only the adapter and the error class differ. One h2c port
+// (node:http2, prior knowledge) serves gRPC and the stack's unary HTTP protocol: Connect's
+// (JSON errors {"code": "<name>"}) or dubbo-js's Triple wire (JSON errors {"status": <code>},
+// the deadline read from tri-service-timeout); both are what triple_py's Triple wire speaks
+// (bare body, application/proto, `trailer-` metadata, whole-body gzip).
 //
 // The messages of proto/grpc/testing/{empty,messages,test}.proto are defined in code with
 // @bufbuild/protobuf (no protoc), with the public field names and numbers.
@@ -26,15 +29,43 @@
 // gzip, with no per-call or per-message switch (the interop matrix marks
 // server_compressed_* n/a for this peer).
 //
-// Usage: node test_server.mjs [--host 127.0.0.1] [--port 0]
+// Usage: node interop_test_server.mjs [--stack connect|dubbo] [--host 127.0.0.1] [--port 0]
 // Prints `LISTENING <port>`, serves until SIGTERM/SIGINT or EOF on stdin.
 import { AsyncLocalStorage } from "node:async_hooks";
-import * as http2 from "node:http2";
 import { parseArgs } from "node:util";
 
+import { serveH2c } from "./serve.mjs";
+
 import { MethodKind, proto3 } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
+
+// The two stacks: their Code enum, error class, gzip and Node adapter.
+const STACKS = {
+  async connect() {
+    const core = await import("@connectrpc/connect");
+    const node = await import("@connectrpc/connect-node");
+    return { Code: core.Code, RpcError: core.ConnectError, gzip: node.compressionGzip,
+             adapter: node.connectNodeAdapter };
+  },
+  async dubbo() {
+    const core = await import("@apachedubbo/dubbo");
+    const node = await import("@apachedubbo/dubbo-node");
+    return { Code: core.Code, RpcError: core.DubboError, gzip: node.compressionGzip,
+             adapter: node.dubboNodeAdapter };
+  },
+};
+const { values: args } = parseArgs({
+  options: {
+    stack: { type: "string", default: "connect" },
+    host: { type: "string", default: "127.0.0.1" },
+    port: { type: "string", default: "0" },
+  },
+});
+if (!Object.hasOwn(STACKS, args.stack)) {
+  console.error(`interop peer: unknown --stack ${args.stack} (connect or dubbo)`);
+  process.exit(2);
+}
+const { Code, RpcError, gzip: compressionGzip, adapter: nodeAdapter } =
+  await STACKS[args.stack]();
 
 const MAX_MESSAGE = 64 * 1024 * 1024;
 const ECHO_INITIAL = "x-grpc-test-echo-initial";
@@ -148,7 +179,7 @@ function compressionTracker() {
   const state = requestState.getStore();
   let seen = 0;
   return () => {  // call after each request message: was that one compressed?
-    if (!state) throw new ConnectError("no request state", Code.Internal);
+    if (!state) throw new RpcError("no request state", Code.Internal);
     const compressed = state.inflated > seen;
     seen = state.inflated;
     return compressed;
@@ -158,7 +189,7 @@ function compressionTracker() {
 function checkCompression(expect, compressed) {
   const expected = expect?.value ?? false;
   if (expected !== compressed) {
-    throw new ConnectError(
+    throw new RpcError(
       `Compressed request expectation not met: expected ${expected}, got ${compressed}`,
       Code.InvalidArgument);
   }
@@ -172,7 +203,7 @@ function echoMetadata(ctx) {
 }
 
 function checkStatus(status) {
-  if (status && status.code !== 0) throw new ConnectError(status.message, status.code);
+  if (status && status.code !== 0) throw new RpcError(status.message, status.code);
 }
 
 function payload(size) {
@@ -242,47 +273,18 @@ const impl = {
 };
 
 function main() {
-  const { values } = parseArgs({
-    options: {
-      host: { type: "string", default: "127.0.0.1" },
-      port: { type: "string", default: "0" },
-    },
-  });
-  const adapter = connectNodeAdapter({
+  const values = args;
+  const adapter = nodeAdapter({
     routes: (router) => router.service(TestService, impl),
     acceptCompression: [countingGzip],
     requireConnectProtocolHeader: false,  // Triple clients send no connect-protocol-version
     readMaxBytes: MAX_MESSAGE,
     writeMaxBytes: MAX_MESSAGE,
   });
-  const server = http2.createServer({
-    settings: { initialWindowSize: 16 * 1024 * 1024 - 1 },
-    maxSessionMemory: 1024,  // MB: 1,000 concurrent calls and 8 MiB messages on one session
-  }, (req, res) => requestState.run({ inflated: 0 }, () => adapter(req, res)));
-  const sessions = new Set();
-  server.on("session", (session) => {
-    sessions.add(session);
-    session.on("close", () => sessions.delete(session));
-  });
-  let stopping = false;
-  const stop = () => {
-    if (stopping) return;
-    stopping = true;
-    server.close();
-    for (const session of sessions) session.destroy();
-    setTimeout(() => process.exit(0), 200).unref();
-  };
-  process.on("SIGTERM", stop);
-  process.on("SIGINT", stop);
-  process.stdin.on("end", stop);
-  process.stdin.on("error", stop);
-  process.stdin.resume();
-  server.on("error", (err) => {
-    console.error(`interop connect peer: ${err.message}`);
-    process.exit(1);
-  });
-  server.listen(Number(values.port), values.host, () => {
-    process.stdout.write(`LISTENING ${server.address().port}\n`);
+  serveH2c((req, res) => requestState.run({ inflated: 0 }, () => adapter(req, res)), {
+    host: values.host, port: values.port, name: `interop ${args.stack} peer`,
+    // MB: 1,000 concurrent calls and 8 MiB messages on one session
+    options: { maxSessionMemory: 1024 },
   });
 }
 
