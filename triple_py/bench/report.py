@@ -15,8 +15,8 @@ Files written into the results directory by :func:`write_results`:
 ``benchstat/<arm>.txt``  the same lines per arm without the arm in the name, so that
                    ``python -m triple_py.benchstat benchstat/stream-path.txt
                    benchstat/fastpath.txt`` compares two arms the way the seeds did.
-``summary.txt``    the summary tables; ``comparison.txt``: the benchstat comparison, the
-                   paired-by-round table (:mod:`.paired`) and the verdicts.
+``summary.txt``    the summary tables; ``comparison.txt``: the verdicts, then the benchstat
+                   comparison and the paired-by-round table (:mod:`.paired`).
 ``paired.csv``     the paired table: every arm over the baseline and every headline pair,
                    per scenario (columns: :data:`.paired.PAIRED_COLUMNS`: the ratios, the
                    Hodges-Lehmann estimate, its exact CI, p, the verdict).
@@ -423,8 +423,8 @@ def comparison(run: MatrixRun,
     if rounds and rounds < 4:
         blocks.append(NOTE_FEW_ROUNDS)
     verdicts = format_verdicts(run)
-    if verdicts:
-        blocks.append(verdicts)
+    if verdicts:  # the conclusion first, the evidence after it
+        blocks.insert(0, verdicts)
     return go_header(run) + "\n" + "\n\n".join(blocks) + "\n"
 
 
