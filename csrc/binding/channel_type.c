@@ -1,5 +1,6 @@
 /* channel_type.c: _triple.Channel, a thin owner of a tri_channel. */
 #include "binding.h"
+#include "../tri_connectivity.h"
 
 static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"host",          "port",          "authority",
@@ -427,6 +428,17 @@ static PyObject *channel_notify_fd(ChannelObject *self, PyObject *unused) {
   return PyLong_FromLong(tri_channel_notify_fd(self->ch));
 }
 
+static PyObject *channel_state(ChannelObject *self, PyObject *args) {
+  int try_to_connect = 0;
+  if (!PyArg_ParseTuple(args, "|p", &try_to_connect)) return NULL;
+  if (check_open(self) < 0) return NULL;
+  int state;
+  Py_BEGIN_ALLOW_THREADS
+  state = tri_channel_state(self->ch, try_to_connect);
+  Py_END_ALLOW_THREADS
+  return PyLong_FromLong(state);
+}
+
 static PyObject *channel_is_closed(ChannelObject *self, void *closure) {
   (void)closure;
   return PyBool_FromLong(!self->ch || tri_channel_closed(self->ch));
@@ -452,6 +464,9 @@ static PyMethodDef channel_methods[] = {
      "poll_completions(timeout=-1) -> list of Call, or None once closed.\n\n"
      "Each call that asked for events (notify=mask) appears when one of them "
      "happened; look at its state (done, read_nowait, initial_metadata)."},
+    {"state", (PyCFunction)channel_state, METH_VARARGS,
+     "state(try_to_connect=False) -> int: grpcio's ChannelConnectivity value "
+     "(0 IDLE, 1 CONNECTING, 2 READY, 3 TRANSIENT_FAILURE, 4 SHUTDOWN)."},
     {"notify_fd", (PyCFunction)channel_notify_fd, METH_NOARGS,
      "An eventfd that is readable when notified calls completed."},
     {NULL, NULL, 0, NULL}};
