@@ -184,3 +184,18 @@ class ChannelReadyFuture:
 def channel_ready_future(channel: Any) -> ChannelReadyFuture:
     """A future that is done once ``channel`` is READY (it connects as needed)."""
     return ChannelReadyFuture(channel)
+
+
+async def wait_for_change(core: Any, last_observed_state: ChannelConnectivity) -> None:
+    """Returns once the state of ``core`` differs from ``last_observed_state``
+    (asyncio; reads the state every POLL_S seconds)."""
+    import asyncio
+    while state_of(core, False) is last_observed_state:
+        await asyncio.sleep(POLL_S)
+
+
+async def wait_ready_async(core: Any) -> None:
+    """Connects and returns once the channel is READY (asyncio)."""
+    import asyncio
+    while state_of(core, True) is not ChannelConnectivity.READY:
+        await asyncio.sleep(POLL_S)

@@ -7,6 +7,7 @@ from typing import Any, Iterable, Optional, Sequence
 from .. import _triple
 from .._channel import Channel as _SyncChannel
 from .._channel import _compression
+from .._connectivity import ChannelConnectivity, state_of, wait_for_change, wait_ready_async
 from .._credentials import ChannelCredentials
 from ._calls import (STREAM_EVENTS, Deserializer, Serializer, StreamedUnaryUnaryCall,
                      StreamStreamCall, StreamUnaryCall, UnaryStreamCall, UnaryUnaryCall)
@@ -14,6 +15,16 @@ from ._reactor import Reactor
 
 MetadataType = Optional[Sequence[tuple[str, Any]]]
 Options = Optional[Iterable[tuple[str, Any]]]
+
+
+def _not_on_aio(credentials: Any, wait_for_ready: Optional[bool]) -> None:
+    """ValueError for what triple_py.aio does not do yet, rather than ignoring it."""
+    if credentials is not None:
+        raise ValueError("per-call credentials are not supported by triple_py.aio yet; "
+                         "use the sync triple_py channel")
+    if wait_for_ready:
+        raise ValueError("wait_for_ready=True is not supported by triple_py.aio yet; "
+                         "await channel.channel_ready() first")
 
 
 class _MultiCallable:
@@ -56,6 +67,8 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                  metadata: MetadataType = None, credentials: Any = None,
                  wait_for_ready: Optional[bool] = None,
                  compression: Any = None) -> UnaryUnaryCall:
+        if credentials is not None or wait_for_ready:
+            _not_on_aio(credentials, wait_for_ready)
         if self._fast_path:
             core_call = self._start(request, timeout, metadata, compression, 0,
                                     _triple.EV_DONE)
@@ -74,6 +87,8 @@ class UnaryStreamMultiCallable(_MultiCallable):
                  metadata: MetadataType = None, credentials: Any = None,
                  wait_for_ready: Optional[bool] = None,
                  compression: Any = None) -> UnaryStreamCall:
+        if credentials is not None or wait_for_ready:
+            _not_on_aio(credentials, wait_for_ready)
         core_call = self._start(request, timeout, metadata, compression,
                                 _triple.SERVER_STREAMING, STREAM_EVENTS)
         return UnaryStreamCall(self._channel._reactor(), core_call, None, self._deserialize)
@@ -86,6 +101,8 @@ class StreamUnaryMultiCallable(_MultiCallable):
                  metadata: MetadataType = None, credentials: Any = None,
                  wait_for_ready: Optional[bool] = None,
                  compression: Any = None) -> StreamUnaryCall:
+        if credentials is not None or wait_for_ready:
+            _not_on_aio(credentials, wait_for_ready)
         return self._start_request_stream(StreamUnaryCall, _triple.CLIENT_STREAMING,
                                           request_iterator, self._serialize, timeout,
                                           metadata, compression)
@@ -98,6 +115,8 @@ class StreamStreamMultiCallable(_MultiCallable):
                  metadata: MetadataType = None, credentials: Any = None,
                  wait_for_ready: Optional[bool] = None,
                  compression: Any = None) -> StreamStreamCall:
+        if credentials is not None or wait_for_ready:
+            _not_on_aio(credentials, wait_for_ready)
         return self._start_request_stream(
             StreamStreamCall, _triple.CLIENT_STREAMING | _triple.SERVER_STREAMING,
             request_iterator, self._serialize, timeout, metadata, compression)
@@ -113,6 +132,9 @@ class Channel:
     def __init__(self, target: str, options: Options = None, compression: Any = None,
                  wire: Optional[str] = None,
                  credentials: Optional[ChannelCredentials] = None) -> None:
+        if credentials is not None and credentials.call_plugins:
+            raise ValueError("call credentials (composite_channel_credentials) are not "
+                             "supported by triple_py.aio yet")
         self._sync = _SyncChannel(target, options, compression, wire, credentials)
         self._reactor_obj: Optional[Reactor] = None
         self._pumps: set[asyncio.Task] = set()
@@ -157,6 +179,18 @@ class Channel:
                       _registered_method: Any = None) -> StreamStreamMultiCallable:
         """A callable for the bidirectional-streaming method ``method``."""
         return StreamStreamMultiCallable(self, method, request_serializer, response_deserializer)
+
+    def get_state(self, try_to_connect: bool = False) -> ChannelConnectivity:
+        """The connectivity state now; ``try_to_connect`` connects an IDLE channel."""
+        return state_of(self._sync._core, try_to_connect)
+
+    async def wait_for_state_change(self, last_observed_state: ChannelConnectivity) -> None:
+        """Returns once the state differs from ``last_observed_state``."""
+        await wait_for_change(self._sync._core, last_observed_state)
+
+    async def channel_ready(self) -> None:
+        """Connects if needed and returns once the channel is READY."""
+        await wait_ready_async(self._sync._core)
 
     def stats(self) -> dict[str, int]:
         """The channel's counters (see ``triple_py.Channel.stats``)."""
