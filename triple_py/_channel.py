@@ -52,13 +52,12 @@ class _MultiCallable:
                    wait_for_ready: Optional[bool], notify: int = 0) -> Any:
         """Starts a call of this method in the core, after its call credentials and
         ``wait_for_ready`` (or the EndedCall they failed it with)."""
+        def start(timeout: Optional[float], metadata: MetadataType) -> Any:
+            return self._core.call(self._method, payload, timeout, metadata, notify=notify,
+                                   flags=flags, compression=_compression(compression))
         if credentials is not None or wait_for_ready or self._has_plugins:
-            return self._preflight_then(
-                lambda t, m: self._core_call(payload, t, m, flags, compression, None, None,
-                                             notify), timeout, metadata, credentials,
-                wait_for_ready)
-        return self._core.call(self._method, payload, timeout, metadata, notify=notify,
-                               flags=flags, compression=_compression(compression))
+            return self._preflight_then(start, timeout, metadata, credentials, wait_for_ready)
+        return start(timeout, metadata)
 
     def _preflight_then(self, start: Callable[[Optional[float], MetadataType], Any],
                         timeout: Optional[float], metadata: MetadataType, credentials: Any,
