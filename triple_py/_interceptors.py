@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, NamedTuple, Optional
 
-from ._errors import RpcError
+from ._errors import CallResult, RpcError
 from ._status import StatusCode
 
 
@@ -82,12 +82,14 @@ _KINDS = (UnaryUnaryClientInterceptor, UnaryStreamClientInterceptor,
           StreamUnaryClientInterceptor, StreamStreamClientInterceptor)
 
 
-class Outcome:
+class Outcome(CallResult):
     """A finished Call and Future: the response with its call, or the exception the
-    call (or an interceptor) raised."""
+    call (or an interceptor) raised.  (``is_active``, ``time_remaining``,
+    ``add_callback`` and ``cancel`` are CallResult's: a finished call's.)"""
 
     def __init__(self, response: Any = None, call: Any = None,
-                 exception: Optional[BaseException] = None, traceback: Any = None) -> None:
+                 exception: Optional[BaseException] = None,
+                 traceback: Any = None) -> None:  # not CallResult's: nothing to read
         self._response = response
         self._call = call if call is not None else exception
         self._exception = exception
@@ -112,10 +114,6 @@ class Outcome:
         """The exception's traceback, if any."""
         return self._traceback
 
-    def cancel(self) -> bool:
-        """False: the call has finished."""
-        return False
-
     def cancelled(self) -> bool:
         """False: the call finished by itself."""
         return False
@@ -133,18 +131,6 @@ class Outcome:
         fn(self)
 
     # grpc.Call
-    def is_active(self) -> bool:
-        """False: the call has finished."""
-        return False
-
-    def time_remaining(self) -> Optional[float]:
-        """None: the call has finished."""
-        return None
-
-    def add_callback(self, callback: Any) -> bool:
-        """False: the call has finished."""
-        return False
-
     def code(self) -> Any:
         """The call's status code (UNKNOWN for an interceptor's own exception)."""
         return self._delegate("code", StatusCode.UNKNOWN)

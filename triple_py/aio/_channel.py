@@ -99,16 +99,6 @@ class UnaryUnaryMultiCallable(_MultiCallable):
         super().__init__(channel, method, serializer, deserializer)
         self._fast_path = channel._sync._options.unary_fast_path  # fixed for the channel
 
-    def __call__(self, request: Any, *, timeout: Optional[float] = None,
-                 metadata: MetadataType = None, credentials: Any = None,
-                 wait_for_ready: Optional[bool] = None,
-                 compression: Any = None) -> UnaryUnaryCall:
-        """``await`` it for the response."""
-        if credentials is not None or wait_for_ready or self._deferred_always:
-            return self._deferred(request, timeout, metadata, credentials, wait_for_ready,
-                                  compression)
-        return self._invoke(request, timeout, metadata, compression)
-
     def _invoke(self, request: Any, timeout: Optional[float], metadata: MetadataType,
                 compression: Any) -> Any:
         if self._fast_path:
