@@ -92,11 +92,16 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                  deserializer: Deserializer) -> None:
         super().__init__(channel, method, serializer, deserializer)
         self._fast_path = channel._options.unary_fast_path  # fixed for the channel
+        # The fast path with nothing to do first (no channel call credentials): fixed too.
+        self._direct = self._fast_path and not self._has_plugins
 
     def _start(self, request: Any, timeout: Optional[float], metadata: MetadataType,
                wait: bool, notify: int, compression: Any, credentials: Any = None,
                wait_for_ready: Optional[bool] = None) -> Any:
         payload = self._serialize(request) if self._serialize else request
+        if self._direct and credentials is None and not wait_for_ready:
+            return self._core.call(self._method, payload, timeout, metadata, wait, notify, 0,
+                                   _compression(compression))
         if credentials is not None or wait_for_ready or self._has_plugins:
             return self._preflight_then(
                 lambda t, m: self._start_payload(payload, t, m, wait, notify, compression),

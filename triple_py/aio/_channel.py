@@ -98,6 +98,20 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                  deserializer: Deserializer) -> None:
         super().__init__(channel, method, serializer, deserializer)
         self._fast_path = channel._sync._options.unary_fast_path  # fixed for the channel
+        self._direct = self._fast_path and not self._deferred_always  # fixed too
+
+    def __call__(self, request: Any, *, timeout: Optional[float] = None,
+                 metadata: MetadataType = None, credentials: Any = None,
+                 wait_for_ready: Optional[bool] = None,
+                 compression: Any = None) -> UnaryUnaryCall:
+        """``await`` it for the response."""
+        if self._direct and credentials is None and not wait_for_ready:  # the fast path
+            return UnaryUnaryCall(self._channel._reactor(),
+                                  self._start(request, timeout, metadata, compression, 0,
+                                              _triple.EV_DONE), None, self._deserialize)
+        return _MultiCallable.__call__(self, request, timeout=timeout, metadata=metadata,
+                                       credentials=credentials, wait_for_ready=wait_for_ready,
+                                       compression=compression)
 
     def _invoke(self, request: Any, timeout: Optional[float], metadata: MetadataType,
                 compression: Any) -> Any:
