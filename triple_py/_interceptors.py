@@ -181,6 +181,7 @@ class _Intercepted:
         self._method = method
         self._interceptor = interceptor
         self._hook = hook
+        self._same_method = inner(method)  # what the continuation calls unless renamed
 
     def _details(self, timeout: Optional[float], metadata: Any, credentials: Any,
                  wait_for_ready: Optional[bool], compression: Any) -> CallDetails:
@@ -194,7 +195,9 @@ class _Intercepted:
         def continuation(new_details: Any, new_request: Any) -> Any:
             d = _details(new_details, details)
             try:
-                return start(self._inner(d.method), d, new_request)
+                callable_ = self._same_method if d.method == self._method else \
+                    self._inner(d.method)
+                return start(callable_, d, new_request)
             except Exception as exc:  # grpcio hands the error back as a Call
                 return _failure(exc)
         try:
