@@ -96,12 +96,27 @@ class UnaryUnaryMultiCallable(_MultiCallable):
         self._direct = self._fast_path and not self._has_plugins
 
     def _start(self, request: Any, timeout: Optional[float], metadata: MetadataType,
-               wait: bool, notify: int, compression: Any, credentials: Any = None,
-               wait_for_ready: Optional[bool] = None) -> Any:
+               wait: bool, notify: int, compression: Any) -> Any:
+        """Starts a call without per-call credentials or wait_for_ready."""
         payload = self._serialize(request) if self._serialize else request
-        if self._direct and credentials is None and not wait_for_ready:
+        if self._direct:
             return self._core.call(self._method, payload, timeout, metadata, wait, notify, 0,
                                    _compression(compression))
+        return self._start_other(payload, timeout, metadata, wait, notify, compression, None,
+                                 None)
+
+    def _start_with(self, request: Any, timeout: Optional[float], metadata: MetadataType,
+                    wait: bool, notify: int, compression: Any, credentials: Any,
+                    wait_for_ready: Optional[bool]) -> Any:
+        """Starts a call with per-call credentials or wait_for_ready."""
+        payload = self._serialize(request) if self._serialize else request
+        return self._start_other(payload, timeout, metadata, wait, notify, compression,
+                                 credentials, wait_for_ready)
+
+    def _start_other(self, payload: Any, timeout: Optional[float], metadata: MetadataType,
+                     wait: bool, notify: int, compression: Any, credentials: Any,
+                     wait_for_ready: Optional[bool]) -> Any:
+        """Every call but the direct fast path: preflight first if needed."""
         if credentials is not None or wait_for_ready or self._has_plugins:
             return self._preflight_then(
                 lambda t, m: self._start_payload(payload, t, m, wait, notify, compression),
@@ -138,24 +153,31 @@ class UnaryUnaryMultiCallable(_MultiCallable):
 
         The GIL is released while the call is in flight; Ctrl-C cancels it.
         """
-        return self._response(self._start(request, timeout, metadata, True, False, compression,
-                                          credentials, wait_for_ready))
+        if credentials is None and not wait_for_ready:
+            return self._response(self._start(request, timeout, metadata, True, False,
+                                              compression))
+        return self._response(self._start_with(request, timeout, metadata, True, False,
+                                               compression, credentials, wait_for_ready))
 
     def with_call(self, request: Any, timeout: Optional[float] = None,
                   metadata: MetadataType = None, credentials: Any = None,
                   wait_for_ready: Optional[bool] = None,
                   compression: Any = None) -> tuple[Any, CallResult]:
         """Like ``__call__`` but returns ``(response, call)`` with the call's metadata."""
-        core_call = self._start(request, timeout, metadata, True, False, compression,
-                                credentials, wait_for_ready)
+        core_call = (self._start(request, timeout, metadata, True, False, compression)
+                     if credentials is None and not wait_for_ready else
+                     self._start_with(request, timeout, metadata, True, False, compression,
+                                      credentials, wait_for_ready))
         return self._response(core_call), CallResult(core_call)
 
     def future(self, request: Any, timeout: Optional[float] = None,
                metadata: MetadataType = None, credentials: Any = None,
                wait_for_ready: Optional[bool] = None, compression: Any = None) -> UnaryFuture:
         """Starts the call and returns at once with a Future (also a Call)."""
-        core_call = self._start(request, timeout, metadata, False, _FUTURE_EVENTS,
-                                compression, credentials, wait_for_ready)
+        core_call = (self._start(request, timeout, metadata, False, _FUTURE_EVENTS, compression)
+                     if credentials is None and not wait_for_ready else
+                     self._start_with(request, timeout, metadata, False, _FUTURE_EVENTS,
+                                      compression, credentials, wait_for_ready))
         fut = UnaryFuture(core_call, self._deserialize)
         if core_call.notifying():  # else it ended at once: nothing to wait for
             self._channel._dispatcher.track(core_call, fut)
