@@ -3,7 +3,6 @@ side by side with grpcio's client where it has the same case."""
 from __future__ import annotations
 
 import threading
-import time
 
 import grpc
 import pytest
@@ -182,7 +181,8 @@ def test_plugin_error_with_its_own_code(plain_auth):
     ch = triple_py.secure_channel(f"localhost:{plain_auth.port}",
                                   triple_py.local_channel_credentials())
     with ch:
-        got = outcome(triple_py, ch.unary_unary(METHOD), triple_py.metadata_call_credentials(plugin))
+        got = outcome(triple_py, ch.unary_unary(METHOD),
+                      triple_py.metadata_call_credentials(plugin))
     assert got == ("PERMISSION_DENIED", "not you")
 
 
