@@ -17,6 +17,10 @@ from peers import UNARY_METHOD
 from peers.launch import start_peer
 
 STREAM_METHOD = "/benchmark.BenchmarkService/StreamCall"
+# grpc.aio's own InterceptedCall raises from __del__ (whenever it is collected) after a
+# raising interceptor: its cancel() re-raises the interceptor's exception. That warning is
+# grpcio's, not triple_py's.
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
 
 def details_with(mod, details, metadata):
@@ -110,9 +114,6 @@ async def short_raise(mod, address):
     return out
 
 
-# grpc.aio's own InterceptedCall raises from __del__ after a raising interceptor (its cancel()
-# re-raises the interceptor's exception): that warning is grpcio's, not ours.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_aio_short_circuit_and_raise_like_grpc_aio(grpcio_server):
     ours = asyncio.run(short_raise(triple_py, grpcio_server.address))
     theirs = asyncio.run(short_raise(grpc, grpcio_server.address))
