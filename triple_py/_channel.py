@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 from . import _triple
 from ._connectivity import ConnectivityWatcher, Subscriber
 from ._credentials import ChannelCredentials, check_local
+from ._deferred_future import DeferredFuture
 from ._errors import CallResult, _InactiveRpcError
 from ._future import CompletionDispatcher, UnaryFuture
 from ._options import ChannelOptions
@@ -173,13 +174,25 @@ class UnaryUnaryMultiCallable(_MultiCallable):
     def future(self, request: Any, timeout: Optional[float] = None,
                metadata: MetadataType = None, credentials: Any = None,
                wait_for_ready: Optional[bool] = None, compression: Any = None) -> UnaryFuture:
-        """Starts the call and returns at once with a Future (also a Call)."""
-        core_call = (self._start(request, timeout, metadata, False, _FUTURE_EVENTS, compression)
-                     if credentials is None and not wait_for_ready else
-                     self._start_with(request, timeout, metadata, False, _FUTURE_EVENTS,
-                                      compression, credentials, wait_for_ready))
+        """Starts the call and returns at once with a Future (also a Call).  With call
+        credentials or ``wait_for_ready``, those run first, on a helper thread."""
+        if credentials is None and not wait_for_ready and not self._has_plugins:
+            core_call = self._start(request, timeout, metadata, False, _FUTURE_EVENTS,
+                                    compression)
+            fut = UnaryFuture(core_call, self._deserialize)
+            if core_call.notifying():  # else it ended at once: nothing to wait for
+                self._channel._dispatcher.track(core_call, fut)
+            return fut
+        payload = self._serialize(request) if self._serialize else request
+        memoryview(payload).release()  # TypeError here, as on the fast path
+        return DeferredFuture(lambda: self._tracked(self._start_other(
+            payload, timeout, metadata, False, _FUTURE_EVENTS, compression, credentials,
+            wait_for_ready)))
+
+    def _tracked(self, core_call: Any) -> UnaryFuture:
+        """The UnaryFuture of a started call, its completion routed to it."""
         fut = UnaryFuture(core_call, self._deserialize)
-        if core_call.notifying():  # else it ended at once: nothing to wait for
+        if core_call.notifying():
             self._channel._dispatcher.track(core_call, fut)
         return fut
 

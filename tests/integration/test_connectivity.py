@@ -172,3 +172,29 @@ def test_aio_state_changes_through_a_restart():
                 restarted.stop()
             return reply
     assert asyncio.run(scenario(start_peer("grpcio"))) == b"aio"
+
+
+def test_wait_for_ready_future_returns_at_once_and_answers_later():
+    port = closed_port()
+    with triple_py.insecure_channel(f"127.0.0.1:{port}", options=OPTIONS) as ch:
+        started = time.monotonic()
+        fut = ch.unary_unary(UNARY_METHOD).future(b"later", timeout=TIMEOUT,
+                                                  wait_for_ready=True)
+        assert time.monotonic() - started < 0.5 and not fut.done()
+        done = threading.Event()
+        fut.add_done_callback(lambda f: done.set())
+        with start_peer("grpcio", port=port):
+            assert fut.result(TIMEOUT) == b"later"
+            assert done.wait(TIMEOUT) and fut.code() is triple_py.StatusCode.OK
+
+
+def test_wait_for_ready_future_cancelled_before_it_starts():
+    with triple_py.insecure_channel(f"127.0.0.1:{closed_port()}") as ch:
+        fut = ch.unary_unary(UNARY_METHOD).future(b"", timeout=TIMEOUT, wait_for_ready=True)
+        seen = []
+        fut.add_done_callback(seen.append)
+        assert fut.cancel() and fut.cancelled() and fut.done()
+        assert seen == [fut]
+        with pytest.raises(triple_py.FutureCancelledError):
+            fut.result(1)
+        assert fut.code() is triple_py.StatusCode.CANCELLED
