@@ -18,9 +18,8 @@ from __future__ import annotations
 import enum
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence
 
 from ._credentials import ChannelCredentials
 from ._status import StatusCode
@@ -139,14 +138,19 @@ class PluginFailure(Exception):
     details: str
 
 
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
 _pool_lock = threading.Lock()
-_pool: Optional[ThreadPoolExecutor] = None
+_pool: Optional["ThreadPoolExecutor"] = None
 
 
-def _plugin_pool() -> ThreadPoolExecutor:
+def _plugin_pool() -> "ThreadPoolExecutor":
+    """The plugins' worker pool, made on first use (``import triple_py`` stays light)."""
     global _pool
     with _pool_lock:
         if _pool is None:
+            from concurrent.futures import ThreadPoolExecutor
             _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="triple_py-auth")
         return _pool
 
