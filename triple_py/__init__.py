@@ -15,6 +15,15 @@ from ._errors import (CallResult, FutureCancelledError, FutureTimeoutError,  # n
 from ._channel import Channel, insecure_channel, process_stats, secure_channel  # noqa: E402
 from ._credentials import ChannelCredentials, ssl_channel_credentials  # noqa: E402
 from ._future import UnaryFuture  # noqa: E402
+from ._call_credentials import (AuthMetadataContext, AuthMetadataPlugin,  # noqa: E402
+                                CallCredentials, LocalConnectionType,
+                                access_token_call_credentials, composite_call_credentials,
+                                composite_channel_credentials, local_channel_credentials,
+                                metadata_call_credentials)
+from ._connectivity import ChannelConnectivity, channel_ready_future  # noqa: E402
+from ._interceptors import (ClientCallDetails, StreamStreamClientInterceptor,  # noqa: E402
+                            StreamUnaryClientInterceptor, UnaryStreamClientInterceptor,
+                            UnaryUnaryClientInterceptor, intercept_channel)
 
 
 def stats() -> dict[str, int]:
@@ -22,7 +31,13 @@ def stats() -> dict[str, int]:
     return process_stats()
 
 
-__all__ = ["Channel", "CallResult", "ChannelCredentials", "Compression",
-           "FutureCancelledError", "FutureTimeoutError", "RpcError", "StatusCode",
-           "UnaryFuture", "insecure_channel", "secure_channel", "ssl_channel_credentials",
-           "stats", "__version__"]
+__all__ = ["AuthMetadataContext", "AuthMetadataPlugin", "CallCredentials", "Channel",
+           "CallResult", "ChannelConnectivity", "ChannelCredentials", "ClientCallDetails",
+           "Compression", "FutureCancelledError", "FutureTimeoutError", "LocalConnectionType",
+           "RpcError", "StatusCode", "StreamStreamClientInterceptor",
+           "StreamUnaryClientInterceptor", "UnaryFuture", "UnaryStreamClientInterceptor",
+           "UnaryUnaryClientInterceptor", "access_token_call_credentials",
+           "channel_ready_future", "composite_call_credentials",
+           "composite_channel_credentials", "insecure_channel", "intercept_channel",
+           "local_channel_credentials", "metadata_call_credentials", "secure_channel",
+           "ssl_channel_credentials", "stats", "__version__"]

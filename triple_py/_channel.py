@@ -8,11 +8,13 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from . import _triple
 from ._codec import deserialize, serialize
-from ._credentials import ChannelCredentials
+from ._connectivity import ConnectivityWatcher, Subscriber
+from ._credentials import ChannelCredentials, check_local
+from ._deferred_future import DeferredFuture
 from ._errors import CallResult, _InactiveRpcError
 from ._future import CompletionDispatcher, UnaryFuture
 from ._options import ChannelOptions
-from ._status import compression_value
+from ._preflight import EndedCall, prepare
 from ._streams import StreamingCall, pump_requests, start_pump
 from ._target import parse_target
 
@@ -55,13 +57,38 @@ class _MultiCallable:
         self._method = method
         self._serialize = serializer
         self._deserialize = deserializer
+        self._has_plugins = bool(channel._call_plugins)  # fixed for the channel
+
+    def _core_call(self, payload: Any, timeout: Optional[float], metadata: MetadataType,
+                   flags: int, compression: Any, credentials: Any,
+                   wait_for_ready: Optional[bool], notify: int = 0) -> Any:
+        """Starts a call of this method in the core, after its call credentials and
+        ``wait_for_ready`` (or the EndedCall they failed it with)."""
+        def start(timeout: Optional[float], metadata: MetadataType) -> Any:
+            return self._core.call(self._method, payload, timeout, metadata, notify=notify,
+                                   flags=flags, compression=_compression(compression))
+        if credentials is not None or wait_for_ready or self._has_plugins:
+            return self._preflight_then(start, timeout, metadata, credentials, wait_for_ready)
+        return start(timeout, metadata)
+
+    def _preflight_then(self, start: Callable[[Optional[float], MetadataType], Any],
+                        timeout: Optional[float], metadata: MetadataType, credentials: Any,
+                        wait_for_ready: Optional[bool]) -> Any:
+        """``start(timeout left, metadata)`` once the call credentials and the wait for
+        READY are done (see _preflight), or the EndedCall they failed the call with."""
+        prepared = prepare(self._channel, self._method, timeout, metadata, credentials,
+                           wait_for_ready)
+        if isinstance(prepared, EndedCall):
+            return prepared
+        return start(*prepared)
 
     def _start_client_stream(self, timeout: Optional[float], metadata: MetadataType,
-                             compression: Any, notify: int = 0, flags: int = 0) -> Any:
+                             compression: Any, notify: int = 0, flags: int = 0,
+                             credentials: Any = None,
+                             wait_for_ready: Optional[bool] = None) -> Any:
         """Starts a client-streaming call of this method; requests follow with write()."""
-        return self._core.call(self._method, None, timeout, metadata, notify=notify,
-                               flags=_triple.CLIENT_STREAMING | flags,
-                               compression=_compression(compression))
+        return self._core_call(None, timeout, metadata, _triple.CLIENT_STREAMING | flags,
+                               compression, credentials, wait_for_ready, notify)
 
     def _response(self, core_call: Any) -> Any:
         """The single response of a finished call, or its RpcError."""
@@ -78,10 +105,39 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                  deserializer: Deserializer) -> None:
         super().__init__(channel, method, serializer, deserializer)
         self._fast_path = channel._options.unary_fast_path  # fixed for the channel
+        # The fast path with nothing to do first (no channel call credentials): fixed too.
+        self._direct = self._fast_path and not self._has_plugins
 
     def _start(self, request: Any, timeout: Optional[float], metadata: MetadataType,
                wait: bool, notify: int, compression: Any) -> Any:
+        """Starts a call without per-call credentials or wait_for_ready."""
         payload = serialize(self._serialize, request)
+        if self._direct:
+            return self._core.call(self._method, payload, timeout, metadata, wait, notify, 0,
+                                   _compression(compression))
+        return self._start_other(payload, timeout, metadata, wait, notify, compression, None,
+                                 None)
+
+    def _start_with(self, request: Any, timeout: Optional[float], metadata: MetadataType,
+                    wait: bool, notify: int, compression: Any, credentials: Any,
+                    wait_for_ready: Optional[bool]) -> Any:
+        """Starts a call with per-call credentials or wait_for_ready."""
+        payload = serialize(self._serialize, request)
+        return self._start_other(payload, timeout, metadata, wait, notify, compression,
+                                 credentials, wait_for_ready)
+
+    def _start_other(self, payload: Any, timeout: Optional[float], metadata: MetadataType,
+                     wait: bool, notify: int, compression: Any, credentials: Any,
+                     wait_for_ready: Optional[bool]) -> Any:
+        """Every call but the direct fast path: preflight first if needed."""
+        if credentials is not None or wait_for_ready or self._has_plugins:
+            return self._preflight_then(
+                lambda t, m: self._start_payload(payload, t, m, wait, notify, compression),
+                timeout, metadata, credentials, wait_for_ready)
+        return self._start_payload(payload, timeout, metadata, wait, notify, compression)
+
+    def _start_payload(self, payload: Any, timeout: Optional[float], metadata: MetadataType,
+                       wait: bool, notify: int, compression: Any) -> Any:
         if self._fast_path:
             return self._core.call(self._method, payload, timeout, metadata, wait, notify, 0,
                                    _compression(compression))
@@ -112,24 +168,45 @@ class UnaryUnaryMultiCallable(_MultiCallable):
 
         The GIL is released while the call is in flight; Ctrl-C cancels it.
         """
-        return self._response(self._start(request, timeout, metadata, True, False, compression))
+        if credentials is None and not wait_for_ready:
+            return self._response(self._start(request, timeout, metadata, True, False,
+                                              compression))
+        return self._response(self._start_with(request, timeout, metadata, True, False,
+                                               compression, credentials, wait_for_ready))
 
     def with_call(self, request: Any, timeout: Optional[float] = None,
                   metadata: MetadataType = None, credentials: Any = None,
                   wait_for_ready: Optional[bool] = None,
                   compression: Any = None) -> tuple[Any, CallResult]:
         """Like ``__call__`` but returns ``(response, call)`` with the call's metadata."""
-        core_call = self._start(request, timeout, metadata, True, False, compression)
+        core_call = (self._start(request, timeout, metadata, True, False, compression)
+                     if credentials is None and not wait_for_ready else
+                     self._start_with(request, timeout, metadata, True, False, compression,
+                                      credentials, wait_for_ready))
         return self._response(core_call), CallResult(core_call)
 
     def future(self, request: Any, timeout: Optional[float] = None,
                metadata: MetadataType = None, credentials: Any = None,
                wait_for_ready: Optional[bool] = None, compression: Any = None) -> UnaryFuture:
-        """Starts the call and returns at once with a Future (also a Call)."""
-        core_call = self._start(request, timeout, metadata, False, _FUTURE_EVENTS,
-                                compression)
+        """Starts the call and returns at once with a Future (also a Call).  With call
+        credentials or ``wait_for_ready``, those run first, on a helper thread."""
+        if credentials is None and not wait_for_ready and not self._has_plugins:
+            core_call = self._start(request, timeout, metadata, False, _FUTURE_EVENTS,
+                                    compression)
+            fut = UnaryFuture(core_call, self._deserialize)
+            if core_call.notifying():  # else it ended at once: nothing to wait for
+                self._channel._dispatcher.track(core_call, fut)
+            return fut
+        payload = serialize(self._serialize, request)
+        memoryview(payload).release()  # TypeError here, as on the fast path
+        return DeferredFuture(lambda: self._tracked(self._start_other(
+            payload, timeout, metadata, False, _FUTURE_EVENTS, compression, credentials,
+            wait_for_ready)))
+
+    def _tracked(self, core_call: Any) -> UnaryFuture:
+        """The UnaryFuture of a started call, its completion routed to it."""
         fut = UnaryFuture(core_call, self._deserialize)
-        if core_call.notifying():  # else it ended at once: nothing to wait for
+        if core_call.notifying():
             self._channel._dispatcher.track(core_call, fut)
         return fut
 
@@ -143,9 +220,8 @@ class UnaryStreamMultiCallable(_MultiCallable):
                  compression: Any = None) -> StreamingCall:
         """Sends the request and returns an iterator over the responses."""
         payload = serialize(self._serialize, request)
-        core_call = self._core.call(self._method, payload, timeout, metadata,
-                                    flags=_triple.SERVER_STREAMING,
-                                    compression=_compression(compression))
+        core_call = self._core_call(payload, timeout, metadata, _triple.SERVER_STREAMING,
+                                    compression, credentials, wait_for_ready)
         return StreamingCall(core_call, None, self._deserialize)
 
 
@@ -156,15 +232,17 @@ class StreamUnaryMultiCallable(_MultiCallable):
                  metadata: MetadataType = None, credentials: Any = None,
                  wait_for_ready: Optional[bool] = None, compression: Any = None) -> Any:
         """Sends every request of the iterator, then returns the single response."""
-        return self.with_call(request_iterator, timeout, metadata,
-                              compression=compression)[0]
+        return self.with_call(request_iterator, timeout, metadata, credentials,
+                              wait_for_ready, compression)[0]
 
     def with_call(self, request_iterator: Any, timeout: Optional[float] = None,
                   metadata: MetadataType = None, credentials: Any = None,
                   wait_for_ready: Optional[bool] = None,
                   compression: Any = None) -> tuple[Any, CallResult]:
         """Like ``__call__`` but returns ``(response, call)``."""
-        core_call = self._start_client_stream(timeout, metadata, compression)
+        core_call = self._start_client_stream(timeout, metadata, compression, 0,
+                                              credentials=credentials,
+                                              wait_for_ready=wait_for_ready)
         pump_requests(core_call, request_iterator, self._serialize)
         core_call.wait()
         return self._response(core_call), CallResult(core_call)
@@ -174,7 +252,8 @@ class StreamUnaryMultiCallable(_MultiCallable):
                wait_for_ready: Optional[bool] = None, compression: Any = None) -> UnaryFuture:
         """Starts the call (requests are sent from a helper thread) and returns a Future."""
         core_call = self._start_client_stream(timeout, metadata, compression,
-                                              notify=_FUTURE_EVENTS)
+                                              _FUTURE_EVENTS, credentials=credentials,
+                                              wait_for_ready=wait_for_ready)
         fut = UnaryFuture(core_call, self._deserialize)
         if core_call.notifying():
             self._channel._dispatcher.track(core_call, fut)
@@ -191,9 +270,9 @@ class StreamStreamMultiCallable(_MultiCallable):
                  compression: Any = None) -> StreamingCall:
         """Starts the stream.  With an iterator, its requests are sent from a helper
         thread; without one, use the call's ``write`` and ``done_writing``."""
-        core_call = self._core.call(self._method, None, timeout, metadata,
-                                    flags=_triple.CLIENT_STREAMING | _triple.SERVER_STREAMING,
-                                    compression=_compression(compression))
+        core_call = self._core_call(None, timeout, metadata,
+                                    _triple.CLIENT_STREAMING | _triple.SERVER_STREAMING,
+                                    compression, credentials, wait_for_ready)
         if request_iterator is not None:
             start_pump(core_call, request_iterator, self._serialize)
         return StreamingCall(core_call, self._serialize, self._deserialize)
@@ -218,14 +297,23 @@ class Channel:
             self._options.compression = compression_value(compression)
         tls = {}
         override = self._options.ssl_target_name_override
-        if credentials is not None and override and not self._options.authority:
+        local = credentials is not None and credentials.local
+        if local:
+            check_local(host)
+        if credentials is not None and not local and override and not self._options.authority:
             self._options.authority = override  # grpcio sends the override as :authority
-        if credentials is not None:
+        # Call credentials: the channel's own, and whether calls may carry any.
+        self._call_plugins: tuple[Any, ...] = credentials.call_plugins if credentials else ()
+        self._may_send_call_credentials = credentials is not None
+        authority = self._options.authority or f"{host}:{port}"
+        self._url_prefix = f"{'' if local else 'https'}://{authority}"
+        if credentials is not None and not local:
             tls = dict(tls=True, root_certificates=credentials.root_certificates,
                        private_key=credentials.private_key,
                        certificate_chain=credentials.certificate_chain,
                        server_name=self._options.ssl_target_name_override)
         self._core = _triple.Channel(host, port, **self._options.core_kwargs(), **tls)
+        self._connectivity = ConnectivityWatcher(self._core)
         self._dispatcher = CompletionDispatcher(self._core)
         # Dropped without close(): the dispatcher lets go of the core, which then goes
         # (closing its connection) with the last call object that holds it.
@@ -277,6 +365,16 @@ class Channel:
         _, data, type_name = _triple.parse_wrapper_response(core_call.response())
         return data, type_name
 
+    def subscribe(self, callback: Subscriber, try_to_connect: bool = False) -> None:
+        """Calls ``callback(ChannelConnectivity)`` with the state now and on each change,
+        from a helper thread; ``try_to_connect`` connects an IDLE channel (grpcio's
+        ``Channel.subscribe``)."""
+        self._connectivity.subscribe(callback, try_to_connect)
+
+    def unsubscribe(self, callback: Subscriber) -> None:
+        """Stops the calls to ``callback`` (grpcio's ``Channel.unsubscribe``)."""
+        self._connectivity.unsubscribe(callback)
+
     def stats(self) -> dict[str, int]:
         """This channel's counters: calls, write_syscalls, bytes_written, allocations,
         pool_hits, pool_misses and more."""
@@ -311,7 +409,10 @@ def secure_channel(target: str, credentials: ChannelCredentials,
                    compression: Any = None, wire: Optional[str] = None) -> Channel:
     """A TLS channel (ALPN h2) to ``target``; the server's certificate and name are
     verified against ``credentials.root_certificates`` or the system store.  The name
-    checked is the target host, or ``grpc.ssl_target_name_override`` when set."""
+    checked is the target host, or ``grpc.ssl_target_name_override`` when set.
+    ``local_channel_credentials()`` make a plaintext channel to a loopback target that
+    may carry call credentials; ``composite_channel_credentials`` add call credentials
+    to every call of the channel."""
     if not isinstance(credentials, ChannelCredentials):
         raise TypeError("credentials must come from ssl_channel_credentials()")
     return Channel(target, options, compression, wire, credentials)

@@ -1,8 +1,9 @@
 """TLS credentials shaped like grpcio's ``ssl_channel_credentials``."""
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 
 @dataclass(frozen=True, repr=False)
@@ -15,11 +16,20 @@ class ChannelCredentials:
     root_certificates: Optional[bytes] = None
     private_key: Optional[bytes] = None
     certificate_chain: Optional[bytes] = None
+    #: True for ``local_channel_credentials()``: plaintext to this machine.
+    local: bool = False
+    #: Call-credential plugins every call of the channel applies (see
+    #: ``composite_channel_credentials``).
+    call_plugins: tuple[Any, ...] = ()
 
     def __repr__(self) -> str:
         parts = [f"root_certificates={'<pem>' if self.root_certificates else None}",
                  f"private_key={'<redacted>' if self.private_key else None}",
                  f"certificate_chain={'<pem>' if self.certificate_chain else None}"]
+        if self.local:
+            parts = ["local=True"]
+        if self.call_plugins:
+            parts.append(f"call_plugins={len(self.call_plugins)}")
         return f"ChannelCredentials({', '.join(parts)})"
 
 
@@ -34,3 +44,15 @@ def ssl_channel_credentials(root_certificates: Optional[bytes] = None,
     if (private_key is None) != (certificate_chain is None):
         raise ValueError("private_key and certificate_chain must be given together")
     return ChannelCredentials(root_certificates, private_key, certificate_chain)
+
+
+def check_local(host: str) -> None:
+    """ValueError unless ``host`` is this machine (``local_channel_credentials``)."""
+    if host == "localhost":
+        return
+    try:
+        if ipaddress.ip_address(host.strip("[]")).is_loopback:
+            return
+    except ValueError:
+        pass
+    raise ValueError(f"local_channel_credentials() need a loopback target, not {host!r}")

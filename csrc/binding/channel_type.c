@@ -1,5 +1,6 @@
 /* channel_type.c: _triple.Channel, a thin owner of a tri_channel. */
 #include "binding.h"
+#include "../tri_connectivity.h"
 
 static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"host",          "port",          "authority",
@@ -436,6 +437,17 @@ static PyObject *channel_notify_fd(ChannelObject *self, PyObject *unused) {
   return PyLong_FromLong(tri_channel_notify_fd(self->ch));
 }
 
+static PyObject *channel_state(ChannelObject *self, PyObject *args) {
+  int try_to_connect = 0;
+  if (!PyArg_ParseTuple(args, "|p", &try_to_connect)) return NULL;
+  if (check_open(self) < 0) return NULL;
+  int state;
+  Py_BEGIN_ALLOW_THREADS
+  state = tri_channel_state(self->ch, try_to_connect);
+  Py_END_ALLOW_THREADS
+  return PyLong_FromLong(state);
+}
+
 static PyObject *channel_is_closed(ChannelObject *self, void *closure) {
   (void)closure;
   return PyBool_FromLong(!self->ch || tri_channel_closed(self->ch));
@@ -463,6 +475,9 @@ static PyMethodDef channel_methods[] = {
      "happened; look at its state (done, read_nowait, initial_metadata)."},
     {"wake_pollers", (PyCFunction)channel_wake_pollers, METH_NOARGS,
      "Makes a waiting (or the next) poll_completions() return [] at once."},
+    {"state", (PyCFunction)channel_state, METH_VARARGS,
+     "state(try_to_connect=False) -> int: grpcio's ChannelConnectivity value "
+     "(0 IDLE, 1 CONNECTING, 2 READY, 3 TRANSIENT_FAILURE, 4 SHUTDOWN)."},
     {"notify_fd", (PyCFunction)channel_notify_fd, METH_NOARGS,
      "An eventfd that is readable when notified calls completed."},
     {NULL, NULL, 0, NULL}};

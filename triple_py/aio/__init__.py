@@ -15,6 +15,11 @@ Cancelling the awaiting task cancels the RPC (the stream is reset).
 from ._calls import (EOF, AioRpcError, StreamStreamCall, StreamUnaryCall,
                      UnaryStreamCall, UnaryUnaryCall)
 from ._channel import Channel, insecure_channel, secure_channel
+from ._deferred import (ClientCallDetails, StreamStreamClientInterceptor,
+                        StreamUnaryClientInterceptor, UnaryStreamClientInterceptor,
+                        UnaryUnaryClientInterceptor)
 
-__all__ = ["AioRpcError", "Channel", "EOF", "StreamStreamCall", "StreamUnaryCall",
-           "UnaryStreamCall", "UnaryUnaryCall", "insecure_channel", "secure_channel"]
+__all__ = ["AioRpcError", "Channel", "ClientCallDetails", "EOF", "StreamStreamCall",
+           "StreamStreamClientInterceptor", "StreamUnaryCall", "StreamUnaryClientInterceptor",
+           "UnaryStreamCall", "UnaryStreamClientInterceptor", "UnaryUnaryCall",
+           "UnaryUnaryClientInterceptor", "insecure_channel", "secure_channel"]

@@ -8,10 +8,13 @@ from .. import _triple
 from .._channel import Channel as _SyncChannel
 from .._channel import _compression
 from .._codec import serialize
+from .._connectivity import ChannelConnectivity, state_of, wait_for_change, wait_ready_async
 from .._credentials import ChannelCredentials
 from ._calls import (STREAM_EVENTS, Deserializer, Serializer, StreamedUnaryUnaryCall,
                      StreamStreamCall, StreamUnaryCall, UnaryStreamCall, UnaryUnaryCall,
                      local_error)
+from ._deferred import (KINDS, ClientCallDetails, DeferredCall, check_interceptors,
+                        intercepted, prepared)
 from ._reactor import Reactor
 
 MetadataType = Optional[Sequence[tuple[str, Any]]]
@@ -19,12 +22,54 @@ Options = Optional[Iterable[tuple[str, Any]]]
 
 
 class _MultiCallable:
+    _SHAPE = ""  # the grpc.aio shape name, for the channel's interceptors
+
     def __init__(self, channel: "Channel", method: str, serializer: Serializer,
                  deserializer: Deserializer) -> None:
         self._channel = channel
         self._method = method
         self._serialize = serializer
         self._deserialize = deserializer
+        # Interceptors or call credentials on the channel: every call is deferred.
+        self._interceptors = channel._interceptors_of(self._SHAPE)
+        self._deferred_always = bool(self._interceptors) or bool(channel._sync._call_plugins)
+
+    def __call__(self, request: Any = None, *, timeout: Optional[float] = None,
+                 metadata: MetadataType = None, credentials: Any = None,
+                 wait_for_ready: Optional[bool] = None, compression: Any = None) -> Any:
+        """Starts the call (for streaming requests, ``request`` is the iterator)."""
+        if credentials is not None or wait_for_ready or self._deferred_always:
+            return self._deferred(request, timeout, metadata, credentials, wait_for_ready,
+                                  compression)
+        return self._invoke(request, timeout, metadata, compression)
+
+    def _invoke(self, request: Any, timeout: Optional[float], metadata: MetadataType,
+                compression: Any) -> Any:
+        raise NotImplementedError()
+
+    def _deferred(self, request: Any, timeout: Optional[float], metadata: MetadataType,
+                  credentials: Any, wait_for_ready: Optional[bool],
+                  compression: Any) -> DeferredCall:
+        """The call through the channel's interceptors, then its call credentials and
+        wait for READY (see _deferred)."""
+        def invoke(d: ClientCallDetails, req: Any) -> Any:
+            target = self if d.method == self._method else type(self)(
+                self._channel, d.method, self._serialize, self._deserialize)
+            if d.credentials is None and not d.wait_for_ready and \
+                    not self._channel._sync._call_plugins:
+                return target._invoke(req, d.timeout, d.metadata, compression)
+
+            async def start() -> Any:
+                t, m = await prepared(self._channel._sync, d.method, d.timeout, d.metadata,
+                                      d.credentials, d.wait_for_ready)
+                return target._invoke(req, t, m, compression)
+            return DeferredCall(start())
+        details = ClientCallDetails(self._method, timeout, metadata, credentials,
+                                    wait_for_ready)
+        if self._interceptors:
+            return intercepted(self._interceptors, KINDS[self._SHAPE][1], details, request,
+                               invoke)
+        return invoke(details, request)
 
     def _start(self, request: Any, timeout: Optional[float], metadata: MetadataType,
                compression: Any, flags: int, events: int) -> Any:
@@ -49,15 +94,29 @@ class _MultiCallable:
 class UnaryUnaryMultiCallable(_MultiCallable):
     """``await channel.unary_unary(path)(request)``."""
 
+    _SHAPE = "unary_unary"
+
     def __init__(self, channel: "Channel", method: str, serializer: Serializer,
                  deserializer: Deserializer) -> None:
         super().__init__(channel, method, serializer, deserializer)
         self._fast_path = channel._sync._options.unary_fast_path  # fixed for the channel
+        self._direct = self._fast_path and not self._deferred_always  # fixed too
 
     def __call__(self, request: Any, *, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
                  wait_for_ready: Optional[bool] = None,
                  compression: Any = None) -> UnaryUnaryCall:
+        """``await`` it for the response."""
+        if self._direct and credentials is None and not wait_for_ready:  # the fast path
+            return UnaryUnaryCall(self._channel._reactor(),
+                                  self._start(request, timeout, metadata, compression, 0,
+                                              _triple.EV_DONE), None, self._deserialize)
+        return _MultiCallable.__call__(self, request, timeout=timeout, metadata=metadata,
+                                       credentials=credentials, wait_for_ready=wait_for_ready,
+                                       compression=compression)
+
+    def _invoke(self, request: Any, timeout: Optional[float], metadata: MetadataType,
+                compression: Any) -> Any:
         if self._fast_path:
             core_call = self._start(request, timeout, metadata, compression, 0,
                                     _triple.EV_DONE)
@@ -72,10 +131,10 @@ class UnaryUnaryMultiCallable(_MultiCallable):
 class UnaryStreamMultiCallable(_MultiCallable):
     """``async for r in channel.unary_stream(path)(request)``."""
 
-    def __call__(self, request: Any, *, timeout: Optional[float] = None,
-                 metadata: MetadataType = None, credentials: Any = None,
-                 wait_for_ready: Optional[bool] = None,
-                 compression: Any = None) -> UnaryStreamCall:
+    _SHAPE = "unary_stream"
+
+    def _invoke(self, request: Any, timeout: Optional[float], metadata: MetadataType,
+                compression: Any) -> UnaryStreamCall:
         core_call = self._start(request, timeout, metadata, compression,
                                 _triple.SERVER_STREAMING, STREAM_EVENTS)
         return UnaryStreamCall(self._channel._reactor(), core_call, None, self._deserialize)
@@ -84,25 +143,25 @@ class UnaryStreamMultiCallable(_MultiCallable):
 class StreamUnaryMultiCallable(_MultiCallable):
     """Client streaming: write requests (or pass an iterator), then await the call."""
 
-    def __call__(self, request_iterator: Any = None, *, timeout: Optional[float] = None,
-                 metadata: MetadataType = None, credentials: Any = None,
-                 wait_for_ready: Optional[bool] = None,
-                 compression: Any = None) -> StreamUnaryCall:
+    _SHAPE = "stream_unary"
+
+    def _invoke(self, request: Any, timeout: Optional[float], metadata: MetadataType,
+                compression: Any) -> StreamUnaryCall:
         return self._start_request_stream(StreamUnaryCall, _triple.CLIENT_STREAMING,
-                                          request_iterator, self._serialize, timeout,
+                                          request, self._serialize, timeout,
                                           metadata, compression)
 
 
 class StreamStreamMultiCallable(_MultiCallable):
     """Bidirectional streaming: ``write``/``done_writing``/``read``, or an iterator."""
 
-    def __call__(self, request_iterator: Any = None, *, timeout: Optional[float] = None,
-                 metadata: MetadataType = None, credentials: Any = None,
-                 wait_for_ready: Optional[bool] = None,
-                 compression: Any = None) -> StreamStreamCall:
+    _SHAPE = "stream_stream"
+
+    def _invoke(self, request: Any, timeout: Optional[float], metadata: MetadataType,
+                compression: Any) -> StreamStreamCall:
         return self._start_request_stream(
             StreamStreamCall, _triple.CLIENT_STREAMING | _triple.SERVER_STREAMING,
-            request_iterator, self._serialize, timeout, metadata, compression)
+            request, self._serialize, timeout, metadata, compression)
 
 
 class Channel:
@@ -117,10 +176,17 @@ class Channel:
 
     def __init__(self, target: str, options: Options = None, compression: Any = None,
                  wire: Optional[str] = None,
-                 credentials: Optional[ChannelCredentials] = None) -> None:
+                 credentials: Optional[ChannelCredentials] = None,
+                 interceptors: Optional[Sequence[Any]] = None) -> None:
+        self._interceptors = check_interceptors(interceptors)
         self._sync = _SyncChannel(target, options, compression, wire, credentials)
         self._reactor_obj: Optional[Reactor] = None
         self._pumps: set[asyncio.Task] = set()
+
+    def _interceptors_of(self, shape: str) -> tuple[Any, ...]:
+        """The channel's interceptors of one call shape, in order."""
+        kind = KINDS[shape][0]
+        return tuple(i for i in self._interceptors if isinstance(i, kind))
 
     def _reactor(self) -> Reactor:
         loop = asyncio.get_running_loop()
@@ -167,6 +233,18 @@ class Channel:
         """A callable for the bidirectional-streaming method ``method``."""
         return StreamStreamMultiCallable(self, method, request_serializer, response_deserializer)
 
+    def get_state(self, try_to_connect: bool = False) -> ChannelConnectivity:
+        """The connectivity state now; ``try_to_connect`` connects an IDLE channel."""
+        return state_of(self._sync._core, try_to_connect)
+
+    async def wait_for_state_change(self, last_observed_state: ChannelConnectivity) -> None:
+        """Returns once the state differs from ``last_observed_state``."""
+        await wait_for_change(self._sync._core, last_observed_state)
+
+    async def channel_ready(self) -> None:
+        """Connects if needed and returns once the channel is READY."""
+        await wait_ready_async(self._sync._core)
+
     def stats(self) -> dict[str, int]:
         """The channel's counters (see ``triple_py.Channel.stats``)."""
         return self._sync.stats()
@@ -189,14 +267,17 @@ class Channel:
 
 
 def insecure_channel(target: str, options: Options = None, compression: Any = None,
-                     wire: Optional[str] = None) -> Channel:
-    """A plaintext asyncio channel (``grpc.aio.insecure_channel``)."""
-    return Channel(target, options, compression, wire)
+                     wire: Optional[str] = None,
+                     interceptors: Optional[Sequence[Any]] = None) -> Channel:
+    """A plaintext asyncio channel (``grpc.aio.insecure_channel``); ``interceptors`` are
+    triple_py.aio client interceptors, the first one first."""
+    return Channel(target, options, compression, wire, interceptors=interceptors)
 
 
 def secure_channel(target: str, credentials: ChannelCredentials, options: Options = None,
-                   compression: Any = None, wire: Optional[str] = None) -> Channel:
-    """A TLS asyncio channel (``grpc.aio.secure_channel``)."""
+                   compression: Any = None, wire: Optional[str] = None,
+                   interceptors: Optional[Sequence[Any]] = None) -> Channel:
+    """A TLS asyncio channel (``grpc.aio.secure_channel``); see ``insecure_channel``."""
     if not isinstance(credentials, ChannelCredentials):
         raise TypeError("credentials must come from ssl_channel_credentials()")
-    return Channel(target, options, compression, wire, credentials)
+    return Channel(target, options, compression, wire, credentials, interceptors)

@@ -48,6 +48,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="exit non-zero when a peer is unavailable")
     parser.add_argument("--root", type=Path, metavar="DIR",
                         help="repository root (default: $TRIPLE_PY_ROOT or this checkout)")
+    parser.add_argument("--intercepted", action="store_true",
+                        help="run every case through intercept_channel (two pass-through "
+                             "interceptors of all four kinds)")
     parser.add_argument("--list", action="store_true", help="list the peers and cases; exit")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress lines on stderr")
@@ -70,7 +73,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     try:
         report = run(peers, cases, wires, root=args.root, deadline=args.deadline,
-                     progress=None if args.quiet else progress)
+                     progress=None if args.quiet else progress,
+                     intercepted=args.intercepted)
     except ProtoError as exc:  # without its messages the client cannot run any case
         print(f"interop: {exc}", file=sys.stderr)
         return 1

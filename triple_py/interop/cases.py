@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import triple_py
+from triple_py.interop.intercept import Interception
 from triple_py import Compression, StatusCode
 
 from .peers import EXPECT_COMPRESSED, RESPONSE_COMPRESSION
@@ -97,7 +98,9 @@ class Context:
     every call still in flight.
     """
 
-    def __init__(self, address: str, wire: str, pb: ModuleType, peer: str = "") -> None:
+    def __init__(self, address: str, wire: str, pb: ModuleType, peer: str = "",
+                 intercepted: bool = False) -> None:
+        self.interception = Interception() if intercepted else None
         self.address = address
         self.wire = wire
         self.pb = pb
@@ -117,7 +120,7 @@ class Context:
                 channel.close()
                 raise CaseFailed("the case was stopped")
             self._channels.append(channel)
-        return channel
+        return self.interception.wrap(channel) if self.interception else channel
 
     def stub(self, channel: Optional[triple_py.Channel] = None) -> Stub:
         """The TestService stub on ``channel`` (a new default channel when None)."""

@@ -243,6 +243,8 @@ def run_cell(case: Case, ctx: Context, timeout: float,
     def target() -> None:
         try:
             outcome["note"] = case.fn(ctx)
+            if ctx.interception and ctx.interception.problem():
+                raise CaseFailed(ctx.interception.problem())
         except BaseException as exc:  # noqa: BLE001 - any exception fails the cell
             outcome["error"] = exc
         finally:
@@ -305,12 +307,14 @@ def _prepare(spec: PeerSpec, root: Path) -> Tuple[Optional[Starter], Optional[st
 def run(peers: Optional[Sequence[str]] = None, cases: Optional[Sequence[str]] = None,
         wires: Optional[Sequence[str]] = None, root: Optional[Path] = None,
         deadline: Optional[float] = None,
-        progress: Optional[Callable[[str], None]] = None) -> Report:
+        progress: Optional[Callable[[str], None]] = None,
+        intercepted: bool = False) -> Report:
     """Run the grid and return its Report.
 
     ``peers``, ``cases`` and ``wires`` select (default: all); ``deadline`` (seconds) bounds
     the run: cells not started in time fail as "not run". ``progress`` gets one line per
-    event (peer ready, cell done).
+    event (peer ready, cell done). ``intercepted`` runs every case's channels through two
+    pass-through interceptors (triple_py.interop.intercept).
     """
     root = Path(root) if root is not None else default_root()
     peer_names = list(peers) if peers else list(PEERS)
@@ -364,7 +368,7 @@ def run(peers: Optional[Sequence[str]] = None, cases: Optional[Sequence[str]] = 
             f"(prepared in {result.prepare_seconds:.1f} s)")
         try:
             running = _run_peer(spec, result, running, starter, case_names, pb, end,
-                                cells, say, root / ".build" / "interop" / "logs")
+                                cells, say, root / ".build" / "interop" / "logs", intercepted)
         finally:
             if running is not None:
                 running.stop()
@@ -392,7 +396,8 @@ def _unavailable(result: PeerResult, reason: str, case_names: List[str],
 def _run_peer(spec: PeerSpec, result: PeerResult, running: Optional[RunningPeer],
               starter: Starter, case_names: List[str], pb: ModuleType, end: Optional[float],
               cells: Dict[Tuple[str, str, str], Cell],
-              say: Callable[[str], None], log_dir: Path) -> Optional[RunningPeer]:
+              say: Callable[[str], None], log_dir: Path,
+              intercepted: bool = False) -> Optional[RunningPeer]:
     """Run every cell of one peer; returns the peer process still to stop (or None)."""
     for wire in result.wires:
         for case_name in case_names:
@@ -413,7 +418,7 @@ def _run_peer(spec: PeerSpec, result: PeerResult, running: Optional[RunningPeer]
                     cells[key] = Cell(*key, FAIL, f"the peer could not be restarted: {exc}")
                     continue
             timeout = case.timeout if remaining is None else min(case.timeout, remaining)
-            ctx = Context(running.address, wire, pb, spec.name)
+            ctx = Context(running.address, wire, pb, spec.name, intercepted)
             status, detail, seconds = run_cell(case, ctx, timeout, log_dir)
             died = running.alive()
             if died is not None:  # the peer went down: say so, and restart it for the rest

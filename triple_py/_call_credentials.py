@@ -1,0 +1,212 @@
+"""Call credentials with grpcio's API: ``metadata_call_credentials``,
+``access_token_call_credentials``, ``composite_call_credentials`` and
+``composite_channel_credentials``, and ``local_channel_credentials``.
+
+Call credentials add request metadata to every call they apply to.  A plugin
+(``AuthMetadataPlugin``) runs on a worker thread of its own pool, never on the
+C I/O thread and never on the caller's thread: the call waits for its callback
+up to the call's deadline.  A plugin that raises or reports an error ends the
+call with UNAVAILABLE ("Getting metadata from plugin failed with error: ..."),
+as grpcio does, or with the plugin error's own code when it is an ``RpcError``
+that has one; one that is still running at the deadline ends it with
+DEADLINE_EXCEEDED.  Over a plaintext channel call credentials are refused with
+UNAUTHENTICATED, as grpcio refuses them, unless the channel was made with
+``local_channel_credentials()``.
+"""
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence
+
+from ._credentials import ChannelCredentials
+from ._status import StatusCode
+
+Metadata = tuple[tuple[str, Any], ...]
+PluginCallback = Callable[[Optional[Sequence[tuple[str, Any]]], Optional[Exception]], None]
+
+
+class AuthMetadataContext(NamedTuple):
+    """What a plugin is told about the call (grpcio's ``grpc.AuthMetadataContext``)."""
+
+    service_url: str  #: scheme://authority/package.Service
+    method_name: str  #: the method's name, without the service
+
+
+class AuthMetadataPlugin:
+    """Base class of metadata plugins (grpcio's ``grpc.AuthMetadataPlugin``).
+
+    ``__call__(context, callback)`` must call ``callback(metadata, None)`` or
+    ``callback(None, error)`` once, from any thread.
+    """
+
+    def __call__(self, context: AuthMetadataContext, callback: PluginCallback) -> None:
+        raise NotImplementedError()
+
+
+class CallCredentials:
+    """Credentials that add metadata to each call (grpcio's ``grpc.CallCredentials``).
+
+    Made by ``metadata_call_credentials``, ``access_token_call_credentials`` or
+    ``composite_call_credentials``; each plugin of the list runs in order.
+    """
+
+    def __init__(self, plugins: tuple[Any, ...]) -> None:
+        self._plugins = plugins
+
+    def __repr__(self) -> str:
+        return f"CallCredentials({len(self._plugins)} plugin(s))"
+
+
+class LocalConnectionType(enum.Enum):
+    """Kinds of local connection (grpcio's ``grpc.LocalConnectionType``)."""
+
+    UDS = 0
+    LOCAL_TCP = 1
+
+
+class _AccessToken:
+    """The plugin of ``access_token_call_credentials``: static, runs inline."""
+
+    def __init__(self, token: str) -> None:
+        self.metadata: Metadata = (("authorization", f"Bearer {token}"),)
+
+
+def metadata_call_credentials(metadata_plugin: Callable[[AuthMetadataContext,
+                                                         PluginCallback], None],
+                              name: Optional[str] = None) -> CallCredentials:
+    """Call credentials from a plugin ``plugin(context, callback)`` (see the module)."""
+    if not callable(metadata_plugin):
+        raise TypeError("metadata_plugin must be callable as plugin(context, callback)")
+    return CallCredentials((metadata_plugin,))
+
+
+def access_token_call_credentials(access_token: str) -> CallCredentials:
+    """Call credentials that send ``authorization: Bearer <access_token>``."""
+    if not isinstance(access_token, str):
+        raise TypeError("access_token must be a str")
+    return CallCredentials((_AccessToken(access_token),))
+
+
+def composite_call_credentials(*call_credentials: CallCredentials) -> CallCredentials:
+    """One CallCredentials applying each of ``call_credentials`` in order."""
+    if len(call_credentials) < 2:
+        raise ValueError("composite_call_credentials needs at least two CallCredentials")
+    return CallCredentials(_plugins_of(call_credentials))
+
+
+def composite_channel_credentials(channel_credentials: ChannelCredentials,
+                                  *call_credentials: CallCredentials) -> ChannelCredentials:
+    """Channel credentials whose channel applies ``call_credentials`` to every call."""
+    if not isinstance(channel_credentials, ChannelCredentials):
+        raise TypeError("channel_credentials must be ChannelCredentials")
+    if not call_credentials:
+        raise ValueError("composite_channel_credentials needs at least one CallCredentials")
+    plugins = channel_credentials.call_plugins + _plugins_of(call_credentials)
+    return ChannelCredentials(channel_credentials.root_certificates,
+                              channel_credentials.private_key,
+                              channel_credentials.certificate_chain,
+                              local=channel_credentials.local, call_plugins=plugins)
+
+
+def local_channel_credentials(local_connect_type: LocalConnectionType =
+                              LocalConnectionType.LOCAL_TCP) -> ChannelCredentials:
+    """Credentials for a plaintext channel to this machine that may carry call
+    credentials (grpcio's ``local_channel_credentials``).  Only ``LOCAL_TCP`` is
+    supported, and the target must be a loopback address or ``localhost``."""
+    if local_connect_type is not LocalConnectionType.LOCAL_TCP:
+        raise ValueError("only LocalConnectionType.LOCAL_TCP is supported")
+    return ChannelCredentials(local=True)
+
+
+def _plugins_of(call_credentials: Sequence[CallCredentials]) -> tuple[Any, ...]:
+    plugins: tuple[Any, ...] = ()
+    for creds in call_credentials:
+        if not isinstance(creds, CallCredentials):
+            raise TypeError(f"expected CallCredentials, got {type(creds).__name__}")
+        plugins += creds._plugins
+    return plugins
+
+
+@dataclass
+class PluginFailure(Exception):
+    """Why call credentials could not produce their metadata."""
+
+    code: StatusCode
+    details: str
+
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+_pool_lock = threading.Lock()
+_pool: Optional["ThreadPoolExecutor"] = None
+
+
+def _plugin_pool() -> "ThreadPoolExecutor":
+    """The plugins' worker pool, made on first use (``import triple_py`` stays light)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="triple_py-auth")
+        return _pool
+
+
+class _Answer:
+    """The one answer of a plugin, set by its callback from any thread."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.metadata: Optional[Sequence[tuple[str, Any]]] = None
+        self.error: Optional[BaseException] = None
+
+    def callback(self, metadata: Optional[Sequence[tuple[str, Any]]],
+                 error: Optional[Exception]) -> None:
+        if self.event.is_set():
+            return  # a second callback is ignored, as grpcio ignores it
+        self.metadata, self.error = metadata, error
+        self.event.set()
+
+    def run(self, plugin: Any, context: AuthMetadataContext) -> None:
+        try:
+            plugin(context, self.callback)
+        except Exception as exc:  # the plugin itself failed: the call fails
+            self.callback(None, exc)
+
+
+def _failed(error: BaseException) -> PluginFailure:
+    code = getattr(error, "code", None)
+    own = code() if callable(code) else None
+    if isinstance(own, StatusCode) and own is not StatusCode.OK:
+        details = getattr(error, "details", None)
+        return PluginFailure(own, details() if callable(details) else str(error))
+    return PluginFailure(StatusCode.UNAVAILABLE,
+                         f"Getting metadata from plugin failed with error: {error}")
+
+
+def plugin_metadata(plugins: tuple[Any, ...], context: AuthMetadataContext,
+                    deadline: Optional[float]) -> Metadata:
+    """The metadata every plugin adds, in order; raises PluginFailure.
+
+    ``deadline`` is a ``time.monotonic()`` instant (None: wait as long as it takes).
+    """
+    out: list[tuple[str, Any]] = []
+    for plugin in plugins:
+        if isinstance(plugin, _AccessToken):
+            out.extend(plugin.metadata)
+            continue
+        answer = _Answer()
+        _plugin_pool().submit(answer.run, plugin, context)
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not answer.event.wait(left):
+            raise PluginFailure(StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+        if answer.error is not None:
+            raise _failed(answer.error)
+        try:
+            out.extend((str(k), v) for k, v in (answer.metadata or ()))
+        except (TypeError, ValueError) as exc:
+            raise _failed(exc) from None
+    return tuple(out)

@@ -1,0 +1,230 @@
+"""Calls of ``triple_py.aio`` that start later: after their interceptors, call credentials
+or ``wait_for_ready`` wait (grpc.aio's interceptors and call options).
+
+A ``DeferredCall`` is returned at once, like every aio call; a task of the event loop
+does what must come first and ends with the real call (or, from an interceptor, a call
+of its own or a plain response).  Awaiting, iterating, reading, writing and the status
+accessors wait for that task and then act on what it produced; ``cancel()`` stops the
+task or cancels the call it started.  Calls without any of this never come here.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, AsyncIterator, Awaitable, Callable, NamedTuple, Optional
+
+from .._preflight import EndedCall, prepare
+from .._status import StatusCode, code_from_int
+from ._calls import EOF, AioRpcError
+
+
+class ClientCallDetails(NamedTuple):
+    """What an aio interceptor sees of a call (grpc.aio's ``ClientCallDetails``)."""
+
+    method: str
+    timeout: Optional[float]
+    metadata: Any
+    credentials: Any
+    wait_for_ready: Optional[bool]
+
+
+class UnaryUnaryClientInterceptor:
+    """grpc.aio's: ``async intercept_unary_unary(continuation, details, request)``
+    returns the call (``await continuation(details, request)``) or a response."""
+
+    async def intercept_unary_unary(self, continuation: Any, client_call_details: Any,
+                                    request: Any) -> Any:
+        raise NotImplementedError()
+
+
+class UnaryStreamClientInterceptor:
+    """grpc.aio's: returns the call or an async iterator of responses."""
+
+    async def intercept_unary_stream(self, continuation: Any, client_call_details: Any,
+                                     request: Any) -> Any:
+        raise NotImplementedError()
+
+
+class StreamUnaryClientInterceptor:
+    """grpc.aio's: returns the call or a response."""
+
+    async def intercept_stream_unary(self, continuation: Any, client_call_details: Any,
+                                     request_iterator: Any) -> Any:
+        raise NotImplementedError()
+
+
+class StreamStreamClientInterceptor:
+    """grpc.aio's: returns the call or an async iterator of responses."""
+
+    async def intercept_stream_stream(self, continuation: Any, client_call_details: Any,
+                                      request_iterator: Any) -> Any:
+        raise NotImplementedError()
+
+
+KINDS = {"unary_unary": (UnaryUnaryClientInterceptor, "intercept_unary_unary"),
+         "unary_stream": (UnaryStreamClientInterceptor, "intercept_unary_stream"),
+         "stream_unary": (StreamUnaryClientInterceptor, "intercept_stream_unary"),
+         "stream_stream": (StreamStreamClientInterceptor, "intercept_stream_stream")}
+
+
+def check_interceptors(interceptors: Any) -> tuple[Any, ...]:
+    """The interceptors as a tuple; TypeError for anything that is not one."""
+    out = tuple(interceptors or ())
+    kinds = tuple(kind for kind, _ in KINDS.values())
+    for interceptor in out:
+        if not isinstance(interceptor, kinds):
+            raise TypeError("interceptors must be triple_py.aio UnaryUnaryClientInterceptor, "
+                            "UnaryStreamClientInterceptor, StreamUnaryClientInterceptor or "
+                            f"StreamStreamClientInterceptor, not {type(interceptor)!r}")
+    return out
+
+
+def _is_call(value: Any) -> bool:
+    return isinstance(value, DeferredCall) or hasattr(value, "_on_event")
+
+
+class DeferredCall:
+    """An aio call whose start is awaited (see the module)."""
+
+    def __init__(self, start: Awaitable[Any]) -> None:
+        self._task = asyncio.get_running_loop().create_task(start)
+        self._cancelled = False
+
+    async def _target(self) -> Any:
+        return await asyncio.shield(self._task)
+
+    # -- awaiting and streams ---------------------------------------------------
+    def __await__(self):
+        return self._response().__await__()
+
+    async def _response(self) -> Any:
+        try:
+            target = await self._target()
+        except asyncio.CancelledError:
+            if not self._task.done():
+                self.cancel()
+            raise
+        return await target if _is_call(target) else target
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Any]:
+        target = await self._target()
+        async for item in target:
+            yield item
+
+    async def read(self) -> Any:
+        """The next response, or EOF."""
+        target = await self._target()
+        if _is_call(target):
+            return await target.read()
+        return await target.__anext__() if hasattr(target, "__anext__") else EOF
+
+    async def write(self, request: Any) -> None:
+        """Writes one request of the started call."""
+        await (await self._target()).write(request)
+
+    async def done_writing(self) -> None:
+        """Half-closes the started call's request stream."""
+        await (await self._target()).done_writing()
+
+    # -- grpc.aio.Call ----------------------------------------------------------
+    def cancel(self) -> bool:
+        """Cancels the start, or the call once started."""
+        if not self._task.done():
+            self._cancelled = True
+            return self._task.cancel()
+        if self._task.cancelled() or self._task.exception() is not None:
+            return False
+        target = self._task.result()
+        return target.cancel() if _is_call(target) else False
+
+    def cancelled(self) -> bool:
+        """True if the call was cancelled."""
+        if self._cancelled:
+            return True
+        target = self._finished_target()
+        return bool(target is not None and _is_call(target) and target.cancelled())
+
+    def _finished_target(self) -> Any:
+        if not self._task.done() or self._task.cancelled() or self._task.exception():
+            return None
+        return self._task.result()
+
+    def done(self) -> bool:
+        """True once the call ended (or failed before it started)."""
+        if not self._task.done():
+            return False
+        target = self._finished_target()
+        return not _is_call(target) or target.done()
+
+    def time_remaining(self) -> Optional[float]:
+        """Not tracked in Python."""
+        return None
+
+    async def _ask(self, name: str, ok: Any, error: Callable[[AioRpcError], Any]) -> Any:
+        try:
+            target = await self._target()
+        except AioRpcError as err:
+            return error(err)
+        if _is_call(target):
+            return await getattr(target, name)()
+        return ok
+
+    async def initial_metadata(self) -> Any:
+        """Response headers."""
+        return await self._ask("initial_metadata", (), lambda e: e.initial_metadata())
+
+    async def trailing_metadata(self) -> Any:
+        """Response trailers."""
+        return await self._ask("trailing_metadata", (), lambda e: e.trailing_metadata())
+
+    async def code(self) -> StatusCode:
+        """The final status code."""
+        return await self._ask("code", StatusCode.OK, lambda e: e.code())
+
+    async def details(self) -> Optional[str]:
+        """The final status message."""
+        return await self._ask("details", "", lambda e: e.details())
+
+    async def wait_for_connection(self) -> None:
+        """Returns once headers arrived or the call ended."""
+        await self.initial_metadata()
+
+
+def ended_error(ended: EndedCall) -> AioRpcError:
+    """The AioRpcError of a call that failed before it started."""
+    return AioRpcError(code_from_int(ended.code()), (), (), ended.details())
+
+
+async def prepared(sync_channel: Any, method: str, timeout: Optional[float], metadata: Any,
+                   credentials: Any, wait_for_ready: Optional[bool]) -> tuple[Any, Any]:
+    """``(timeout left, metadata)`` after the call credentials and the wait for READY, which
+    run on an executor thread (the loop never blocks); raises the AioRpcError they fail
+    the call with."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+
+    def work() -> Any:
+        left = None if deadline is None else deadline - time.monotonic()
+        return prepare(sync_channel, method, left, metadata, credentials, wait_for_ready)
+    outcome = await asyncio.get_running_loop().run_in_executor(None, work)
+    if isinstance(outcome, EndedCall):
+        raise ended_error(outcome)
+    return outcome
+
+
+def intercepted(interceptors: tuple[Any, ...], hook: str, details: ClientCallDetails,
+                request: Any, invoke: Callable[[ClientCallDetails, Any], Any]) -> DeferredCall:
+    """The call through ``interceptors`` (the first one first); ``invoke(details,
+    request)`` starts the real call at the end of the chain."""
+    def link(index: int) -> Callable[[Any, Any], Awaitable[Any]]:
+        async def continuation(new_details: Any, new_request: Any) -> Any:
+            d = ClientCallDetails(*(getattr(new_details, f, getattr(details, f))
+                                    for f in ClientCallDetails._fields))
+            if index == len(interceptors):
+                return invoke(d, new_request)
+            return DeferredCall(getattr(interceptors[index], hook)(link(index + 1), d,
+                                                                   new_request))
+        return continuation
+    return DeferredCall(getattr(interceptors[0], hook)(link(1), details, request))
