@@ -15,6 +15,7 @@ from ._errors import CallResult, _InactiveRpcError
 from ._future import CompletionDispatcher, UnaryFuture
 from ._options import ChannelOptions
 from ._preflight import EndedCall, prepare
+from ._status import compression_value
 from ._streams import StreamingCall, pump_requests, start_pump
 from ._target import parse_target
 
