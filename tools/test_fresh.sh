@@ -40,10 +40,13 @@ mirror() {
   echo "${uri:-http://deb.debian.org/debian}"
 }
 
+# Everything mounted at or below the root (ours, and what tests made there, such as
+# ip netns's /run/netns), deepest first.
 unmount_all() {
   local m
-  for m in dev/shm dev/pts dev sys proc; do
-    mountpoint -q "$root/$m" 2>/dev/null && umount -l "$root/$m" || true
+  for m in $(awk -v r="$root" '$2 == r || index($2, r "/") == 1 {print $2}' /proc/mounts \
+             | sort -r); do
+    umount -l "$m" 2>/dev/null || true
   done
 }
 trap unmount_all EXIT
@@ -56,7 +59,8 @@ if [ ! -s "$base_tar" ]; then
              --no-install-recommends debootstrap; }
   }
   say "building the bare root (debootstrap --variant=minbase bookworm $(mirror))"
-  rm -rf "$work" && mkdir -p "$work" "$cache_dir"
+  unmount_all
+  rm -rf --one-file-system "$work" && mkdir -p "$work" "$cache_dir"
   debootstrap --variant=minbase bookworm "$root" "$(mirror)" > "$work/debootstrap.log" 2>&1 \
     || { tail -20 "$work/debootstrap.log"; exit 1; }
   tar -C "$root" -czf "$base_tar.tmp" . && mv "$base_tar.tmp" "$base_tar"
@@ -65,7 +69,7 @@ fi
 t_base=$(now)
 
 unmount_all
-rm -rf "$work"
+rm -rf --one-file-system "$work"
 mkdir -p "$root"
 tar -C "$root" -xzf "$base_tar"
 
@@ -89,6 +93,9 @@ done
 # The repository as committed, as a user's clone would have it.
 git clone -q --no-hardlinks "$repo" "$root/work/triple_py"
 
+# The root is a mount point of its own, as / is on a real machine: `ip netns` (the
+# multi-host test) remounts / as a slave in its namespace and fails on a plain directory.
+mount --bind "$root" "$root"
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
 mount --rbind /dev "$root/dev"
@@ -115,6 +122,6 @@ set -e
 unmount_all
 say "done in $(( $(now) - t0 )) s (bare root: $(( t_base - t0 )) s); exit $status"
 if [ "$status" -eq 0 ] && [ -z "${FRESH_KEEP:-}" ]; then
-  rm -rf "$work"
+  rm -rf --one-file-system "$work"
 fi
 exit "$status"

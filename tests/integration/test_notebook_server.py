@@ -106,6 +106,9 @@ def test_launcher_serves_the_project_kernel_and_leaves_nothing_behind(tmp_path):
             f"/proc/{kernels[0]}/cmdline").read_text().replace("\0", " ")).group(1))
         client = BlockingKernelClient(connection_file=str(connection))
         client.load_connection_file()
+        # The heartbeat's default 1 s without a reply reads as a dead kernel; on a machine
+        # loaded by other jobs a live kernel took longer than that.
+        client.hb_channel.time_to_dead = 10.0
         client.start_channels()
         try:
             client.wait_for_ready(timeout=60)  # a kernel_info reply: the kernel is ready

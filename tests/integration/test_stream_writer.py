@@ -226,29 +226,25 @@ def test_no_timer_holds_until_asked(peer, trigger):
 
 # --- ping-pong -----------------------------------------------------------------------------
 
-def _ping_pong_seconds(peer, options, rounds=1000) -> float:
+# A timer far longer than the whole exchange may take: 200 round trips that each waited
+# for it would need 400 s, and the call's deadline is TIMEOUT.
+SLOW_TIMER = [("triple.write_buffer_delay_us", 2_000_000)]
+
+
+def test_ping_pong_never_waits_for_the_writer_timer(peer):
+    """200 round trips of 128 B on one stream with the writer on and a 2 s flush timer end
+    well within the call's deadline: each read flushes what the writer holds, so a
+    request-response exchange pays no timer delay (the figures are the benchmark's)."""
     message = b"p" * 128
-    with open_channel(peer, options) as channel:
+    with open_channel(peer, SLOW_TIMER) as channel:
         warm_up(channel)
-        call = bidi(channel)(timeout=30)
-        call.write(message)
-        assert next(call) == message
-        start = time.perf_counter()
-        for _ in range(rounds):
+        call = bidi(channel)(timeout=TIMEOUT)
+        for _ in range(200):
             call.write(message)
             assert next(call) == message
-        elapsed = time.perf_counter() - start
         call.done_writing()
         assert drain(call) == []
-    return elapsed
-
-
-def test_ping_pong_writer_on_not_slower(peer):
-    """1,000 round trips of 128 B on one stream: the writer flushes before the read, so
-    it costs no timer delay (loose bound; real figures are the benchmark's)."""
-    off = _ping_pong_seconds(peer, WRITER_OFF)
-    on = _ping_pong_seconds(peer, WRITER_ON)
-    assert on <= 3 * off + 0.1, f"writer on {on:.3f} s, writer off {off:.3f} s"
+        assert call.code() is StatusCode.OK
 
 
 # --- close ---------------------------------------------------------------------------------
