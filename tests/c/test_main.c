@@ -26,6 +26,7 @@ void test_backoff(void);
 void test_deadlines(void);
 void test_conn(void);
 void test_thread(void);
+void test_ring(void);
 
 static const struct {
   const char *name;
@@ -44,7 +45,8 @@ static const struct {
               {"backoff", test_backoff},
               {"deadlines", test_deadlines},
               {"conn", test_conn},
-              {"thread", test_thread}};
+              {"thread", test_thread},
+              {"ring", test_ring}};
 
 /* Runs every suite, or only those named on the command line. */
 int main(int argc, char **argv) {
