@@ -35,6 +35,13 @@
  *    answer read with tri_call_read.  A call that ends OK without exactly
  *    one response message counts as INTERNAL, as the fast path reports a
  *    unary answer of two messages.
+ *  - Any of them with a request ring (requests/nrequests): the bodies and
+ *    request metadata were encoded before the run (tri_ring.h); the load
+ *    numbers every call it starts, priming calls excepted, from 0 over all
+ *    threads (one atomic counter) and call i sends entry i mod nrequests
+ *    (its body lent, its metadata added); in BIDI every message of stream i
+ *    is entry i's body.  payload_size and shared_request are then ignored.
+ *    The priming calls send entry 0.
  *  - BIDI: CLIENT|SERVER streaming (default path
  *    /benchmark.BenchmarkService/StreamCall): K = stream_messages writes,
  *    done_writing, and K responses read.  One stream is one "call" in every
@@ -100,6 +107,7 @@
 #include <stdint.h>
 
 #include "tri_hist.h"
+#include "tri_ring.h"
 
 typedef enum {
   TRI_LOAD_UNARY = 0,
@@ -146,6 +154,22 @@ typedef struct tri_load_config {
                                 (UNARY and UNARY_STREAM_PATH, which then sends
                                 TRI_CALL_UNARY_BODY calls; not BIDI) */
   int dialect;               /* TRI_DIALECT_* of a Triple-wire run (tri_channel.h) */
+  const tri_ring_entry *requests; /* copied by tri_load_new (tri_ring_new);
+                                     NULL: BenchmarkRequests of payload_size */
+  size_t nrequests;          /* entries of `requests` (1..TRI_RING_MAX_ENTRIES) */
+  const char *authority;     /* copied; NULL: "host:port" */
+  int compress;              /* request compression: TRI_COMPRESS_* (0: none) */
+  int tls;                   /* 1: TLS, as tri_channel_opts.tls */
+  const char *tls_roots;     /* PEM; borrowed during tri_load_new; NULL: system */
+  size_t tls_roots_len;
+  const char *tls_key;       /* PEM client key (mTLS); borrowed during new */
+  size_t tls_key_len;
+  const char *tls_chain;     /* PEM client chain (mTLS); borrowed during new */
+  size_t tls_chain_len;
+  const char *tls_server_name; /* name to verify; NULL: host; used during new */
+  char *error_out;           /* optional: why tri_load_new failed to make a
+                                channel (bad TLS material, say) */
+  size_t error_out_len;
 } tri_load_config;
 
 /* Defaults: UNARY on 127.0.0.1:50051, 1 x 1, 10 s, no warm-up, 128 B,
