@@ -152,6 +152,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-check", action="store_true",
                      help="skip the test call that fails fast on a wrong target or method")
     run.add_argument("--dask", metavar="ADDRESS", help=DASK_HELP)
+    add_call_flags(run)
 
     matrix = sub.add_parser("matrix", help="a benchmark matrix (TOML file or built-in)",
                             description="Run a benchmark matrix: a TOML file (format: "
@@ -185,6 +186,59 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="arm kinds and built-in matrices",
                    description="List the arm kinds and the built-in matrices.")
     return parser
+
+
+def add_call_flags(parser: argparse.ArgumentParser) -> None:
+    """ghz's flags for calling any service (schema, data, metadata, TLS): see call_setup."""
+    g = parser.add_argument_group("any service (ghz's flags)")
+    g.add_argument("--proto", metavar="FILE", help="the service's .proto (compiled with protoc)")
+    g.add_argument("-i", "--import-paths", type=_arg(_list(str), "paths"), default=[],
+                   metavar="DIR,...", help="import paths for --proto (its own directory last)")
+    g.add_argument("--protoset", metavar="FILE",
+                   help="a compiled FileDescriptorSet (protoc --include_imports -o); "
+                        "without --proto or --protoset: server reflection")
+    g.add_argument("-d", "--data", metavar="JSON",
+                   help="request data: a JSON object, or an array sent round-robin; "
+                        "ghz templates ({{.RequestNumber}}, {{randomInt 1 9}}...)")
+    g.add_argument("-D", "--data-file", metavar="FILE", help="-d from a file (JSON or JSON lines)")
+    g.add_argument("-b", "--binary", action="store_true",
+                   help="request data: protobuf bytes on stdin (several: length-delimited)")
+    g.add_argument("-B", "--binary-file", metavar="FILE", help="-b from a file")
+    g.add_argument("-m", "--metadata", metavar="JSON",
+                   help='request metadata: {"key": "value"}, templated; -bin keys base64')
+    g.add_argument("-M", "--metadata-file", metavar="FILE", help="-m from a file")
+    g.add_argument("--ring-size", type=POSITIVE, default=None,
+                   help="requests rendered up front when data or metadata is templated; "
+                        "call i sends request i mod this (1024)")
+    g.add_argument("--authority", help=":authority of every call (default host:port)")
+    g.add_argument("-e", "--enable-compression", action="store_true",
+                   help="gzip the request messages")
+    g.add_argument("--tls", action="store_true",
+                   help="TLS with the system's roots (implied by --cacert/--cert/--cname)")
+    g.add_argument("--cacert", metavar="PEM", help="CA certificates that sign the server's")
+    g.add_argument("--cert", metavar="PEM", help="client certificate chain (mTLS, with --key)")
+    g.add_argument("--key", metavar="PEM", help="client private key (mTLS, with --cert)")
+    g.add_argument("--cname", metavar="NAME", help="server name to verify (default: the host)")
+    g.add_argument("--insecure", action="store_true",
+                   help="plaintext (the default here; ghz defaults to TLS)")
+
+
+def call_setup_of(args: argparse.Namespace):
+    """The CallSetup of the call flags, or None when none was given (BenchmarkRequest)."""
+    from .call_setup import CallSetup, TlsOptions
+    from .request_data import DEFAULT_RING_SIZE
+
+    values = dict(proto=args.proto, protoset=args.protoset, data=args.data,
+                  data_file=args.data_file, binary=args.binary, binary_file=args.binary_file,
+                  metadata=args.metadata, metadata_file=args.metadata_file,
+                  authority=args.authority, compression=args.enable_compression)
+    tls = TlsOptions(tls=args.tls, cacert=args.cacert, cert=args.cert, key=args.key,
+                     cname=args.cname, insecure=args.insecure)
+    if not any(values.values()) and not args.import_paths and args.ring_size is None \
+            and tls == TlsOptions(insecure=args.insecure):
+        return None
+    return CallSetup(import_paths=tuple(args.import_paths), tls=tls,
+                     ring_size=args.ring_size or DEFAULT_RING_SIZE, **values)
 
 
 # -- run ------------------------------------------------------------------------------------
@@ -228,13 +282,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
                    write_buffer_delay_us=args.write_buffer_delay, timeout=args.timeout,
                    wire=args.wire, options={"dialect": args.dialect})
     spec.validate()
+    setup = call_setup_of(args)
+    if setup is not None:
+        setup.connection()  # unreadable certificates: exit 2 before any server starts
     started = time.time()
     with _spread(args.dask) as runner, target_or_embedded(args.target) as address:
         spec.target = address
+        extra = {}
+        if setup is not None:
+            extra = setup.apply(spec, address)
         if not args.no_check:
             preflight(address, spec.resolved_method(), spec.streaming, spec.wire,
-                      timeout=min(spec.timeout, 10.0))
-        stop = _ticker(f"{mode} {spec.payload_size} B x {spec.concurrency} on {address}",
+                      timeout=min(spec.timeout, 10.0), **extra)
+        stop = _ticker(f"{spec.mode} {spec.payload_size} B x {spec.concurrency} on {address}",
                        spec.warmup + spec.duration)
         try:
             result = runner(spec) if runner else run_spec(spec)

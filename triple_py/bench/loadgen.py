@@ -27,7 +27,9 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
                write_buffer_size: int = 32768, write_buffer_delay_us: int = 200,
                timeout: float = 10.0, shared_request: bool = False,
                hist_digits: int = 3, driver_threads: bool = False, start_at_ns: int = 0,
-               phase_ns: int = 0, wire: str = "grpc", dialect: str = "auto") -> BenchResult:
+               phase_ns: int = 0, wire: str = "grpc", dialect: str = "auto",
+               requests: Optional[list] = None,
+               connection: Optional[Mapping[str, Any]] = None) -> BenchResult:
     """Runs one C load (GIL released for its whole length) and returns its figures.
 
     ``concurrency`` is the total number of calls in flight, spread evenly over
@@ -37,7 +39,10 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     the connections are open, ``phase_ns`` shifts an open loop's schedule (both for loads
     split over several processes: :mod:`.distributed`). ``wire="triple"`` (the unary modes)
     sends Triple unary calls with the headers of ``dialect`` (``triple.dialect``: auto, go
-    or spec). Raises ConfigError for a
+    or spec). ``requests`` is a ring of pre-encoded requests (body, metadata) that call i
+    of the run takes entry i mod len of (csrc/tri_ring.h); ``connection`` the channel
+    keywords (authority, compress, tls, tls_roots, tls_key, tls_chain, tls_server_name).
+    Raises ConfigError for a
     configuration the C side rejects and TargetError for an unreachable target.
     """
     host, port = split_target(target)
@@ -49,7 +54,8 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
             write_buffer_size=write_buffer_size, write_buffer_delay_us=write_buffer_delay_us,
             timeout=timeout, shared_request=shared_request, hist_digits=hist_digits,
             driver_threads=driver_threads, start_at_ns=start_at_ns, phase_ns=phase_ns,
-            wire=WIRES[wire], dialect=DIALECTS[dialect])
+            wire=WIRES[wire], dialect=DIALECTS[dialect], requests=requests,
+            **dict(connection or {}))
     except ValueError as exc:
         raise ConfigError(str(exc).removeprefix("run_load: ")) from None
     except ConnectionError as exc:
@@ -57,6 +63,9 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
         raise TargetError(f"cannot reach {target}: {why}") from None
     result = result_from_load(raw, arm=arm, mode=mode, target=target)
     result.duration_s, result.count, result.wire = duration, count, wire
+    if requests:
+        result.payload_size = round(sum(len(b) for b, _ in requests) / len(requests))
+        result.extra["ring_size"] = len(requests)
     return result
 
 
@@ -75,7 +84,8 @@ def run_c_spec(spec: RunSpec, mode: Optional[str] = None, *, start_at_ns: int = 
                       hist_digits=spec.hist_digits,
                       driver_threads=bool(spec.options.get("driver_threads", False)),
                       start_at_ns=start_at_ns, phase_ns=phase_ns, wire=spec.wire,
-                      dialect=spec.options.get("dialect", "auto"))
+                      dialect=spec.options.get("dialect", "auto"), requests=spec.requests,
+                      connection=spec.connection)
 
 
 def result_from_load(raw: Mapping[str, Any], *, arm: str, mode: str, target: str

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .._options import DIALECTS
 from .errors import ConfigError
@@ -24,6 +24,10 @@ class RunSpec:
     seconds; ``count`` > 0 caps the measured calls (C modes and h2load). ``rate`` (calls/s
     over all connections) makes the C modes open-loop. ``request`` overrides the serialized
     BenchmarkRequest the Python and h2load arms send (default: ``payload_size`` bytes).
+    ``requests`` is a ring of pre-encoded requests with their metadata
+    (:func:`~.request_data.build_ring`): the C arms cycle through it, the other arms send
+    its first body (and no metadata). ``connection`` holds the C load's channel keywords
+    (authority, compress, TLS: :meth:`~.call_setup.CallSetup.connection`).
     """
 
     arm: str
@@ -46,6 +50,8 @@ class RunSpec:
     hist_digits: int = 3
     request: Optional[bytes] = None
     options: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    requests: Optional[List[Tuple[bytes, List[Tuple[bytes, bytes]]]]] = None
+    connection: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def streaming(self) -> bool:
@@ -62,7 +68,11 @@ class RunSpec:
 
     def request_bytes(self) -> bytes:
         """The serialized request the Python and h2load arms send."""
-        return self.request if self.request is not None else benchmark_request(self.payload_size)
+        if self.request is not None:
+            return self.request
+        if self.requests:
+            return self.requests[0][0]
+        return benchmark_request(self.payload_size)
 
     def validate(self) -> "RunSpec":
         """Checks every field; raises ConfigError naming the first bad one. Returns self."""
@@ -112,6 +122,10 @@ class RunSpec:
              f"--rps: the {self.mode} arm has no open loop (use fastpath, stream-path or bidi)")
         need(self.count == 0 or kind.count,
              f"-n/--total: the {self.mode} arm runs for a duration only; use -z")
+        need(not (self.connection or any(md for _, md in self.requests or ()))
+             or self.mode in ("fastpath", "stream-path", "bidi"),
+             f"metadata, TLS, --authority and compression: the {self.mode} arm does not "
+             f"take them (use fastpath, stream-path or bidi)")
         self.resolved_method()  # ConfigError for a malformed method
         return self
 
