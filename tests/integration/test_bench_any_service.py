@@ -175,3 +175,38 @@ def test_mtls_plain_and_bad_certificate(tmp_path):
                         "-z", "0.3s", "--cacert", str(pki.other_ca.cert),
                         "--cert", str(pki.client.cert), "--key", str(pki.client.key))
         assert wrong_ca.returncode == 1 and "certificate" in wrong_ca.stderr.lower()
+
+
+def test_matrix_file_with_call_tables(peer, tmp_path):
+    from triple_py.bench.cli import main
+
+    (tmp_path / "m.toml").write_text(f'''
+name = "shop"
+rounds = 1
+duration = "0.3s"
+warmup = "0.1s"
+method = "{PLACE}"
+arms = ["templated", "fixed"]
+[call]
+proto = "{SHOP_PROTO}"
+data = '{{"id": "{{{{.RequestNumber}}}}"}}'
+metadata = '{{"authorization": "Bearer {{{{.UUID}}}}"}}'
+[arm.templated]
+mode = "fastpath"
+[arm.fixed]
+mode = "fastpath"
+call = {{data = '{{"id": "fixed", "customer": "c"}}', metadata = '{{"authorization": "t"}}'}}
+[scenarios]
+payload = [0]
+concurrency = [2]
+''')
+    out = tmp_path / "out"
+    assert main(["matrix", str(tmp_path / "m.toml"), "--target", peer.address,
+                 "--out", str(out)]) == 0
+    doc = json.loads(next(out.glob("*.json")).read_text())
+    text = json.dumps(doc)
+    assert "/shop.v1.OrderService/Place" in text and '"ring_size": 1024' in text
+    assert '"ring_size": 1,' in text or '"ring_size": 1}' in text
+    (tmp_path / "bad.toml").write_text((tmp_path / "m.toml").read_text().replace(
+        "Bearer", "{{.Bad}}"))
+    assert main(["matrix", str(tmp_path / "bad.toml"), "--target", peer.address]) == 2

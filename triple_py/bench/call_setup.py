@@ -151,6 +151,15 @@ class CallSetup:
         with self.channel(target) as channel:
             return method_by_reflection(channel, method, timeout)
 
+    def check(self, method: Optional[str] = None) -> None:
+        """The checks that need no network: certificates, data, metadata, templates, and
+        with --proto/--protoset the method. ConfigError for the first problem."""
+        self.connection()
+        request_data(self.data, self.data_file, self.binary, self.binary_file)
+        parse_metadata(self.metadata, self.metadata_file)
+        if self.has_schema and method is not None:
+            self.method(method, None)
+
     def prepare(self, method: str, target: Optional[str], *, concurrency: int = 1,
                 timeout: float = 10.0) -> PreparedCall:
         """Everything checked and built before the run (see the module's docstring)."""
