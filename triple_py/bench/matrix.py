@@ -23,8 +23,7 @@ The format (every key but ``arms``/``mode`` and ``[scenarios]`` is optional)::
     compare = [["fastpath", "stream-path"], ["fastpath", "h2load"]]
                                 # the headline comparisons [arm, over arm], each given a
                                 # verdict (default: every arm over the baseline)
-    call = {proto = "shop.proto", data = '{"id": "{{.RequestNumber}}"}',
-            metadata = '{"authorization": "Bearer t"}', cacert = "ca.pem"}
+    call = {data = '{"payload": "{{randomString 8}}"}', metadata = '{"x-k": "v"}'}
                                 # any service (run's ghz flags, CallSetup's keys: proto,
                                 # import_paths, protoset, data, data_file, binary_file,
                                 # metadata, metadata_file, ring_size, authority,
