@@ -122,17 +122,23 @@ class RunSpec:
              f"--rps: the {self.mode} arm has no open loop (use fastpath, stream-path or bidi)")
         need(self.count == 0 or kind.count,
              f"-n/--total: the {self.mode} arm runs for a duration only; use -z")
+        c_arm = self.mode in ("fastpath", "stream-path", "bidi")
+        h2load_ok = self.mode.startswith("h2load") and set(self.connection) <= {
+            "tls", "tls_roots", "tls_server_name"} and not self.connection.get("tls_roots")
         need(not (self.connection or any(md for _, md in self.requests or ()))
-             or self.mode in ("fastpath", "stream-path", "bidi"),
+             or c_arm or h2load_ok,
              f"metadata, TLS, --authority and compression: the {self.mode} arm does not "
-             f"take them (use fastpath, stream-path or bidi)")
+             f"take them (use fastpath, stream-path or bidi; h2load takes metadata and "
+             f"TLS without --cacert, which it does not verify)")
         self.resolved_method()  # ConfigError for a malformed method
         return self
 
     def result_fields(self) -> Dict[str, Any]:
         """The BenchResult fields that echo this spec."""
+        size = round(sum(len(b) for b, _ in self.requests) / len(self.requests)) \
+            if self.requests else self.payload_size
         return {"arm": self.arm, "mode": self.mode, "target": self.target,
-                "method": self.resolved_method(), "payload_size": self.payload_size,
+                "method": self.resolved_method(), "payload_size": size,
                 "concurrency": self.concurrency, "connections": self.connections,
                 "stream_messages": self.stream_messages if self.streaming else 1,
                 "rate": self.rate, "duration_s": self.duration, "warmup_s": self.warmup,
