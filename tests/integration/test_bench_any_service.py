@@ -210,3 +210,21 @@ concurrency = [2]
     (tmp_path / "bad.toml").write_text((tmp_path / "m.toml").read_text().replace(
         "Bearer", "{{.Bad}}"))
     assert main(["matrix", str(tmp_path / "bad.toml"), "--target", peer.address]) == 2
+
+
+@pytest.mark.parametrize("fmt, pattern", [
+    ("prometheus", r'^triple_py_run_count\{.*call="/shop.v1.OrderService/Place".*\} \d+$'),
+    ("influx-summary", r"^triple_py_run,arm=fastpath,.*count=\d+i,errors=0i,.* \d+$"),
+    ("influx-details", r"^triple_py_second,.*second=0 calls=\d+i,errors=0i"),
+    ("csv", r"^arm,|,fastpath,"),
+    ("json", r'"/shop.v1.OrderService/Place"'),
+])
+def test_cli_output_formats(peer, tmp_path, fmt, pattern):
+    import re
+
+    out = tmp_path / "out.txt"
+    done = _cli("--target", peer.address, "--call", PLACE, "-d", '{"id": "{{.UUID}}"}',
+                "-z", "1s", "--warmup", "0", "-c", "2", "-O", fmt, "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "Summary" not in done.stdout  # the output went to the file
+    assert re.search(pattern, out.read_text(), re.M), out.read_text()[:400]

@@ -94,6 +94,9 @@ NON_NEGATIVE = _arg(_non_negative_int, "integer")
 RATE = _arg(_rate, "rate")
 
 
+FORMATS = ("summary", "json", "csv", "prometheus", "influx-summary", "influx-details",
+           "gobench")
+
 DASK_HELP = ("spread the load over a Dask cluster: a scheduler (tcp://host:8786) or local:N "
              "(N single-threaded worker processes here); C load generator arms only")
 
@@ -152,6 +155,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-check", action="store_true",
                      help="skip the test call that fails fast on a wrong target or method")
     run.add_argument("--dask", metavar="ADDRESS", help=DASK_HELP)
+    run.add_argument("-O", "--format", choices=FORMATS, default="summary",
+                     help="output format (summary); gobench: Go benchmark format")
+    run.add_argument("-o", "--output", type=Path, metavar="FILE",
+                     help="write the -O output there instead of stdout")
     add_call_flags(run)
 
     matrix = sub.add_parser("matrix", help="a benchmark matrix (TOML file or built-in)",
@@ -266,7 +273,7 @@ def _spread(dask: Optional[str]) -> Iterator[Optional[Callable]]:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .harness import single_run
-    from .report import format_run_summary, go_bench_text, results_doc, write_csv
+    from .report import go_bench_text, results_doc, write_csv
     from .runner import check_result, preflight, target_or_embedded
     from .spec import RunSpec
     from .arms import canonical_mode, run_spec
@@ -300,25 +307,53 @@ def _cmd_run(args: argparse.Namespace) -> int:
             result = runner(spec) if runner else run_spec(spec)
         finally:
             stop()
-    print(format_run_summary(result), end="", flush=True)
-    if args.dask:
+    one = single_run(result, target=args.target, started=started, duration=duration,
+                     warmup=spec.warmup)
+    text = _formatted(args.format, result, one)
+    if args.output is None:
+        print(text, end="", flush=True)
+    else:
+        _write(args.output, lambda p: p.write_text(text))
+    if args.dask and args.format == "summary":
         from .workers_view import format_workers
         print(format_workers(result), end="", flush=True)
     if args.json or args.csv or args.gobench:
-        one = single_run(result, target=args.target, started=started, duration=duration,
-                         warmup=spec.warmup)
         for path, write in ((args.json, lambda p: p.write_text(
                                 json.dumps(results_doc(one), indent=1, default=str) + "\n")),
                             (args.csv, lambda p: write_csv(one, p)),
                             (args.gobench, lambda p: p.write_text(go_bench_text(one)))):
             if path is not None:
-                try:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    write(path)
-                except OSError as exc:
-                    raise BenchError(f"cannot write {path}: {exc}") from None
+                _write(path, write)
     check_result(result)
     return 0
+
+
+def _write(path: Path, write: Callable[[Path], object]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(path)
+    except OSError as exc:
+        raise BenchError(f"cannot write {path}: {exc}") from None
+
+
+def _formatted(fmt: str, result, one) -> str:
+    """The run in -O format ``fmt`` (``one``: the run as a one-arm MatrixRun)."""
+    import json
+
+    from . import metrics_formats
+    from .report import csv_text, format_run_summary, go_bench_text, results_doc
+
+    if fmt == "summary":
+        return format_run_summary(result)
+    if fmt == "json":
+        return json.dumps(results_doc(one), indent=1, default=str) + "\n"
+    if fmt == "csv":
+        return csv_text(one)
+    if fmt == "gobench":
+        return go_bench_text(one)
+    return {"prometheus": metrics_formats.prometheus_text,
+            "influx-summary": metrics_formats.influx_summary,
+            "influx-details": metrics_formats.influx_details}[fmt](result)
 
 
 # -- matrix ---------------------------------------------------------------------------------
