@@ -252,6 +252,7 @@ static int worker_init(tri_load *l, worker *w, int id, const tri_load_config *sr
   o.tls_chain = src->tls_chain;
   o.tls_chain_len = src->tls_chain_len;
   o.tls_server_name = src->tls_server_name;
+  o.tls_skip_verify = c->tls_skip_verify;
   o.error_out = src->error_out;
   o.error_out_len = src->error_out_len;
   size_t size = l->ring ? tri_ring_max_len(l->ring) : c->payload_size;

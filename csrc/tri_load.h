@@ -167,6 +167,7 @@ typedef struct tri_load_config {
   const char *tls_chain;     /* PEM client chain (mTLS); borrowed during new */
   size_t tls_chain_len;
   const char *tls_server_name; /* name to verify; NULL: host; used during new */
+  int tls_skip_verify;       /* 1: accept any server certificate (--skipTLS) */
   char *error_out;           /* optional: why tri_load_new failed to make a
                                 channel (bad TLS material, say) */
   size_t error_out_len;

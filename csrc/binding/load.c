@@ -287,7 +287,7 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
                        "hist_digits", "driver_threads", "start_at_ns", "phase_ns",
                        "wire", "dialect", "requests", "authority", "compress",
                        "tls", "tls_roots", "tls_key", "tls_chain",
-                       "tls_server_name", NULL};
+                       "tls_server_name", "tls_skip_verify", NULL};
   tri_load_config cfg;
   tri_load_config_init(&cfg);
   const char *host, *path;
@@ -302,13 +302,13 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
   PyObject *requests = Py_None;
   Py_ssize_t roots_len = 0, key_len = 0, chain_len = 0;
   if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "sOzOniidd|KdiLLd$pipLLiiOzipz#z#z#z:run_load", kw, &host,
+          args, kwargs, "sOzOniidd|KdiLLd$pipLLiiOzipz#z#z#zp:run_load", kw, &host,
           &port_obj, &path, &mode_obj, &payload, &concurrency, &connections,
           &duration, &warmup, &count, &cfg.rate, &k, &wbs, &wbd, &cfg.timeout_s,
           &shared, &digits, &driver_threads, &start_at, &phase, &cfg.wire,
           &cfg.dialect, &requests, &cfg.authority, &cfg.compress, &cfg.tls,
           &cfg.tls_roots, &roots_len, &cfg.tls_key, &key_len, &cfg.tls_chain,
-          &chain_len, &cfg.tls_server_name))
+          &chain_len, &cfg.tls_server_name, &cfg.tls_skip_verify))
     return NULL;
   cfg.tls_roots_len = (size_t)roots_len;
   cfg.tls_key_len = (size_t)key_len;
@@ -402,7 +402,8 @@ const char tri_run_load_doc[] =
     "         *, shared_request=False, hist_digits=3, driver_threads=False,\n"
     "         start_at_ns=0, phase_ns=0, wire=0, dialect=0, requests=None,\n"
     "         authority=None, compress=0, tls=False, tls_roots=None,\n"
-    "         tls_key=None, tls_chain=None, tls_server_name=None)\n"
+    "         tls_key=None, tls_chain=None, tls_server_name=None,\n"
+    "         tls_skip_verify=False)\n"
     "         -> dict\n\n"
     "Runs the C load generator against host:port with the GIL released:\n"
     "`connections` channels (one connection and one C thread each) with\n"
@@ -422,7 +423,7 @@ const char tri_run_load_doc[] =
     "...] (all bytes; \"-bin\" values raw): call i of the run sends entry\n"
     "i mod len(requests), body and metadata (tri_ring.h).  authority,\n"
     "compress (0 none, 2 gzip) and tls, tls_roots/tls_key/tls_chain (PEM),\n"
-    "tls_server_name are the channels' options.\n"
+    "tls_server_name, tls_skip_verify are the channels' options.\n"
     "Returns every figure: counts, qps, latency percentiles in ns,\n"
     "one-second series, status_codes (indexed by code), cpu, counters and\n"
     "per-call ratios, and the raw histograms as [(value_ns, count), ...].\n"

@@ -228,3 +228,16 @@ def test_cli_output_formats(peer, tmp_path, fmt, pattern):
     assert done.returncode == 0, done.stderr
     assert "Summary" not in done.stdout  # the output went to the file
     assert re.search(pattern, out.read_text(), re.M), out.read_text()[:400]
+
+
+def test_skip_tls_accepts_any_certificate_and_only_when_asked(tmp_path):
+    pki = make_pki(tmp_path)
+    with shop_peer(tmp_path, **pki.other_server.peer_options()) as p:  # an unknown CA
+        args = ("--target", p.address, "--call", PLACE, "-d", '{"id": "{{.UUID}}"}',
+                "-z", "0.3s", "--warmup", "0", "-c", "2")
+        refused = _cli(*args, "--cacert", str(pki.ca.cert))
+        assert refused.returncode == 1 and "certificate" in refused.stderr.lower()
+        skipped = _cli(*args, "--skipTLS")  # reflection, preflight and the C load
+        assert skipped.returncode == 0, skipped.stderr
+        assert "Requests/sec" in skipped.stdout
+    assert _cli(*args, "--skipTLS", "--insecure").returncode == 2

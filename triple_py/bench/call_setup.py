@@ -34,8 +34,10 @@ def _pem(path: Optional[str], flag: str) -> Optional[bytes]:
 
 @dataclasses.dataclass(frozen=True)
 class TlsOptions:
-    """ghz's TLS flags. TLS is on with ``tls`` or any of cacert/cert/key/cname; ``insecure``
-    asks for plaintext explicitly (the default here, unlike ghz, whose default is TLS)."""
+    """ghz's TLS flags. TLS is on with ``tls``, ``skip_verify`` or any of
+    cacert/cert/key/cname; ``insecure`` asks for plaintext explicitly (the default here,
+    unlike ghz, whose default is TLS). ``skip_verify`` (--skipTLS) accepts any server
+    certificate."""
 
     tls: bool = False
     cacert: Optional[str] = None
@@ -43,25 +45,27 @@ class TlsOptions:
     key: Optional[str] = None
     cname: Optional[str] = None
     insecure: bool = False
+    skip_verify: bool = False
 
     @property
     def enabled(self) -> bool:
         """True when the run uses TLS."""
-        return self.tls or any((self.cacert, self.cert, self.key, self.cname))
+        return self.tls or self.skip_verify or any((self.cacert, self.cert, self.key,
+                                                    self.cname))
 
     def load(self) -> Dict[str, Any]:
         """run_load's TLS keywords with the PEM files read. ConfigError for a conflict or an
         unreadable file."""
         if self.insecure and self.enabled:
             raise ConfigError("--insecure (plaintext) cannot go with --cacert, --cert, --key, "
-                              "--cname or --tls")
+                              "--cname, --tls or --skipTLS")
         if (self.cert is None) != (self.key is None):
             raise ConfigError("--cert and --key go together (mTLS)")
         if not self.enabled:
             return {}
         return {"tls": True, "tls_roots": _pem(self.cacert, "--cacert"),
                 "tls_chain": _pem(self.cert, "--cert"), "tls_key": _pem(self.key, "--key"),
-                "tls_server_name": self.cname}
+                "tls_server_name": self.cname, "tls_skip_verify": self.skip_verify}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,6 +136,8 @@ class CallSetup:
         kw = self.tls.load()
         if self.tls.cname:
             options.append(("grpc.ssl_target_name_override", self.tls.cname))
+        if self.tls.skip_verify:
+            options.append(("triple.tls_skip_verify", True))
         creds = triple_py.ssl_channel_credentials(kw["tls_roots"], kw["tls_key"],
                                                   kw["tls_chain"])
         return triple_py.secure_channel(target, creds, options=options, wire=wire)

@@ -226,6 +226,8 @@ def add_call_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--cert", metavar="PEM", help="client certificate chain (mTLS, with --key)")
     g.add_argument("--key", metavar="PEM", help="client private key (mTLS, with --cert)")
     g.add_argument("--cname", metavar="NAME", help="server name to verify (default: the host)")
+    g.add_argument("--skipTLS", dest="skip_tls", action="store_true",
+                   help="TLS accepting any server certificate (no chain or name check)")
     g.add_argument("--insecure", action="store_true",
                    help="plaintext (the default here; ghz defaults to TLS)")
 
@@ -240,7 +242,7 @@ def call_setup_of(args: argparse.Namespace):
                   metadata=args.metadata, metadata_file=args.metadata_file,
                   authority=args.authority, compression=args.enable_compression)
     tls = TlsOptions(tls=args.tls, cacert=args.cacert, cert=args.cert, key=args.key,
-                     cname=args.cname, insecure=args.insecure)
+                     cname=args.cname, insecure=args.insecure, skip_verify=args.skip_tls)
     if not any(values.values()) and not args.import_paths and args.ring_size is None \
             and tls == TlsOptions(insecure=args.insecure):
         return None

@@ -124,7 +124,8 @@ class RunSpec:
              f"-n/--total: the {self.mode} arm runs for a duration only; use -z")
         c_arm = self.mode in ("fastpath", "stream-path", "bidi")
         h2load_ok = self.mode.startswith("h2load") and set(self.connection) <= {
-            "tls", "tls_roots", "tls_server_name"} and not self.connection.get("tls_roots")
+            "tls", "tls_roots", "tls_server_name", "tls_key", "tls_chain", "tls_skip_verify"} \
+            and not any(self.connection.get(k) for k in ("tls_roots", "tls_key", "tls_chain"))
         need(not (self.connection or any(md for _, md in self.requests or ()))
              or c_arm or h2load_ok,
              f"metadata, TLS, --authority and compression: the {self.mode} arm does not "
