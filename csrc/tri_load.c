@@ -220,6 +220,11 @@ const char *tri_load_config_problem(const tri_load_config *c) {
     return "nrequests must be 1..16777216";
   if (c->compress < TRI_COMPRESS_NONE || c->compress > TRI_COMPRESS_GZIP)
     return "unknown compression";
+  if (c->rate_schedule.start > 0 && tri_sched_problem(&c->rate_schedule))
+    return tri_sched_problem(&c->rate_schedule);
+  if (c->concurrency_schedule.start > 0 && tri_sched_problem(&c->concurrency_schedule))
+    return tri_sched_problem(&c->concurrency_schedule);
+  if (c->rate_schedule.start > 0 && c->rate_schedule.start >= 1e9) return "bad rate";
   if (c->wire == TRI_WIRE_TRIPLE && c->mode == TRI_LOAD_BIDI)
     return "the Triple wire carries unary calls only (streams are gRPC-framed)";
   if (c->dialect < TRI_DIALECT_AUTO || c->dialect > TRI_DIALECT_SPEC)
@@ -350,7 +355,7 @@ int tri_load_new(tri_load **out, const tri_load_config *cfg) {
                  ? TRI_CALL_CLIENT_STREAMING | TRI_CALL_SERVER_STREAMING |
                        TRI_CALL_UNARY_BODY /* bare body on the Triple wire */
                  : TRI_CALL_CLIENT_STREAMING | TRI_CALL_SERVER_STREAMING;
-  l->open_loop = cfg->rate > 0;
+  l->open_loop = cfg->rate > 0 || cfg->rate_schedule.start > 0;
   l->timeout_ns = cfg->timeout_s > 0 ? (int64_t)(cfg->timeout_s * 1e9) : -1;
   l->drain_ns = l->timeout_ns > 0 ? l->timeout_ns + NS : 10 * NS;
   l->series_cap = cfg->duration_s > 0
@@ -493,6 +498,25 @@ static int add_entry_metadata(tri_call *c, const tri_ring_entry *e) {
     if (rv) return rv;
   }
   return 0;
+}
+
+/* Schedules: the interval between one thread's sends at time t (ns), and
+ * the calls this connection may have in flight at time now. */
+static int64_t interval_at(worker *w, int64_t t) {
+  tri_load *l = w->l;
+  double rate = tri_sched_at(&l->cfg.rate_schedule, (double)(t - l->warmup_end) / 1e9, 1e-3);
+  double iv = 1e9 * (double)l->nw / rate;
+  return iv < 1 ? 1 : iv > 1e15 ? (int64_t)1e15 : (int64_t)iv;
+}
+
+static int in_flight_cap(worker *w, int64_t now) {
+  tri_load *l = w->l;
+  if (!(l->cfg.concurrency_schedule.start > 0)) return l->cfg.concurrency;
+  double total = tri_sched_at(&l->cfg.concurrency_schedule,
+                              (double)(now - l->warmup_end) / 1e9, 1);
+  double share = total / l->nw;
+  int cap = share >= l->cfg.concurrency ? l->cfg.concurrency : (int)(share + 0.5);
+  return cap < 1 ? 1 : cap;
 }
 
 /* Starts a call in a free slot.  intended < 0: closed loop (= start time). */
@@ -743,7 +767,8 @@ static int step(worker *w, int64_t *sleep_ns) {
     }
     if (w->stopping) w->stop_at = now;
   }
-  while (!w->stopping && w->nfree > 0) {
+  int cap = in_flight_cap(w, now);
+  while (!w->stopping && w->nfree > 0 && w->active < cap) {
     int64_t intended = -1, t = now;
     if (l->open_loop) {
       if (w->next_intended > now) break;
@@ -756,7 +781,10 @@ static int step(worker *w, int64_t *sleep_ns) {
       break;
     }
     if (!warm && !w->measuring) begin_measuring(w);
-    if (l->open_loop) w->next_intended += w->interval;
+    if (l->open_loop) {
+      if (l->cfg.rate_schedule.start > 0) w->interval = interval_at(w, w->next_intended);
+      w->next_intended += w->interval;
+    }
     if (start_call(w, intended, warm)) {
       w->stopping = 1;
       w->stop_at = now;
@@ -864,7 +892,9 @@ static void run(worker *w) {
   tri_load *l = w->l;
   sleep_until_start(l);
   if (l->open_loop) {
-    w->interval = (int64_t)(1e9 * (double)l->nw / l->cfg.rate);
+    w->interval = l->cfg.rate_schedule.start > 0
+                      ? interval_at(w, l->t0)
+                      : (int64_t)(1e9 * (double)l->nw / l->cfg.rate);
     if (w->interval < 1) w->interval = 1;
     w->next_intended = l->t0 + l->cfg.phase_ns + w->interval * w->id / l->nw;
   }

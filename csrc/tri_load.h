@@ -79,6 +79,13 @@
  * open-loop and BIDI runs always use them (they time sends in ns, or may
  * block in a write).
  *
+ * Schedules (tri_sched.h): with rate_schedule, each thread's next intended
+ * send is one interval of the schedule's rate at that send's time after the
+ * previous one (a STEP or LINE ramp of ghz's --load-schedule).  With
+ * concurrency_schedule, a pass starts calls only while fewer than the
+ * schedule's value at that moment (its share for this connection, at least
+ * one) are in flight; when it goes down, finished calls are not replaced.
+ *
  * Figures (tri_load_result): histograms of measured and warm-up latency
  * (uncorrected and corrected), per-thread and merged at the end; a
  * one-second series of completions, errors and p99 (corrected latency, 2
@@ -108,6 +115,7 @@
 
 #include "tri_hist.h"
 #include "tri_ring.h"
+#include "tri_sched.h"
 
 typedef enum {
   TRI_LOAD_UNARY = 0,
@@ -168,6 +176,12 @@ typedef struct tri_load_config {
   size_t tls_chain_len;
   const char *tls_server_name; /* name to verify; NULL: host; used during new */
   int tls_skip_verify;       /* 1: accept any server certificate (--skipTLS) */
+  tri_sched rate_schedule;   /* start > 0: open loop whose rate (calls/s over all
+                                threads) follows it from the end of the
+                                warm-up (`rate` is then ignored) */
+  tri_sched concurrency_schedule; /* start > 0: calls in flight over all
+                                connections follow it, at most
+                                connections * concurrency (closed loop) */
   char *error_out;           /* optional: why tri_load_new failed to make a
                                 channel (bad TLS material, say) */
   size_t error_out_len;

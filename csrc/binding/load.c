@@ -272,6 +272,21 @@ static int run_released(tri_load *l) {
   }
 }
 
+/* None, or (kind, start, step, end, step_s, max_s): kind 0 const, 1 step,
+ * 2 line (tri_sched.h).  Returns 0, or -1 with an exception set. */
+static int parse_schedule(PyObject *o, tri_sched *s) {
+  if (o == Py_None) return 0;
+  if (!PyArg_ParseTuple(o, "iddddd;a schedule is (kind, start, step, end, step_s, max_s)",
+                        &s->kind, &s->start, &s->step, &s->end, &s->step_s, &s->max_s))
+    return -1;
+  const char *problem = tri_sched_problem(s);
+  if (problem) {
+    PyErr_Format(PyExc_ValueError, "run_load: %s", problem);
+    return -1;
+  }
+  return 0;
+}
+
 static void del_released(tri_load *l) {
   Py_BEGIN_ALLOW_THREADS
   tri_load_del(l);
@@ -287,7 +302,8 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
                        "hist_digits", "driver_threads", "start_at_ns", "phase_ns",
                        "wire", "dialect", "requests", "authority", "compress",
                        "tls", "tls_roots", "tls_key", "tls_chain",
-                       "tls_server_name", "tls_skip_verify", NULL};
+                       "tls_server_name", "tls_skip_verify", "rate_schedule",
+                       "concurrency_schedule", NULL};
   tri_load_config cfg;
   tri_load_config_init(&cfg);
   const char *host, *path;
@@ -299,16 +315,20 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
   long long wbs = cfg.write_buffer_size, wbd = cfg.write_buffer_delay_us;
   long long start_at = 0, phase = 0;
   int k = 1;
-  PyObject *requests = Py_None;
+  PyObject *requests = Py_None, *rate_sched = Py_None, *conc_sched = Py_None;
   Py_ssize_t roots_len = 0, key_len = 0, chain_len = 0;
   if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "sOzOniidd|KdiLLd$pipLLiiOzipz#z#z#zp:run_load", kw, &host,
+          args, kwargs, "sOzOniidd|KdiLLd$pipLLiiOzipz#z#z#zpOO:run_load", kw, &host,
           &port_obj, &path, &mode_obj, &payload, &concurrency, &connections,
           &duration, &warmup, &count, &cfg.rate, &k, &wbs, &wbd, &cfg.timeout_s,
           &shared, &digits, &driver_threads, &start_at, &phase, &cfg.wire,
           &cfg.dialect, &requests, &cfg.authority, &cfg.compress, &cfg.tls,
           &cfg.tls_roots, &roots_len, &cfg.tls_key, &key_len, &cfg.tls_chain,
-          &chain_len, &cfg.tls_server_name, &cfg.tls_skip_verify))
+          &chain_len, &cfg.tls_server_name, &cfg.tls_skip_verify, &rate_sched,
+          &conc_sched))
+    return NULL;
+  if (parse_schedule(rate_sched, &cfg.rate_schedule) < 0 ||
+      parse_schedule(conc_sched, &cfg.concurrency_schedule) < 0)
     return NULL;
   cfg.tls_roots_len = (size_t)roots_len;
   cfg.tls_key_len = (size_t)key_len;
@@ -403,7 +423,8 @@ const char tri_run_load_doc[] =
     "         start_at_ns=0, phase_ns=0, wire=0, dialect=0, requests=None,\n"
     "         authority=None, compress=0, tls=False, tls_roots=None,\n"
     "         tls_key=None, tls_chain=None, tls_server_name=None,\n"
-    "         tls_skip_verify=False)\n"
+    "         tls_skip_verify=False, rate_schedule=None,\n"
+    "         concurrency_schedule=None)\n"
     "         -> dict\n\n"
     "Runs the C load generator against host:port with the GIL released:\n"
     "`connections` channels (one connection and one C thread each) with\n"
@@ -424,6 +445,9 @@ const char tri_run_load_doc[] =
     "i mod len(requests), body and metadata (tri_ring.h).  authority,\n"
     "compress (0 none, 2 gzip) and tls, tls_roots/tls_key/tls_chain (PEM),\n"
     "tls_server_name, tls_skip_verify are the channels' options.\n"
+    "rate_schedule / concurrency_schedule: (kind, start, step, end, step_s,\n"
+    "max_s), kind 0 const, 1 step, 2 line (tri_sched.h): the open-loop rate\n"
+    "or the calls in flight over time.\n"
     "Returns every figure: counts, qps, latency percentiles in ns,\n"
     "one-second series, status_codes (indexed by code), cpu, counters and\n"
     "per-call ratios, and the raw histograms as [(value_ns, count), ...].\n"

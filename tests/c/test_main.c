@@ -27,6 +27,7 @@ void test_deadlines(void);
 void test_conn(void);
 void test_thread(void);
 void test_ring(void);
+void test_sched(void);
 
 static const struct {
   const char *name;
@@ -46,7 +47,8 @@ static const struct {
               {"deadlines", test_deadlines},
               {"conn", test_conn},
               {"thread", test_thread},
-              {"ring", test_ring}};
+              {"ring", test_ring},
+              {"sched", test_sched}};
 
 /* Runs every suite, or only those named on the command line. */
 int main(int argc, char **argv) {

@@ -160,6 +160,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-o", "--output", type=Path, metavar="FILE",
                      help="write the -O output there instead of stdout")
     add_call_flags(run)
+    add_schedule_flags(run)
 
     matrix = sub.add_parser("matrix", help="a benchmark matrix (TOML file or built-in)",
                             description="Run a benchmark matrix: a TOML file (format: "
@@ -232,6 +233,32 @@ def add_call_flags(parser: argparse.ArgumentParser) -> None:
                    help="plaintext (the default here; ghz defaults to TLS)")
 
 
+def add_schedule_flags(parser: argparse.ArgumentParser) -> None:
+    """ghz's --load-* and --concurrency-* schedule flags (see schedules)."""
+    for what, unit in (("load", "calls/s"), ("concurrency", "calls in flight; -c is the most")):
+        g = parser.add_argument_group(f"{what} schedule (ghz's flags; {unit})")
+        g.add_argument(f"--{what}-schedule", choices=("const", "step", "line"),
+                       help="const: start; step: +step every step-duration; line: +step per "
+                            "second; from the end of the warm-up")
+        g.add_argument(f"--{what}-start", type=float, help="the first value")
+        g.add_argument(f"--{what}-step", type=float, default=0.0, help="change per step (or s)")
+        g.add_argument(f"--{what}-end", type=float, default=0.0, help="the value stops there")
+        g.add_argument(f"--{what}-step-duration", type=DURATION, default=0.0,
+                       help="seconds per step (step)")
+        g.add_argument(f"--{what}-max-duration", type=DURATION, default=0.0,
+                       help="the schedule holds its value after this")
+
+
+def schedules_of(args: argparse.Namespace):
+    """(rate schedule, concurrency schedule) of the flags; None for one not given."""
+    from .schedules import Schedule
+
+    return tuple(Schedule.from_flags(
+        getattr(args, f"{w}_schedule"), getattr(args, f"{w}_start"), getattr(args, f"{w}_step"),
+        getattr(args, f"{w}_end"), getattr(args, f"{w}_step_duration"),
+        getattr(args, f"{w}_max_duration"), w) for w in ("load", "concurrency"))
+
+
 def call_setup_of(args: argparse.Namespace):
     """The CallSetup of the call flags, or None when none was given (BenchmarkRequest)."""
     from .call_setup import CallSetup, TlsOptions
@@ -290,6 +317,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                    write_buffer_size=args.write_buffer,
                    write_buffer_delay_us=args.write_buffer_delay, timeout=args.timeout,
                    wire=args.wire, options={"dialect": args.dialect})
+    spec.rate_schedule, spec.concurrency_schedule = schedules_of(args)
     spec.validate()
     setup = call_setup_of(args)
     if setup is not None:

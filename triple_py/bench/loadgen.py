@@ -6,12 +6,14 @@ the C result dict into a :class:`~.result.BenchResult`.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Dict, Mapping, Optional
 
 from .. import _triple
 from .._options import DIALECTS, WIRES
 from .errors import ConfigError, TargetError
 from .result import BenchResult, Latency, status_name
+from .schedules import Schedule
 from .spec import RunSpec
 from .target import split_target
 
@@ -29,7 +31,9 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
                hist_digits: int = 3, driver_threads: bool = False, start_at_ns: int = 0,
                phase_ns: int = 0, wire: str = "grpc", dialect: str = "auto",
                requests: Optional[list] = None,
-               connection: Optional[Mapping[str, Any]] = None) -> BenchResult:
+               connection: Optional[Mapping[str, Any]] = None,
+               rate_schedule: Optional[Schedule] = None,
+               concurrency_schedule: Optional[Schedule] = None) -> BenchResult:
     """Runs one C load (GIL released for its whole length) and returns its figures.
 
     ``concurrency`` is the total number of calls in flight, spread evenly over
@@ -42,6 +46,7 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     or spec). ``requests`` is a ring of pre-encoded requests (body, metadata) that call i
     of the run takes entry i mod len of (csrc/tri_ring.h); ``connection`` the channel
     keywords (authority, compress, tls, tls_roots, tls_key, tls_chain, tls_server_name).
+    ``rate_schedule`` / ``concurrency_schedule``: ghz's load schedules (:mod:`.schedules`).
     Raises ConfigError for a
     configuration the C side rejects and TargetError for an unreachable target.
     """
@@ -55,6 +60,8 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
             timeout=timeout, shared_request=shared_request, hist_digits=hist_digits,
             driver_threads=driver_threads, start_at_ns=start_at_ns, phase_ns=phase_ns,
             wire=WIRES[wire], dialect=DIALECTS[dialect], requests=requests,
+            rate_schedule=rate_schedule.as_c() if rate_schedule else None,
+            concurrency_schedule=concurrency_schedule.as_c() if concurrency_schedule else None,
             **dict(connection or {}))
     except ValueError as exc:
         raise ConfigError(str(exc).removeprefix("run_load: ")) from None
@@ -63,6 +70,10 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
         raise TargetError(f"cannot reach {target}: {why}") from None
     result = result_from_load(raw, arm=arm, mode=mode, target=target)
     result.duration_s, result.count, result.wire = duration, count, wire
+    for name, schedule in (("load_schedule", rate_schedule),
+                           ("concurrency_schedule", concurrency_schedule)):
+        if schedule is not None:
+            result.extra[name] = dataclasses.asdict(schedule)
     if requests:
         result.payload_size = round(sum(len(b) for b, _ in requests) / len(requests))
         result.extra["ring_size"] = len(requests)
@@ -85,7 +96,8 @@ def run_c_spec(spec: RunSpec, mode: Optional[str] = None, *, start_at_ns: int = 
                       driver_threads=bool(spec.options.get("driver_threads", False)),
                       start_at_ns=start_at_ns, phase_ns=phase_ns, wire=spec.wire,
                       dialect=spec.options.get("dialect", "auto"), requests=spec.requests,
-                      connection=spec.connection)
+                      connection=spec.connection, rate_schedule=spec.rate_schedule,
+                      concurrency_schedule=spec.concurrency_schedule)
 
 
 def result_from_load(raw: Mapping[str, Any], *, arm: str, mode: str, target: str

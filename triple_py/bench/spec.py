@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .._options import DIALECTS
 from .errors import ConfigError
+from .schedules import Schedule
 from .messages import STREAM_METHOD, UNARY_METHOD, benchmark_request, normalize_method
 from .units import MAX_PAYLOAD
 
@@ -28,6 +29,9 @@ class RunSpec:
     (:func:`~.request_data.build_ring`): the C arms cycle through it, the other arms send
     its first body (and no metadata). ``connection`` holds the C load's channel keywords
     (authority, compress, TLS: :meth:`~.call_setup.CallSetup.connection`).
+    ``rate_schedule`` (an open loop whose rate follows it) and ``concurrency_schedule``
+    (calls in flight over time, at most ``concurrency``) are ghz's load schedules
+    (:mod:`.schedules`, C arms only).
     """
 
     arm: str
@@ -52,6 +56,8 @@ class RunSpec:
     options: Dict[str, Any] = dataclasses.field(default_factory=dict)
     requests: Optional[List[Tuple[bytes, List[Tuple[bytes, bytes]]]]] = None
     connection: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    rate_schedule: Optional[Schedule] = None
+    concurrency_schedule: Optional[Schedule] = None
 
     @property
     def streaming(self) -> bool:
@@ -131,6 +137,11 @@ class RunSpec:
              f"metadata, TLS, --authority and compression: the {self.mode} arm does not "
              f"take them (use fastpath, stream-path or bidi; h2load takes metadata and "
              f"TLS without --cacert, which it does not verify)")
+        need((self.rate_schedule is None and self.concurrency_schedule is None) or c_arm,
+             f"load schedules: the {self.mode} arm does not take them (use fastpath, "
+             f"stream-path or bidi)")
+        need(self.rate_schedule is None or self.rate is None,
+             "give --rps or --load-schedule, not both")
         self.resolved_method()  # ConfigError for a malformed method
         return self
 
