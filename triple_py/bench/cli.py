@@ -1,6 +1,7 @@
-"""Command line: ``python -m triple_py.bench run|matrix|list``.
+"""Command line: ``python -m triple_py.bench run|matrix|capacity|list``.
 
 ``run``     one scenario with ghz-like flags; prints a ghz-style summary.
+``capacity`` the highest open-loop rate meeting a latency SLO (.capacity).
 ``matrix``  a TOML matrix file or a built-in one (seed-unary, seed-stream): scenarios x
             arms x interleaved rounds; summary tables on stdout, files in --out, then the
             benchstat comparison of the baseline arm with each other arm.
@@ -104,7 +105,7 @@ DASK_HELP = ("spread the load over a Dask cluster: a scheduler (tcp://host:8786)
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Load runs and benchmark matrices for triple_py "
                                             "(the default target is the embedded echo server).")
-    sub = parser.add_subparsers(dest="command", metavar="{run,matrix,list}",
+    sub = parser.add_subparsers(dest="command", metavar="{run,matrix,capacity,list}",
                                 parser_class=_Parser)
 
     run = sub.add_parser("run", help="one scenario, ghz-like flags",
@@ -190,6 +191,34 @@ def _parser() -> argparse.ArgumentParser:
     matrix.add_argument("--dask", metavar="ADDRESS", help=DASK_HELP)
     matrix.add_argument("--show", action="store_true",
                         help="print the matrix (TOML of a built-in) and its scenarios; run nothing")
+
+    cap = sub.add_parser("capacity", help="the highest rate meeting a latency SLO",
+                         description="Ramp the open-loop rate, then bisect to the highest "
+                                     "rate whose CO-corrected percentile meets the SLO with "
+                                     "no errors; prints the verdict and every probe.")
+    cap.add_argument("--slo", required=True, metavar="pNN=DURATION",
+                     help="the objective, e.g. p99=5ms or p99.9=20ms")
+    cap.add_argument("--target", metavar="HOST:PORT",
+                     help="server to load (default: start the embedded echo server)")
+    cap.add_argument("--call", metavar="METHOD", help="pkg.Service/Method (as run)")
+    cap.add_argument("--mode", default="fastpath", choices=("fastpath", "stream-path", "bidi"),
+                     help="C arm (fastpath)")
+    cap.add_argument("-c", "--concurrency", type=POSITIVE, default=256,
+                     help="most calls in flight (256): an open loop needs room")
+    cap.add_argument("--connections", type=POSITIVE, default=1, help="connections (1)")
+    cap.add_argument("--payload", type=SIZE, default=128, help="BenchmarkRequest payload (128)")
+    cap.add_argument("-z", "--duration", type=DURATION, default=2.0,
+                     help="measured time per probe (2s)")
+    cap.add_argument("--warmup", type=DURATION, default=0.5, help="warm-up per probe (0.5s)")
+    cap.add_argument("-t", "--timeout", type=DURATION, default=10.0, help="per-call deadline")
+    cap.add_argument("--start-rate", type=RATE, default=1000.0, help="first rate (1000/s)")
+    cap.add_argument("--max-rate", type=RATE, default=1e6, help="highest rate tried (1e6/s)")
+    cap.add_argument("--precision", type=float, default=0.05,
+                     help="stop when passing and failing rates are this close (0.05)")
+    cap.add_argument("--max-probes", type=POSITIVE, default=16, help="most probes (16)")
+    cap.add_argument("--out", type=Path, metavar="DIR",
+                     help="write capacity.txt, capacity.json and capacity.png there")
+    add_call_flags(cap)
 
     sub.add_parser("list", help="arm kinds and built-in matrices",
                    description="List the arm kinds and the built-in matrices.")
@@ -468,6 +497,54 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_capacity(args: argparse.Namespace) -> int:
+    import dataclasses
+    import json
+
+    from .arms import run_spec
+    from .capacity import capacity_plot, capacity_text, find_capacity, parse_slo
+    from .runner import check_result, preflight, target_or_embedded
+    from .spec import RunSpec
+
+    slo = parse_slo(args.slo)
+    spec = RunSpec(arm=args.mode, mode=args.mode, target=args.target or "127.0.0.1:0",
+                   method=args.call, payload_size=args.payload, concurrency=args.concurrency,
+                   connections=args.connections, duration=args.duration, warmup=args.warmup,
+                   timeout=args.timeout, rate=args.start_rate).validate()
+    setup = call_setup_of(args)
+    if setup is not None:
+        setup.connection()
+    with target_or_embedded(args.target) as address:
+        spec.target = address
+        extra = setup.apply(spec, address) if setup is not None else {}
+        preflight(address, spec.resolved_method(), spec.streaming, spec.wire,
+                  timeout=min(spec.timeout, 10.0), **extra)
+
+        def probe_at(rate: float):
+            result = run_spec(dataclasses.replace(spec, rate=rate))
+            check_result(result)
+            return result
+
+        def show(p) -> None:
+            value = f"{p.percentile_ns / 1e6:.3f} ms" if p.percentile_ns is not None else "-"
+            print(f"  {p.rate:>12,.0f}/s: achieved {p.qps:,.0f}/s, p{slo.percentile:g} "
+                  f"{value}: {'pass' if p.passed else 'FAIL: ' + p.why}", flush=True)
+
+        print(f"capacity search for {slo} on {address} {spec.resolved_method()}", flush=True)
+        result = find_capacity(probe_at, slo, start_rate=args.start_rate,
+                               max_rate=args.max_rate, precision=args.precision,
+                               max_probes=args.max_probes, on_probe=show)
+    text = capacity_text(result)
+    print("\n" + text, end="", flush=True)
+    if args.out is not None:
+        _write(args.out / "capacity.txt", lambda p: p.write_text(text))
+        _write(args.out / "capacity.json", lambda p: p.write_text(
+            json.dumps(result.to_dict(), indent=1) + "\n"))
+        _write(args.out / "capacity.png", lambda p: capacity_plot(result, p))
+        print(f"files: {args.out}/capacity.txt, capacity.json, capacity.png")
+    return 0 if result.capacity is not None else 1
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     from .matrix import parse_matrix
 
@@ -503,7 +580,8 @@ def main(argv: Optional[Sequence[str]] = None, *, server_factory=None,
         parser.print_help(sys.stderr)
         return 2
     args.server_factory, args.server_name = server_factory, server_name
-    commands = {"run": _cmd_run, "matrix": _cmd_matrix, "list": _cmd_list}
+    commands = {"run": _cmd_run, "matrix": _cmd_matrix, "list": _cmd_list,
+                "capacity": _cmd_capacity}
     try:
         return commands[args.command](args)
     except BenchError as exc:
