@@ -69,3 +69,18 @@ def test_bad_schedule_flags_exit_2(capsys):
               "--concurrency-step", "1"], "must be > 0")):
         assert main(["run", "-z", "0.2", *args]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_capacity_cli_writes_the_verdict_and_evidence(tmp_path, capsys):
+    """A loose SLO that every rate meets: the search ramps to the ceiling and says so."""
+    import json
+
+    out = tmp_path / "cap"
+    assert main(["capacity", "--slo", "p99=2s", "--start-rate", "200", "--max-rate", "800",
+                 "-z", "0.3s", "--warmup", "0.1s", "-c", "16", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "capacity: 800 calls/s with p99 <= 2000 ms and no errors (the maximum rate" in text
+    doc = json.loads((out / "capacity.json").read_text())
+    assert [p["rate"] for p in doc["probes"]] == [200, 400, 800]
+    assert (out / "capacity.png").stat().st_size > 1000
+    assert main(["capacity", "--slo", "p99=soon"]) == 2
