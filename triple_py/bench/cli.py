@@ -95,7 +95,7 @@ NON_NEGATIVE = _arg(_non_negative_int, "integer")
 RATE = _arg(_rate, "rate")
 
 
-FORMATS = ("summary", "json", "csv", "prometheus", "influx-summary", "influx-details",
+FORMATS = ("summary", "json", "csv", "html", "prometheus", "influx-summary", "influx-details",
            "gobench")
 
 DASK_HELP = ("spread the load over a Dask cluster: a scheduler (tcp://host:8786) or local:N "
@@ -368,7 +368,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             stop()
     one = single_run(result, target=args.target, started=started, duration=duration,
                      warmup=spec.warmup)
-    text = _formatted(args.format, result, one)
+    text = _formatted(args.format, result, one, vars(args))
     if args.output is None:
         print(text, end="", flush=True)
     else:
@@ -395,8 +395,9 @@ def _write(path: Path, write: Callable[[Path], object]) -> None:
         raise BenchError(f"cannot write {path}: {exc}") from None
 
 
-def _formatted(fmt: str, result, one) -> str:
-    """The run in -O format ``fmt`` (``one``: the run as a one-arm MatrixRun)."""
+def _formatted(fmt: str, result, one, options: dict) -> str:
+    """The run in -O format ``fmt`` (``one``: the run as a one-arm MatrixRun; ``options``:
+    the flags, shown in the HTML report)."""
     import json
 
     from . import metrics_formats
@@ -410,6 +411,12 @@ def _formatted(fmt: str, result, one) -> str:
         return csv_text(one)
     if fmt == "gobench":
         return go_bench_text(one)
+    if fmt == "html":
+        from .html_report import run_html
+
+        shown = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()
+                 if k not in ("server_factory", "server_name", "command")}
+        return run_html(result, shown, one.environment)
     return {"prometheus": metrics_formats.prometheus_text,
             "influx-summary": metrics_formats.influx_summary,
             "influx-details": metrics_formats.influx_details}[fmt](result)
