@@ -65,3 +65,15 @@ def test_slo_and_percentile_parsing():
     assert histogram_percentile([(1, 50), (2, 49), (9, 1)], 99) == 2
     assert histogram_percentile([(1, 50), (2, 49), (9, 1)], 99.5) == 9
     assert histogram_percentile([], 50) is None
+
+
+def test_missed_calls_fail_a_probe_beyond_a_tenth_of_a_percent():
+    from triple_py.bench.capacity import judge
+
+    probe_at, _ = _server(knee=1e9)
+    r = probe_at(1000)
+    r.calls = 10_000
+    r.extra["missed"] = 5
+    assert judge(r, 1000, parse_slo("p99=5ms")).passed
+    r.extra["missed"] = 50
+    assert "never sent" in judge(r, 1000, parse_slo("p99=5ms")).why
