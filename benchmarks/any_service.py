@@ -5,6 +5,8 @@ connection, three arms make shop.v1.OrderService/Place calls with the same concu
 
   templated  the C generator (fastpath) cycling through a ring of 1024 distinct requests:
              data and metadata templated ({{.RequestNumber}}, {{.UUID}}, random*)
+  data-only  templated data, fixed metadata (separates the cost of varied bodies from that
+             of varied header values, which HPACK cannot index)
   fixed      the C generator sending one request (the ring's first entry, its metadata)
   h2load     h2load sending that same pre-encoded body with the same headers (plain text
              and server-only TLS; h2load has no client certificate, so no mTLS arm)
@@ -118,6 +120,7 @@ def main() -> None:
                 tls_client_ca=str(pki.ca.cert), **pki.server.peer_options())
             with start_peer("go", schema=protoset, **peer_tls) as peer:
                 calls = {"templated": {**templated, **tls},
+                         "data-only": {"data": ORDER, "metadata": fixed_md, **tls},
                          "fixed": {"data": first_body, "metadata": fixed_md, **tls}}
                 if transport == "plain":
                     calls["h2load"] = dict(calls["fixed"])
