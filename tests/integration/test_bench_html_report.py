@@ -50,3 +50,33 @@ def test_chromium_renders_the_charts(report, tmp_path):
     blue = sum(n for n, c in colors if c == (0x1F, 0x77, 0xB4))
     orange = sum(n for n, c in colors if abs(c[0] - 0xFF) < 8 and abs(c[1] - 0x7F) < 8 and c[2] < 40)
     assert blue > 2000 and orange > 100  # the bars and the lines are on screen
+
+
+def test_matrix_report_renders(tmp_path):
+    """A matrix run writes report.html: a section per scenario and arm, charts included."""
+    (tmp_path / "m.toml").write_text('''
+name = "tiny"
+rounds = 3
+duration = "0.3s"
+warmup = "0.1s"
+arms = ["fastpath", "stream-path"]
+[scenarios]
+payload = [128]
+concurrency = [4]
+''')
+    out = tmp_path / "out"
+    assert main(["matrix", str(tmp_path / "m.toml"), "--out", str(out)]) == 0
+    text = (out / "report.html").read_text()
+    assert text.count('<section class="arm-run">') == 2
+    assert "128B/c4 / fastpath (round" in text and "the median QPS" in text
+    assert "<script" not in text and text.count('class="chart"') == 6
+    missing = available()
+    if missing:
+        pytest.skip(missing)
+    with chromium(console_log=True) as driver:
+        driver.get((out / "report.html").as_uri())
+        charts = driver.execute_script(
+            "return Array.from(document.querySelectorAll('svg.chart'))"
+            ".map(s => s.getBoundingClientRect().width)")
+        errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+    assert errors == [] and len(charts) == 6 and min(charts) > 300

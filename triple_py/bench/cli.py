@@ -489,7 +489,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
         raise BenchError(f"cannot write the results to {out_dir}: {exc}") from None
     print(f"\nresults: {paths['json']}, {paths['csv'].name}, {paths['gobench'].name} "
           f"(Go benchmark format), {paths['benchstat'].name}/<arm>.txt, summary.txt, "
-          f"comparison.txt in {out_dir}")
+          f"comparison.txt, report.html in {out_dir}")
     if result.interrupted:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

@@ -1,5 +1,6 @@
 """One run as a self-contained HTML file (``run -O html``): summary, latency histogram,
-percentile spectrum, per-second series, status codes, the run's options and environment.
+percentile spectrum, per-second series, status codes, the run's options and environment;
+and a matrix run's ``report.html`` (the same for each scenario and arm).
 
 The charts are inline SVG drawn here: no script, no external file, no network.
 """
@@ -11,7 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .result import BenchResult
 
-__all__ = ["run_html"]
+__all__ = ["run_html", "matrix_html"]
 
 W, H, PAD = 640, 240, 44
 BLUE, ORANGE, GREY = "#1f77b4", "#ff7f0e", "#999999"
@@ -117,9 +118,25 @@ def _table(rows: Sequence[Tuple[str, Any]], cls: str) -> str:
         f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in rows) + "</table>")
 
 
-def run_html(result: BenchResult, options: Mapping[str, Any],
-             environment: Mapping[str, Any]) -> str:
-    """The report page of one run; ``options`` are the run's settings as given."""
+_STYLE = """
+body { font: 14px/1.4 sans-serif; margin: 24px; color: #222; }
+table { border-collapse: collapse; margin: 8px 0 20px; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
+th { background: #f4f4f4; }
+figure { margin: 8px 0 24px; } figcaption { font-weight: bold; }
+.charts { display: flex; flex-wrap: wrap; gap: 16px; }
+pre { background: #f8f8f8; padding: 8px; overflow-x: auto; }
+"""
+
+
+def _page(title: str, body: str) -> str:
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{_esc(title)}</title><style>{_STYLE}</style></head>\n<body>\n"
+            f"{body}\n</body></html>\n")
+
+
+def _run_section(result: BenchResult) -> str:
+    """A run's summary table, its three charts and its status codes."""
     lat = result.latency_corrected if result.latency_corrected.count else result.latency
     hist = result.histogram_corrected or result.histogram
     summary = [("call", result.method), ("target", result.target), ("arm", result.arm),
@@ -129,33 +146,46 @@ def run_html(result: BenchResult, options: Mapping[str, Any],
                ("p90", _ms(lat.p90)), ("p99", _ms(lat.p99)), ("p99.9", _ms(lat.p99_9)),
                ("slowest", _ms(lat.max)), ("request bytes", result.payload_size)]
     codes = sorted(result.status_codes.items(), key=lambda kv: -kv[1])
-    env: Dict[str, Any] = {k: v for k, v in environment.items()
-                           if isinstance(v, (str, int, float, bool))}
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>triple_py run: {_esc(result.method)}</title>
-<style>
-body {{ font: 14px/1.4 sans-serif; margin: 24px; color: #222; }}
-table {{ border-collapse: collapse; margin: 8px 0 20px; }}
-th, td {{ border: 1px solid #ccc; padding: 3px 8px; text-align: left; }}
-th {{ background: #f4f4f4; }}
-figure {{ margin: 8px 0 24px; }} figcaption {{ font-weight: bold; }}
-.charts {{ display: flex; flex-wrap: wrap; gap: 16px; }}
-</style></head>
-<body>
-<h1>triple_py run report</h1>
-<h2>Summary</h2>
-{_table(summary, "summary")}
-<div class="charts">
-{_histogram_chart(hist)}
-{_spectrum_chart(hist)}
-{_series_chart(result.series)}
-</div>
-<h2>Status codes</h2>
-{_table(codes, "status") if codes else "<p>No call.</p>"}
-<h2>Options</h2>
-{_table(sorted((k, v) for k, v in options.items() if v not in (None, False, [], "")), "options")}
-<h2>Environment</h2>
-{_table(sorted(env.items()), "environment")}
-</body></html>
-"""
+    return (f'{_table(summary, "summary")}\n<div class="charts">\n{_histogram_chart(hist)}\n'
+            f'{_spectrum_chart(hist)}\n{_series_chart(result.series)}\n</div>\n'
+            f'<h3>Status codes</h3>\n'
+            f'{_table(codes, "status") if codes else "<p>No call.</p>"}')
+
+
+def _environment_table(environment: Mapping[str, Any]) -> str:
+    env = {k: v for k, v in environment.items() if isinstance(v, (str, int, float, bool))}
+    return _table(sorted(env.items()), "environment")
+
+
+def run_html(result: BenchResult, options: Mapping[str, Any],
+             environment: Mapping[str, Any]) -> str:
+    """The report page of one run; ``options`` are the run's settings as given."""
+    shown = sorted((k, v) for k, v in options.items() if v not in (None, False, [], ""))
+    return _page(f"triple_py run: {result.method}",
+                 f"<h1>triple_py run report</h1>\n<h2>Summary</h2>\n{_run_section(result)}\n"
+                 f'<h2>Options</h2>\n{_table(shown, "options")}\n'
+                 f"<h2>Environment</h2>\n{_environment_table(environment)}")
+
+
+def matrix_html(run: Any, summary_text: str) -> str:
+    """The report page of a matrix run (a harness.MatrixRun): its summary text, then for
+    every scenario and arm the round with the median QPS, then the matrix and the
+    environment."""
+    sections = []
+    by_key: Dict[Tuple[str, str], List[Any]] = {}
+    for arm_run in run.runs:
+        if arm_run.result is not None:
+            by_key.setdefault((arm_run.label, arm_run.arm.name), []).append(arm_run)
+    for (label, arm), runs in by_key.items():
+        runs = sorted(runs, key=lambda r: r.result.qps)
+        median = runs[len(runs) // 2]
+        sections.append(f'<section class="arm-run"><h2>{_esc(label)} / {_esc(arm)} '
+                        f"(round {median.round} of {len(runs)}: the median QPS)</h2>\n"
+                        f"{_run_section(median.result)}</section>")
+    matrix = sorted((k, v) for k, v in run.matrix.to_dict().items()
+                    if isinstance(v, (str, int, float, bool)))
+    return _page(f"triple_py matrix: {run.matrix.name}",
+                 f"<h1>triple_py matrix report: {_esc(run.matrix.name)}</h1>\n"
+                 f"<pre>{_esc(summary_text)}</pre>\n" + "\n".join(sections) +
+                 f'\n<h2>Matrix</h2>\n{_table(matrix, "options")}\n'
+                 f"<h2>Environment</h2>\n{_environment_table(run.environment)}")

@@ -376,6 +376,10 @@ def write_results(run: MatrixRun, out_dir: Path, comparison_text: str = "") -> D
     if comparison_text:
         paths["comparison"] = out_dir / "comparison.txt"
         paths["comparison"].write_text(comparison_text)
+    from .html_report import matrix_html
+
+    paths["html"] = out_dir / "report.html"
+    paths["html"].write_text(matrix_html(run, format_summary(run)))
     return paths
 
 
