@@ -99,6 +99,7 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
     int rv = tri_tls_ctx_new(&ch->ssl_ctx, opts->tls_roots, opts->tls_roots_len,
                              opts->tls_key, opts->tls_key_len, opts->tls_chain,
                              opts->tls_chain_len, err, sizeof(err));
+    if (!rv && opts->tls_skip_verify) tri_tls_ctx_skip_verify(ch->ssl_ctx);
     if (rv) {
       if (opts->error_out) snprintf(opts->error_out, opts->error_out_len, "%s", err);
       close(ch->notify_fd);

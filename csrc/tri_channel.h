@@ -62,6 +62,7 @@ typedef struct tri_channel_opts {
   const char *tls_chain;       /* PEM client certificate chain */
   size_t tls_chain_len;
   const char *tls_server_name; /* copied; name to verify (default: host) */
+  int tls_skip_verify;         /* 1: accept any server certificate (load tests only) */
   /* Liveness (tri_conn.h).  0 turns a watchdog off. */
   uint32_t write_stall_timeout_ms; /* output blocked this long kills the
                                       connection (default 10000) */

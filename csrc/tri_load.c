@@ -61,6 +61,7 @@ typedef struct slot {
   int in_pending;      /* on the worker's pending list */
   uint64_t sent, received;
   struct slot *next_pending;
+  const tri_ring_entry *entry; /* ring runs: this call's request */
 } slot;
 
 typedef struct sec_entry {
@@ -115,6 +116,8 @@ struct tri_load {
   int64_t timeout_ns;    /* per call, -1: none */
   int64_t drain_ns;
   uint8_t *payload;
+  tri_ring *ring;        /* the request ring, owned; NULL: BenchmarkRequests */
+  _Atomic uint64_t req_seq; /* the next call's number (ring runs) */
   worker *w;
   int nw;
 
@@ -213,6 +216,15 @@ const char *tri_load_config_problem(const tri_load_config *c) {
   if (c->start_at_ns < 0) return "start_at_ns must be >= 0";
   if (c->phase_ns < 0 || c->phase_ns > 3600 * NS) return "phase_ns must be 0..1 h";
   if (c->wire != TRI_WIRE_GRPC && c->wire != TRI_WIRE_TRIPLE) return "unknown wire";
+  if (c->requests && (c->nrequests < 1 || c->nrequests > TRI_RING_MAX_ENTRIES))
+    return "nrequests must be 1..16777216";
+  if (c->compress < TRI_COMPRESS_NONE || c->compress > TRI_COMPRESS_GZIP)
+    return "unknown compression";
+  if (c->rate_schedule.start > 0 && tri_sched_problem(&c->rate_schedule))
+    return tri_sched_problem(&c->rate_schedule);
+  if (c->concurrency_schedule.start > 0 && tri_sched_problem(&c->concurrency_schedule))
+    return tri_sched_problem(&c->concurrency_schedule);
+  if (c->rate_schedule.start > 0 && c->rate_schedule.start >= 1e9) return "bad rate";
   if (c->wire == TRI_WIRE_TRIPLE && c->mode == TRI_LOAD_BIDI)
     return "the Triple wire carries unary calls only (streams are gRPC-framed)";
   if (c->dialect < TRI_DIALECT_AUTO || c->dialect > TRI_DIALECT_SPEC)
@@ -220,7 +232,9 @@ const char *tri_load_config_problem(const tri_load_config *c) {
   return NULL;
 }
 
-static int worker_init(tri_load *l, worker *w, int id) {
+/* `src` is the caller's configuration: its TLS material, authority and
+ * error_out are only borrowed during tri_load_new. */
+static int worker_init(tri_load *l, worker *w, int id, const tri_load_config *src) {
   const tri_load_config *c = &l->cfg;
   w->l = l;
   w->id = id;
@@ -233,16 +247,36 @@ static int worker_init(tri_load *l, worker *w, int id) {
   o.write_buffer_delay_us = c->write_buffer_delay_us;
   o.wire = c->wire;
   o.dialect = c->dialect;
-  if ((int64_t)c->payload_size + 1024 > o.max_recv_bytes)
-    o.max_recv_bytes = (int64_t)c->payload_size + 1024; /* echoes come back */
+  o.authority = src->authority;
+  o.compress = c->compress;
+  o.tls = c->tls;
+  o.tls_roots = src->tls_roots;
+  o.tls_roots_len = src->tls_roots_len;
+  o.tls_key = src->tls_key;
+  o.tls_key_len = src->tls_key_len;
+  o.tls_chain = src->tls_chain;
+  o.tls_chain_len = src->tls_chain_len;
+  o.tls_server_name = src->tls_server_name;
+  o.tls_skip_verify = c->tls_skip_verify;
+  o.error_out = src->error_out;
+  o.error_out_len = src->error_out_len;
+  size_t size = l->ring ? tri_ring_max_len(l->ring) : c->payload_size;
+  if ((int64_t)size + 1024 > o.max_recv_bytes)
+    o.max_recv_bytes = (int64_t)size + 1024; /* echoes come back */
   int rv = tri_channel_new(&w->ch, &o);
   if (rv) return rv;
   /* Every call in flight holds a request and a response buffer: keep that
    * many, or big messages go back to malloc (and the kernel) on every call. */
-  tri_pool_keep(tri_channel_pool(w->ch), 2 * (size_t)c->concurrency + 2,
-                c->payload_size + 64);
-  rv = tri_pb_pack_benchmark_request(tri_channel_pool(w->ch), l->payload,
-                                     c->payload_size, TRI_FRAME_PREFIX, &w->msg);
+  tri_pool_keep(tri_channel_pool(w->ch), 2 * (size_t)c->concurrency + 2, size + 64);
+  if (l->ring) {
+    const tri_ring_entry *e = tri_ring_at(l->ring, 0);
+    w->msg = tri_pool_get(tri_channel_pool(w->ch), e->len, TRI_FRAME_PREFIX);
+    rv = w->msg ? tri_buf_append(tri_channel_pool(w->ch), &w->msg, e->body, e->len)
+                : TRI_ERR_NOMEM;
+  } else {
+    rv = tri_pb_pack_benchmark_request(tri_channel_pool(w->ch), l->payload,
+                                       c->payload_size, TRI_FRAME_PREFIX, &w->msg);
+  }
   if (rv) return rv;
   int n = c->concurrency;
   w->slots = tri_mem_calloc(NULL, (size_t)n, sizeof(slot));
@@ -297,6 +331,11 @@ int tri_load_new(tri_load **out, const tri_load_config *cfg) {
   pthread_cond_init(&l->cond, &ca);
   pthread_condattr_destroy(&ca);
   l->cfg = *cfg;
+  l->cfg.requests = NULL; /* the ring holds the copy */
+  l->cfg.tls_roots = l->cfg.tls_key = l->cfg.tls_chain = NULL; /* borrowed */
+  l->cfg.tls_roots_len = l->cfg.tls_key_len = l->cfg.tls_chain_len = 0;
+  l->cfg.tls_server_name = l->cfg.authority = NULL; /* the channels copy them */
+  l->cfg.error_out = NULL;
   const char *path = cfg->path ? cfg->path
                      : cfg->mode == TRI_LOAD_BIDI ? STREAM_PATH : UNARY_PATH;
   size_t lh = strlen(cfg->host) + 1, lp = strlen(cfg->port) + 1,
@@ -316,7 +355,7 @@ int tri_load_new(tri_load **out, const tri_load_config *cfg) {
                  ? TRI_CALL_CLIENT_STREAMING | TRI_CALL_SERVER_STREAMING |
                        TRI_CALL_UNARY_BODY /* bare body on the Triple wire */
                  : TRI_CALL_CLIENT_STREAMING | TRI_CALL_SERVER_STREAMING;
-  l->open_loop = cfg->rate > 0;
+  l->open_loop = cfg->rate > 0 || cfg->rate_schedule.start > 0;
   l->timeout_ns = cfg->timeout_s > 0 ? (int64_t)(cfg->timeout_s * 1e9) : -1;
   l->drain_ns = l->timeout_ns > 0 ? l->timeout_ns + NS : 10 * NS;
   l->series_cap = cfg->duration_s > 0
@@ -328,6 +367,9 @@ int tri_load_new(tri_load **out, const tri_load_config *cfg) {
     l->series_seconds = (int64_t)cfg->duration_s;
     if ((double)l->series_seconds < cfg->duration_s) l->series_seconds++;
   }
+  if (cfg->requests && (rv = tri_ring_new(&l->ring, cfg->requests, cfg->nrequests)))
+    goto fail;
+  rv = TRI_ERR_NOMEM;
   l->series = tri_mem_calloc(NULL, l->series_cap, sizeof(sec_entry));
   if (!l->series) goto fail;
   int d = cfg->hist_digits;
@@ -342,7 +384,7 @@ int tri_load_new(tri_load **out, const tri_load_config *cfg) {
   }
   l->nw = cfg->connections;
   for (int i = 0; i < l->nw; i++)
-    if ((rv = worker_init(l, &l->w[i], i))) goto fail;
+    if ((rv = worker_init(l, &l->w[i], i, cfg))) goto fail;
   *out = l;
   return 0;
 fail:
@@ -362,6 +404,7 @@ static void release_slot(worker *w, slot *s) {
 
 /* Writes one request message: the shared bytes, or a freshly packed one. */
 static int write_one(worker *w, slot *s) {
+  if (s->entry) return tri_call_write(s->call, s->entry->body, s->entry->len);
   if (w->l->cfg.shared_request)
     return tri_call_write(s->call, tri_buf_begin(w->msg), w->msg->len);
   tri_pool *pool = tri_channel_pool(w->ch);
@@ -397,7 +440,7 @@ static void add_pending(worker *w, slot *s) {
  * Returns with writes left only when it is (now) on the pending list. */
 static void service_writes(worker *w, slot *s) {
   tri_call *c = s->call;
-  size_t n = w->msg->len;
+  size_t n = s->entry ? s->entry->len : w->msg->len;
   while (s->writes_left > 0) {
     if (tri_call_done(c)) { /* ended early: the completion will tell */
       s->writes_left = 0;
@@ -447,6 +490,35 @@ static void service_pending(worker *w) {
   }
 }
 
+/* Adds a ring entry's request metadata to a call not started yet. */
+static int add_entry_metadata(tri_call *c, const tri_ring_entry *e) {
+  for (size_t i = 0; i < e->nmd; i++) {
+    int rv = tri_call_add_metadata(c, e->md[i].key, e->md[i].key_len, e->md[i].value,
+                                   e->md[i].value_len);
+    if (rv) return rv;
+  }
+  return 0;
+}
+
+/* Schedules: the interval between one thread's sends at time t (ns), and
+ * the calls this connection may have in flight at time now. */
+static int64_t interval_at(worker *w, int64_t t) {
+  tri_load *l = w->l;
+  double rate = tri_sched_at(&l->cfg.rate_schedule, (double)(t - l->warmup_end) / 1e9, 1e-3);
+  double iv = 1e9 * (double)l->nw / rate;
+  return iv < 1 ? 1 : iv > 1e15 ? (int64_t)1e15 : (int64_t)iv;
+}
+
+static int in_flight_cap(worker *w, int64_t now) {
+  tri_load *l = w->l;
+  if (!(l->cfg.concurrency_schedule.start > 0)) return l->cfg.concurrency;
+  double total = tri_sched_at(&l->cfg.concurrency_schedule,
+                              (double)(now - l->warmup_end) / 1e9, 1);
+  double share = total / l->nw;
+  int cap = share >= l->cfg.concurrency ? l->cfg.concurrency : (int)(share + 0.5);
+  return cap < 1 ? 1 : cap;
+}
+
 /* Starts a call in a free slot.  intended < 0: closed loop (= start time). */
 static int start_call(worker *w, int64_t intended, int warm) {
   tri_load *l = w->l;
@@ -457,7 +529,17 @@ static int start_call(worker *w, int64_t intended, int warm) {
     set_error(l, rv, "load: tri_call_new");
     return rv;
   }
-  if (l->cfg.mode == TRI_LOAD_UNARY) {
+  const tri_ring_entry *e = NULL;
+  if (l->ring) {
+    e = tri_ring_at(l->ring, atomic_fetch_add_explicit(&l->req_seq, 1,
+                                                       memory_order_relaxed));
+    if ((rv = add_entry_metadata(c, e))) {
+      tri_call_release(c);
+      set_error(l, rv, "load: adding request metadata");
+      return rv;
+    }
+    if (l->cfg.mode == TRI_LOAD_UNARY) tri_call_set_request_borrowed(c, e->body, e->len);
+  } else if (l->cfg.mode == TRI_LOAD_UNARY) {
     if (l->cfg.shared_request) {
       tri_call_set_request_borrowed(c, tri_buf_begin(w->msg), w->msg->len);
     } else {
@@ -476,6 +558,7 @@ static int start_call(worker *w, int64_t intended, int warm) {
   w->active++;
   tri_call_set_notify(c, s);
   s->call = c;
+  s->entry = e;
   s->warm = warm;
   s->sent = s->received = 0;
   s->writes_left = l->cfg.mode == TRI_LOAD_BIDI ? l->cfg.stream_messages
@@ -598,6 +681,11 @@ static int prime(worker *w, char *why, size_t why_len) {
     snprintf(why, why_len, "tri_call_new: %s", tri_strerror(rv));
     return rv;
   }
+  if (l->ring && (rv = add_entry_metadata(c, tri_ring_at(l->ring, 0)))) {
+    tri_call_release(c);
+    snprintf(why, why_len, "request metadata: %s", tri_strerror(rv));
+    return rv;
+  }
   if (l->cfg.mode == TRI_LOAD_UNARY)
     tri_call_set_request_borrowed(c, tri_buf_begin(w->msg), w->msg->len);
   tri_call_start(c);
@@ -679,7 +767,8 @@ static int step(worker *w, int64_t *sleep_ns) {
     }
     if (w->stopping) w->stop_at = now;
   }
-  while (!w->stopping && w->nfree > 0) {
+  int cap = in_flight_cap(w, now);
+  while (!w->stopping && w->nfree > 0 && w->active < cap) {
     int64_t intended = -1, t = now;
     if (l->open_loop) {
       if (w->next_intended > now) break;
@@ -692,7 +781,10 @@ static int step(worker *w, int64_t *sleep_ns) {
       break;
     }
     if (!warm && !w->measuring) begin_measuring(w);
-    if (l->open_loop) w->next_intended += w->interval;
+    if (l->open_loop) {
+      if (l->cfg.rate_schedule.start > 0) w->interval = interval_at(w, w->next_intended);
+      w->next_intended += w->interval;
+    }
     if (start_call(w, intended, warm)) {
       w->stopping = 1;
       w->stop_at = now;
@@ -800,7 +892,9 @@ static void run(worker *w) {
   tri_load *l = w->l;
   sleep_until_start(l);
   if (l->open_loop) {
-    w->interval = (int64_t)(1e9 * (double)l->nw / l->cfg.rate);
+    w->interval = l->cfg.rate_schedule.start > 0
+                      ? interval_at(w, l->t0)
+                      : (int64_t)(1e9 * (double)l->nw / l->cfg.rate);
     if (w->interval < 1) w->interval = 1;
     w->next_intended = l->t0 + l->cfg.phase_ns + w->interval * w->id / l->nw;
   }
@@ -998,6 +1092,7 @@ void tri_load_del(tri_load *l) {
   tri_mem_free(l->s_p99);
   tri_mem_free(l->w);
   tri_mem_free(l->payload);
+  tri_ring_del(l->ring);
   tri_mem_free(l->strings);
   pthread_mutex_destroy(&l->lock);
   pthread_mutex_destroy(&l->series_lock);

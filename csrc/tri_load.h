@@ -35,6 +35,13 @@
  *    answer read with tri_call_read.  A call that ends OK without exactly
  *    one response message counts as INTERNAL, as the fast path reports a
  *    unary answer of two messages.
+ *  - Any of them with a request ring (requests/nrequests): the bodies and
+ *    request metadata were encoded before the run (tri_ring.h); the load
+ *    numbers every call it starts, priming calls excepted, from 0 over all
+ *    threads (one atomic counter) and call i sends entry i mod nrequests
+ *    (its body lent, its metadata added); in BIDI every message of stream i
+ *    is entry i's body.  payload_size and shared_request are then ignored.
+ *    The priming calls send entry 0.
  *  - BIDI: CLIENT|SERVER streaming (default path
  *    /benchmark.BenchmarkService/StreamCall): K = stream_messages writes,
  *    done_writing, and K responses read.  One stream is one "call" in every
@@ -72,6 +79,13 @@
  * open-loop and BIDI runs always use them (they time sends in ns, or may
  * block in a write).
  *
+ * Schedules (tri_sched.h): with rate_schedule, each thread's next intended
+ * send is one interval of the schedule's rate at that send's time after the
+ * previous one (a STEP or LINE ramp of ghz's --load-schedule).  With
+ * concurrency_schedule, a pass starts calls only while fewer than the
+ * schedule's value at that moment (its share for this connection, at least
+ * one) are in flight; when it goes down, finished calls are not replaced.
+ *
  * Figures (tri_load_result): histograms of measured and warm-up latency
  * (uncorrected and corrected), per-thread and merged at the end; a
  * one-second series of completions, errors and p99 (corrected latency, 2
@@ -100,6 +114,8 @@
 #include <stdint.h>
 
 #include "tri_hist.h"
+#include "tri_ring.h"
+#include "tri_sched.h"
 
 typedef enum {
   TRI_LOAD_UNARY = 0,
@@ -146,6 +162,29 @@ typedef struct tri_load_config {
                                 (UNARY and UNARY_STREAM_PATH, which then sends
                                 TRI_CALL_UNARY_BODY calls; not BIDI) */
   int dialect;               /* TRI_DIALECT_* of a Triple-wire run (tri_channel.h) */
+  const tri_ring_entry *requests; /* copied by tri_load_new (tri_ring_new);
+                                     NULL: BenchmarkRequests of payload_size */
+  size_t nrequests;          /* entries of `requests` (1..TRI_RING_MAX_ENTRIES) */
+  const char *authority;     /* copied; NULL: "host:port" */
+  int compress;              /* request compression: TRI_COMPRESS_* (0: none) */
+  int tls;                   /* 1: TLS, as tri_channel_opts.tls */
+  const char *tls_roots;     /* PEM; borrowed during tri_load_new; NULL: system */
+  size_t tls_roots_len;
+  const char *tls_key;       /* PEM client key (mTLS); borrowed during new */
+  size_t tls_key_len;
+  const char *tls_chain;     /* PEM client chain (mTLS); borrowed during new */
+  size_t tls_chain_len;
+  const char *tls_server_name; /* name to verify; NULL: host; used during new */
+  int tls_skip_verify;       /* 1: accept any server certificate (--skipTLS) */
+  tri_sched rate_schedule;   /* start > 0: open loop whose rate (calls/s over all
+                                threads) follows it from the end of the
+                                warm-up (`rate` is then ignored) */
+  tri_sched concurrency_schedule; /* start > 0: calls in flight over all
+                                connections follow it, at most
+                                connections * concurrency (closed loop) */
+  char *error_out;           /* optional: why tri_load_new failed to make a
+                                channel (bad TLS material, say) */
+  size_t error_out_len;
 } tri_load_config;
 
 /* Defaults: UNARY on 127.0.0.1:50051, 1 x 1, 10 s, no warm-up, 128 B,

@@ -3,7 +3,7 @@
  * optional client certificate, ALPN "h2", TLS 1.2 minimum, peer verification
  * on) and a non-blocking session per connection (SNI, host-name check).
  *
- * Verification is always on: the peer's chain must lead to the given roots
+ * Verification is on unless tri_tls_ctx_skip_verify turned it off: the peer's chain must lead to the given roots
  * (or, without roots, the system store) and its name must match the target
  * host or the override.  Errors are returned as TRI_ERR_* codes with a
  * one-line reason in `err` (OpenSSL's reason or the verify result); no key
@@ -24,6 +24,12 @@ int tri_tls_ctx_new(SSL_CTX **out, const char *root_pem, size_t root_len,
                     const char *key_pem, size_t key_len, const char *chain_pem,
                     size_t chain_len, char *err, size_t errlen);
 void tri_tls_ctx_free(SSL_CTX *ctx);
+
+/* Turns peer verification off on `ctx`: any certificate chain and name is
+ * accepted.  Only for load tests against servers with throw-away
+ * certificates (the load generator's --skipTLS, the channel option
+ * triple.tls_skip_verify); never a default. */
+void tri_tls_ctx_skip_verify(SSL_CTX *ctx);
 
 /* Starts a client session on connected socket fd, verifying `server_name`
  * (also sent as SNI unless it is an IP address).  Returns the SSL (owned by

@@ -11,6 +11,9 @@ MAX_SEND = "grpc.max_send_message_length"
 PRIMARY_USER_AGENT = "grpc.primary_user_agent"
 DEFAULT_AUTHORITY = "grpc.default_authority"
 SSL_TARGET_NAME_OVERRIDE = "grpc.ssl_target_name_override"
+# Accept any server certificate (secure_channel only): for load tests against servers with
+# throw-away certificates (python -m triple_py.bench run --skipTLS). Never a default.
+TLS_SKIP_VERIFY = "triple.tls_skip_verify"
 STREAM_WINDOW = "triple.stream_window"
 CONN_WINDOW = "triple.connection_window"
 MAX_FRAME_SIZE = "triple.max_frame_size"
@@ -60,6 +63,7 @@ class ChannelOptions:
     codec: str = "proto"
     compression: int = 0
     ssl_target_name_override: Optional[str] = None
+    tls_skip_verify: bool = False
     # A connection whose output has waited this long for a peer that reads nothing dies
     # (its calls end UNAVAILABLE and the next call reconnects); 0 turns the watchdog off.
     write_stall_timeout_ms: int = 10_000
@@ -164,6 +168,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     MAX_SEND: ("max_send", _in_range(0, 2**63 - 1, unlimited=-1)),
     DEFAULT_AUTHORITY: ("authority", str),
     SSL_TARGET_NAME_OVERRIDE: ("ssl_target_name_override", str),
+    TLS_SKIP_VERIFY: ("tls_skip_verify", bool),
     # HTTP/2 windows: 0 would let no byte through, 2**31 and above are protocol errors.
     STREAM_WINDOW: ("stream_window", _in_range(1, INT_MAX)),
     CONN_WINDOW: ("conn_window", _in_range(65_535, INT_MAX)),  # HTTP/2's initial window

@@ -81,6 +81,13 @@ typedef int (*tri_slice_wait)(tri_call *call, size_t arg, int64_t slice_ns);
  * the call is orphaned (tri_refuse_orphaned). */
 int tri_wait_sliced(tri_call *call, tri_slice_wait wait, size_t arg, int64_t timeout_ns);
 
+/* run_load's `requests` (load_requests.c): a tri_ring_entry array pointing
+ * into the bytes of `requests`, which must outlive its use; 0, or -1 with an
+ * exception set.  Free with tri_py_free_requests (NULL is fine). */
+struct tri_ring_entry;
+int tri_py_requests(PyObject *requests, struct tri_ring_entry **entries, size_t *n);
+void tri_py_free_requests(struct tri_ring_entry *entries);
+
 /* _triple.run_load(...) (load.c): the C load generator, GIL released. */
 PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs);
 extern const char tri_run_load_doc[];

@@ -272,6 +272,21 @@ static int run_released(tri_load *l) {
   }
 }
 
+/* None, or (kind, start, step, end, step_s, max_s): kind 0 const, 1 step,
+ * 2 line (tri_sched.h).  Returns 0, or -1 with an exception set. */
+static int parse_schedule(PyObject *o, tri_sched *s) {
+  if (o == Py_None) return 0;
+  if (!PyArg_ParseTuple(o, "iddddd;a schedule is (kind, start, step, end, step_s, max_s)",
+                        &s->kind, &s->start, &s->step, &s->end, &s->step_s, &s->max_s))
+    return -1;
+  const char *problem = tri_sched_problem(s);
+  if (problem) {
+    PyErr_Format(PyExc_ValueError, "run_load: %s", problem);
+    return -1;
+  }
+  return 0;
+}
+
 static void del_released(tri_load *l) {
   Py_BEGIN_ALLOW_THREADS
   tri_load_del(l);
@@ -285,7 +300,10 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
                        "count", "rate", "stream_messages", "write_buffer_size",
                        "write_buffer_delay_us", "timeout", "shared_request",
                        "hist_digits", "driver_threads", "start_at_ns", "phase_ns",
-                       "wire", "dialect", NULL};
+                       "wire", "dialect", "requests", "authority", "compress",
+                       "tls", "tls_roots", "tls_key", "tls_chain",
+                       "tls_server_name", "tls_skip_verify", "rate_schedule",
+                       "concurrency_schedule", NULL};
   tri_load_config cfg;
   tri_load_config_init(&cfg);
   const char *host, *path;
@@ -297,12 +315,27 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
   long long wbs = cfg.write_buffer_size, wbd = cfg.write_buffer_delay_us;
   long long start_at = 0, phase = 0;
   int k = 1;
+  PyObject *requests = Py_None, *rate_sched = Py_None, *conc_sched = Py_None;
+  Py_ssize_t roots_len = 0, key_len = 0, chain_len = 0;
   if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "sOzOniidd|KdiLLd$pipLLii:run_load", kw, &host, &port_obj,
-          &path, &mode_obj, &payload, &concurrency, &connections, &duration,
-          &warmup, &count, &cfg.rate, &k, &wbs, &wbd, &cfg.timeout_s, &shared,
-          &digits, &driver_threads, &start_at, &phase, &cfg.wire, &cfg.dialect))
+          args, kwargs, "sOzOniidd|KdiLLd$pipLLiiOzipz#z#z#zpOO:run_load", kw, &host,
+          &port_obj, &path, &mode_obj, &payload, &concurrency, &connections,
+          &duration, &warmup, &count, &cfg.rate, &k, &wbs, &wbd, &cfg.timeout_s,
+          &shared, &digits, &driver_threads, &start_at, &phase, &cfg.wire,
+          &cfg.dialect, &requests, &cfg.authority, &cfg.compress, &cfg.tls,
+          &cfg.tls_roots, &roots_len, &cfg.tls_key, &key_len, &cfg.tls_chain,
+          &chain_len, &cfg.tls_server_name, &cfg.tls_skip_verify, &rate_sched,
+          &conc_sched))
     return NULL;
+  if (parse_schedule(rate_sched, &cfg.rate_schedule) < 0 ||
+      parse_schedule(conc_sched, &cfg.concurrency_schedule) < 0)
+    return NULL;
+  cfg.tls_roots_len = (size_t)roots_len;
+  cfg.tls_key_len = (size_t)key_len;
+  cfg.tls_chain_len = (size_t)chain_len;
+  char channel_error[256] = "";
+  cfg.error_out = channel_error;
+  cfg.error_out_len = sizeof(channel_error);
   if (parse_mode(mode_obj, &cfg.mode) < 0) return NULL;
   if (payload < 0 || wbs < 0 || wbs > UINT32_MAX || wbd < 0 || wbd > UINT32_MAX) {
     PyErr_SetString(PyExc_ValueError,
@@ -333,9 +366,17 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
   cfg.driver_threads = driver_threads;
   cfg.start_at_ns = start_at;
   cfg.phase_ns = phase;
+  tri_ring_entry *entries = NULL;
+  if (requests != Py_None &&
+      tri_py_requests(requests, &entries, &cfg.nrequests) < 0) {
+    Py_DECREF(port_str);
+    return NULL;
+  }
+  cfg.requests = entries;
   const char *problem = tri_load_config_problem(&cfg);
   if (problem) {
     PyErr_Format(PyExc_ValueError, "run_load: %s", problem);
+    tri_py_free_requests(entries);
     Py_DECREF(port_str);
     return NULL;
   }
@@ -344,10 +385,15 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
   Py_BEGIN_ALLOW_THREADS
   rv = tri_load_new(&l, &cfg);
   Py_END_ALLOW_THREADS
+  tri_py_free_requests(entries); /* the load copied them into its ring */
   Py_DECREF(port_str); /* tri_load_new copied the strings */
   if (rv) {
-    PyErr_Format(rv == TRI_ERR_NOMEM ? PyExc_MemoryError : PyExc_ValueError,
-                 "run_load: %s", tri_strerror(rv));
+    if (channel_error[0])
+      PyErr_Format(rv == TRI_ERR_NOMEM ? PyExc_MemoryError : PyExc_ValueError,
+                   "run_load: %s: %s", tri_strerror(rv), channel_error);
+    else
+      PyErr_Format(rv == TRI_ERR_NOMEM ? PyExc_MemoryError : PyExc_ValueError,
+                   "run_load: %s", tri_strerror(rv));
     return NULL;
   }
   if (run_released(l) < 0) {
@@ -374,7 +420,11 @@ const char tri_run_load_doc[] =
     "         duration, warmup, count=0, rate=0.0, stream_messages=1,\n"
     "         write_buffer_size=32768, write_buffer_delay_us=200, timeout=10.0,\n"
     "         *, shared_request=False, hist_digits=3, driver_threads=False,\n"
-    "         start_at_ns=0, phase_ns=0)\n"
+    "         start_at_ns=0, phase_ns=0, wire=0, dialect=0, requests=None,\n"
+    "         authority=None, compress=0, tls=False, tls_roots=None,\n"
+    "         tls_key=None, tls_chain=None, tls_server_name=None,\n"
+    "         tls_skip_verify=False, rate_schedule=None,\n"
+    "         concurrency_schedule=None)\n"
     "         -> dict\n\n"
     "Runs the C load generator against host:port with the GIL released:\n"
     "`connections` channels (one connection and one C thread each) with\n"
@@ -390,6 +440,14 @@ const char tri_run_load_doc[] =
     "start_at_ns (time.monotonic_ns() clock) starts the warm-up at that time\n"
     "once the connections are primed (result: start_monotonic_ns, and late_ns\n"
     "when priming ended after it); phase_ns shifts an open loop's schedule.\n"
+    "requests: a ring of pre-encoded requests [(body, [(key, value), ...]),\n"
+    "...] (all bytes; \"-bin\" values raw): call i of the run sends entry\n"
+    "i mod len(requests), body and metadata (tri_ring.h).  authority,\n"
+    "compress (0 none, 2 gzip) and tls, tls_roots/tls_key/tls_chain (PEM),\n"
+    "tls_server_name, tls_skip_verify are the channels' options.\n"
+    "rate_schedule / concurrency_schedule: (kind, start, step, end, step_s,\n"
+    "max_s), kind 0 const, 1 step, 2 line (tri_sched.h): the open-loop rate\n"
+    "or the calls in flight over time.\n"
     "Returns every figure: counts, qps, latency percentiles in ns,\n"
     "one-second series, status_codes (indexed by code), cpu, counters and\n"
     "per-call ratios, and the raw histograms as [(value_ns, count), ...].\n"

@@ -27,6 +27,8 @@ void test_deadlines(void);
 void test_conn(void);
 void test_thread(void);
 void test_connectivity(void);
+void test_ring(void);
+void test_sched(void);
 
 static const struct {
   const char *name;
@@ -46,7 +48,9 @@ static const struct {
               {"deadlines", test_deadlines},
               {"conn", test_conn},
               {"thread", test_thread},
-              {"connectivity", test_connectivity}};
+              {"connectivity", test_connectivity},
+              {"ring", test_ring},
+              {"sched", test_sched}};
 
 /* Runs every suite, or only those named on the command line. */
 int main(int argc, char **argv) {

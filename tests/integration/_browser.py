@@ -61,8 +61,9 @@ def available() -> Optional[str]:
 
 
 @contextlib.contextmanager
-def chromium() -> Iterator[Any]:
-    """A headless Chromium WebDriver with a fresh profile, quit and removed afterwards."""
+def chromium(console_log: bool = False) -> Iterator[Any]:
+    """A headless Chromium WebDriver with a fresh profile, quit and removed afterwards;
+    ``console_log`` keeps the page's console for ``driver.get_log("browser")``."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -71,6 +72,8 @@ def chromium() -> Iterator[Any]:
     options.binary_location = CHROMIUM
     for flag in FLAGS + [f"--user-data-dir={profile}"]:
         options.add_argument(flag)
+    if console_log:
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
         driver.set_script_timeout(10)

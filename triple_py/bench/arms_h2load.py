@@ -108,7 +108,8 @@ def h2load_command(spec: RunSpec, body_path: str, log_path: str) -> List[str]:
         command += ["-H", header]
     if spec.options.get("latency_log"):
         command += ["--log-file", log_path]
-    command.append(f"http://{spec.target}{spec.resolved_method()}")
+    scheme = "https" if spec.connection.get("tls") else "http"
+    command.append(f"{scheme}://{spec.target}{spec.resolved_method()}")
     return command
 
 
@@ -121,6 +122,13 @@ def request_headers(spec: RunSpec) -> List[str]:
         headers += ["grpc-accept-encoding: gzip",
                     f"grpc-timeout: {grpc_timeout(round(spec.timeout * 1e9))}",
                     f"user-agent: {USER_AGENT}"]
+    if spec.requests:  # the first ring entry's metadata ("-bin" values base64, as on the wire)
+        import base64
+
+        for key, value in spec.requests[0][1]:
+            text = base64.b64encode(value).decode().rstrip("=") if key.endswith(b"-bin") \
+                else value.decode()
+            headers.append(f"{key.decode()}: {text}")
     return headers
 
 

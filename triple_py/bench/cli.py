@@ -1,6 +1,7 @@
-"""Command line: ``python -m triple_py.bench run|matrix|list``.
+"""Command line: ``python -m triple_py.bench run|matrix|capacity|list``.
 
 ``run``     one scenario with ghz-like flags; prints a ghz-style summary.
+``capacity`` the highest open-loop rate meeting a latency SLO (.capacity).
 ``matrix``  a TOML matrix file or a built-in one (seed-unary, seed-stream): scenarios x
             arms x interleaved rounds; summary tables on stdout, files in --out, then the
             benchstat comparison of the baseline arm with each other arm.
@@ -94,6 +95,9 @@ NON_NEGATIVE = _arg(_non_negative_int, "integer")
 RATE = _arg(_rate, "rate")
 
 
+FORMATS = ("summary", "json", "csv", "html", "prometheus", "influx-summary", "influx-details",
+           "gobench")
+
 DASK_HELP = ("spread the load over a Dask cluster: a scheduler (tcp://host:8786) or local:N "
              "(N single-threaded worker processes here); C load generator arms only")
 
@@ -101,7 +105,7 @@ DASK_HELP = ("spread the load over a Dask cluster: a scheduler (tcp://host:8786)
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Load runs and benchmark matrices for triple_py "
                                             "(the default target is the embedded echo server).")
-    sub = parser.add_subparsers(dest="command", metavar="{run,matrix,list}",
+    sub = parser.add_subparsers(dest="command", metavar="{run,matrix,capacity,list}",
                                 parser_class=_Parser)
 
     run = sub.add_parser("run", help="one scenario, ghz-like flags",
@@ -152,6 +156,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-check", action="store_true",
                      help="skip the test call that fails fast on a wrong target or method")
     run.add_argument("--dask", metavar="ADDRESS", help=DASK_HELP)
+    run.add_argument("-O", "--format", choices=FORMATS, default="summary",
+                     help="output format (summary); gobench: Go benchmark format")
+    run.add_argument("-o", "--output", type=Path, metavar="FILE",
+                     help="write the -O output there instead of stdout")
+    add_call_flags(run)
+    add_schedule_flags(run)
 
     matrix = sub.add_parser("matrix", help="a benchmark matrix (TOML file or built-in)",
                             description="Run a benchmark matrix: a TOML file (format: "
@@ -182,9 +192,118 @@ def _parser() -> argparse.ArgumentParser:
     matrix.add_argument("--show", action="store_true",
                         help="print the matrix (TOML of a built-in) and its scenarios; run nothing")
 
+    cap = sub.add_parser("capacity", help="the highest rate meeting a latency SLO",
+                         description="Ramp the open-loop rate, then bisect to the highest "
+                                     "rate whose CO-corrected percentile meets the SLO with "
+                                     "no errors; prints the verdict and every probe.")
+    cap.add_argument("--slo", required=True, metavar="pNN=DURATION",
+                     help="the objective, e.g. p99=5ms or p99.9=20ms")
+    cap.add_argument("--target", metavar="HOST:PORT",
+                     help="server to load (default: start the embedded echo server)")
+    cap.add_argument("--call", metavar="METHOD", help="pkg.Service/Method (as run)")
+    cap.add_argument("--mode", default="fastpath", choices=("fastpath", "stream-path", "bidi"),
+                     help="C arm (fastpath)")
+    cap.add_argument("-c", "--concurrency", type=POSITIVE, default=256,
+                     help="most calls in flight (256): an open loop needs room")
+    cap.add_argument("--connections", type=POSITIVE, default=1, help="connections (1)")
+    cap.add_argument("--payload", type=SIZE, default=128, help="BenchmarkRequest payload (128)")
+    cap.add_argument("-z", "--duration", type=DURATION, default=2.0,
+                     help="measured time per probe (2s)")
+    cap.add_argument("--warmup", type=DURATION, default=0.5, help="warm-up per probe (0.5s)")
+    cap.add_argument("-t", "--timeout", type=DURATION, default=10.0, help="per-call deadline")
+    cap.add_argument("--start-rate", type=RATE, default=1000.0, help="first rate (1000/s)")
+    cap.add_argument("--max-rate", type=RATE, default=1e6, help="highest rate tried (1e6/s)")
+    cap.add_argument("--precision", type=float, default=0.05,
+                     help="stop when passing and failing rates are this close (0.05)")
+    cap.add_argument("--max-probes", type=POSITIVE, default=16, help="most probes (16)")
+    cap.add_argument("--out", type=Path, metavar="DIR",
+                     help="write capacity.txt, capacity.json and capacity.png there")
+    add_call_flags(cap)
+
     sub.add_parser("list", help="arm kinds and built-in matrices",
                    description="List the arm kinds and the built-in matrices.")
     return parser
+
+
+def add_call_flags(parser: argparse.ArgumentParser) -> None:
+    """ghz's flags for calling any service (schema, data, metadata, TLS): see call_setup."""
+    g = parser.add_argument_group("any service (ghz's flags)")
+    g.add_argument("--proto", metavar="FILE", help="the service's .proto (compiled with protoc)")
+    g.add_argument("-i", "--import-paths", type=_arg(_list(str), "paths"), default=[],
+                   metavar="DIR,...", help="import paths for --proto (its own directory last)")
+    g.add_argument("--protoset", metavar="FILE",
+                   help="a compiled FileDescriptorSet (protoc --include_imports -o); "
+                        "without --proto or --protoset: server reflection")
+    g.add_argument("-d", "--data", metavar="JSON",
+                   help="request data: a JSON object, or an array sent round-robin; "
+                        "ghz templates ({{.RequestNumber}}, {{randomInt 1 9}}...)")
+    g.add_argument("-D", "--data-file", metavar="FILE", help="-d from a file (JSON or JSON lines)")
+    g.add_argument("-b", "--binary", action="store_true",
+                   help="request data: protobuf bytes on stdin (several: length-delimited)")
+    g.add_argument("-B", "--binary-file", metavar="FILE", help="-b from a file")
+    g.add_argument("-m", "--metadata", metavar="JSON",
+                   help='request metadata: {"key": "value"}, templated; -bin keys base64')
+    g.add_argument("-M", "--metadata-file", metavar="FILE", help="-m from a file")
+    g.add_argument("--ring-size", type=POSITIVE, default=None,
+                   help="requests rendered up front when data or metadata is templated; "
+                        "call i sends request i mod this (1024)")
+    g.add_argument("--authority", help=":authority of every call (default host:port)")
+    g.add_argument("-e", "--enable-compression", action="store_true",
+                   help="gzip the request messages")
+    g.add_argument("--tls", action="store_true",
+                   help="TLS with the system's roots (implied by --cacert/--cert/--cname)")
+    g.add_argument("--cacert", metavar="PEM", help="CA certificates that sign the server's")
+    g.add_argument("--cert", metavar="PEM", help="client certificate chain (mTLS, with --key)")
+    g.add_argument("--key", metavar="PEM", help="client private key (mTLS, with --cert)")
+    g.add_argument("--cname", metavar="NAME", help="server name to verify (default: the host)")
+    g.add_argument("--skipTLS", dest="skip_tls", action="store_true",
+                   help="TLS accepting any server certificate (no chain or name check)")
+    g.add_argument("--insecure", action="store_true",
+                   help="plaintext (the default here; ghz defaults to TLS)")
+
+
+def add_schedule_flags(parser: argparse.ArgumentParser) -> None:
+    """ghz's --load-* and --concurrency-* schedule flags (see schedules)."""
+    for what, unit in (("load", "calls/s"), ("concurrency", "calls in flight; -c is the most")):
+        g = parser.add_argument_group(f"{what} schedule (ghz's flags; {unit})")
+        g.add_argument(f"--{what}-schedule", choices=("const", "step", "line"),
+                       help="const: start; step: +step every step-duration; line: +step per "
+                            "second; from the end of the warm-up")
+        g.add_argument(f"--{what}-start", type=float, help="the first value")
+        g.add_argument(f"--{what}-step", type=float, default=0.0, help="change per step (or s)")
+        g.add_argument(f"--{what}-end", type=float, default=0.0, help="the value stops there")
+        g.add_argument(f"--{what}-step-duration", type=DURATION, default=0.0,
+                       help="seconds per step (step)")
+        g.add_argument(f"--{what}-max-duration", type=DURATION, default=0.0,
+                       help="the schedule holds its value after this")
+
+
+def schedules_of(args: argparse.Namespace):
+    """(rate schedule, concurrency schedule) of the flags; None for one not given."""
+    from .schedules import Schedule
+
+    return tuple(Schedule.from_flags(
+        getattr(args, f"{w}_schedule"), getattr(args, f"{w}_start"), getattr(args, f"{w}_step"),
+        getattr(args, f"{w}_end"), getattr(args, f"{w}_step_duration"),
+        getattr(args, f"{w}_max_duration"), w) for w in ("load", "concurrency"))
+
+
+def call_setup_of(args: argparse.Namespace):
+    """The CallSetup of the call flags, or None when none was given (BenchmarkRequest)."""
+    from .call_setup import CallSetup, TlsOptions
+    from .request_data import DEFAULT_RING_SIZE
+
+    values = dict(proto=args.proto, protoset=args.protoset, data=args.data,
+                  data_file=args.data_file, binary=args.binary, binary_file=args.binary_file,
+                  metadata=args.metadata, metadata_file=args.metadata_file,
+                  authority=args.authority, compression=args.enable_compression)
+    tls = TlsOptions(tls=args.tls, cacert=args.cacert, cert=args.cert, key=args.key,
+                     cname=args.cname, insecure=args.insecure, skip_verify=args.skip_tls)
+    if not any(values.values()) and not args.import_paths and args.ring_size is None \
+            and tls == TlsOptions(insecure=args.insecure):
+        return None
+    return CallSetup(import_paths=tuple(args.import_paths), tls=tls,
+                     ring_size=args.ring_size or DEFAULT_RING_SIZE, **values)
 
 
 # -- run ------------------------------------------------------------------------------------
@@ -212,7 +331,7 @@ def _spread(dask: Optional[str]) -> Iterator[Optional[Callable]]:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .harness import single_run
-    from .report import format_run_summary, go_bench_text, results_doc, write_csv
+    from .report import go_bench_text, results_doc, write_csv
     from .runner import check_result, preflight, target_or_embedded
     from .spec import RunSpec
     from .arms import canonical_mode, run_spec
@@ -227,38 +346,80 @@ def _cmd_run(args: argparse.Namespace) -> int:
                    write_buffer_size=args.write_buffer,
                    write_buffer_delay_us=args.write_buffer_delay, timeout=args.timeout,
                    wire=args.wire, options={"dialect": args.dialect})
+    spec.rate_schedule, spec.concurrency_schedule = schedules_of(args)
     spec.validate()
+    setup = call_setup_of(args)
+    if setup is not None:
+        setup.connection()  # unreadable certificates: exit 2 before any server starts
     started = time.time()
     with _spread(args.dask) as runner, target_or_embedded(args.target) as address:
         spec.target = address
+        extra = {}
+        if setup is not None:
+            extra = setup.apply(spec, address)
         if not args.no_check:
             preflight(address, spec.resolved_method(), spec.streaming, spec.wire,
-                      timeout=min(spec.timeout, 10.0))
-        stop = _ticker(f"{mode} {spec.payload_size} B x {spec.concurrency} on {address}",
+                      timeout=min(spec.timeout, 10.0), **extra)
+        stop = _ticker(f"{spec.mode} {spec.payload_size} B x {spec.concurrency} on {address}",
                        spec.warmup + spec.duration)
         try:
             result = runner(spec) if runner else run_spec(spec)
         finally:
             stop()
-    print(format_run_summary(result), end="", flush=True)
-    if args.dask:
+    one = single_run(result, target=args.target, started=started, duration=duration,
+                     warmup=spec.warmup)
+    text = _formatted(args.format, result, one, vars(args))
+    if args.output is None:
+        print(text, end="", flush=True)
+    else:
+        _write(args.output, lambda p: p.write_text(text))
+    if args.dask and args.format == "summary":
         from .workers_view import format_workers
         print(format_workers(result), end="", flush=True)
     if args.json or args.csv or args.gobench:
-        one = single_run(result, target=args.target, started=started, duration=duration,
-                         warmup=spec.warmup)
         for path, write in ((args.json, lambda p: p.write_text(
                                 json.dumps(results_doc(one), indent=1, default=str) + "\n")),
                             (args.csv, lambda p: write_csv(one, p)),
                             (args.gobench, lambda p: p.write_text(go_bench_text(one)))):
             if path is not None:
-                try:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    write(path)
-                except OSError as exc:
-                    raise BenchError(f"cannot write {path}: {exc}") from None
+                _write(path, write)
     check_result(result)
     return 0
+
+
+def _write(path: Path, write: Callable[[Path], object]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(path)
+    except OSError as exc:
+        raise BenchError(f"cannot write {path}: {exc}") from None
+
+
+def _formatted(fmt: str, result, one, options: dict) -> str:
+    """The run in -O format ``fmt`` (``one``: the run as a one-arm MatrixRun; ``options``:
+    the flags, shown in the HTML report)."""
+    import json
+
+    from . import metrics_formats
+    from .report import csv_text, format_run_summary, go_bench_text, results_doc
+
+    if fmt == "summary":
+        return format_run_summary(result)
+    if fmt == "json":
+        return json.dumps(results_doc(one), indent=1, default=str) + "\n"
+    if fmt == "csv":
+        return csv_text(one)
+    if fmt == "gobench":
+        return go_bench_text(one)
+    if fmt == "html":
+        from .html_report import run_html
+
+        shown = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()
+                 if k not in ("server_factory", "server_name", "command")}
+        return run_html(result, shown, one.environment)
+    return {"prometheus": metrics_formats.prometheus_text,
+            "influx-summary": metrics_formats.influx_summary,
+            "influx-details": metrics_formats.influx_details}[fmt](result)
 
 
 # -- matrix ---------------------------------------------------------------------------------
@@ -328,7 +489,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
         raise BenchError(f"cannot write the results to {out_dir}: {exc}") from None
     print(f"\nresults: {paths['json']}, {paths['csv'].name}, {paths['gobench'].name} "
           f"(Go benchmark format), {paths['benchstat'].name}/<arm>.txt, summary.txt, "
-          f"comparison.txt in {out_dir}")
+          f"comparison.txt, report.html in {out_dir}")
     if result.interrupted:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
@@ -341,6 +502,54 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def _cmd_capacity(args: argparse.Namespace) -> int:
+    import dataclasses
+    import json
+
+    from .arms import run_spec
+    from .capacity import capacity_plot, capacity_text, find_capacity, parse_slo
+    from .runner import check_result, preflight, target_or_embedded
+    from .spec import RunSpec
+
+    slo = parse_slo(args.slo)
+    spec = RunSpec(arm=args.mode, mode=args.mode, target=args.target or "127.0.0.1:0",
+                   method=args.call, payload_size=args.payload, concurrency=args.concurrency,
+                   connections=args.connections, duration=args.duration, warmup=args.warmup,
+                   timeout=args.timeout, rate=args.start_rate).validate()
+    setup = call_setup_of(args)
+    if setup is not None:
+        setup.connection()
+    with target_or_embedded(args.target) as address:
+        spec.target = address
+        extra = setup.apply(spec, address) if setup is not None else {}
+        preflight(address, spec.resolved_method(), spec.streaming, spec.wire,
+                  timeout=min(spec.timeout, 10.0), **extra)
+
+        def probe_at(rate: float):
+            result = run_spec(dataclasses.replace(spec, rate=rate))
+            check_result(result)
+            return result
+
+        def show(p) -> None:
+            value = f"{p.percentile_ns / 1e6:.3f} ms" if p.percentile_ns is not None else "-"
+            print(f"  {p.rate:>12,.0f}/s: achieved {p.qps:,.0f}/s, p{slo.percentile:g} "
+                  f"{value}: {'pass' if p.passed else 'FAIL: ' + p.why}", flush=True)
+
+        print(f"capacity search for {slo} on {address} {spec.resolved_method()}", flush=True)
+        result = find_capacity(probe_at, slo, start_rate=args.start_rate,
+                               max_rate=args.max_rate, precision=args.precision,
+                               max_probes=args.max_probes, on_probe=show)
+    text = capacity_text(result)
+    print("\n" + text, end="", flush=True)
+    if args.out is not None:
+        _write(args.out / "capacity.txt", lambda p: p.write_text(text))
+        _write(args.out / "capacity.json", lambda p: p.write_text(
+            json.dumps(result.to_dict(), indent=1) + "\n"))
+        _write(args.out / "capacity.png", lambda p: capacity_plot(result, p))
+        print(f"files: {args.out}/capacity.txt, capacity.json, capacity.png")
+    return 0 if result.capacity is not None else 1
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -378,7 +587,8 @@ def main(argv: Optional[Sequence[str]] = None, *, server_factory=None,
         parser.print_help(sys.stderr)
         return 2
     args.server_factory, args.server_name = server_factory, server_name
-    commands = {"run": _cmd_run, "matrix": _cmd_matrix, "list": _cmd_list}
+    commands = {"run": _cmd_run, "matrix": _cmd_matrix, "list": _cmd_list,
+                "capacity": _cmd_capacity}
     try:
         return commands[args.command](args)
     except BenchError as exc:

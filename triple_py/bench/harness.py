@@ -120,9 +120,11 @@ def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
             if check:
                 for arm in matrix.arms:
                     spec = matrix.spec(matrix.scenarios[0], arm, address)
+                    setup = matrix.call_setup(arm)
+                    extra = setup.apply(spec, address) if setup is not None else {}
                     key = (spec.resolved_method(), spec.streaming, spec.wire)
-                    if key not in checked:
-                        preflight(address, *key, timeout=min(matrix.timeout, 10.0))
+                    if setup is not None or key not in checked:
+                        preflight(address, *key, timeout=min(matrix.timeout, 10.0), **extra)
                         checked.add(key)
             yield address
 
@@ -131,6 +133,9 @@ def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
         for position, name in enumerate(order):
             arm = matrix.arm(name)
             spec = matrix.spec(scenario, arm, address)
+            setup = matrix.call_setup(arm)
+            if setup is not None:  # schema, ring and channel keywords, before the run
+                setup.apply(spec, address)
             run = ArmRun(scenario, matrix.label(scenario), arm, index + 1, position, address,
                          generation, time.time())
             progress.start(f"{run.label} round {index + 1}/{matrix.rounds} {name}",

@@ -6,12 +6,14 @@ the C result dict into a :class:`~.result.BenchResult`.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Dict, Mapping, Optional
 
 from .. import _triple
 from .._options import DIALECTS, WIRES
 from .errors import ConfigError, TargetError
 from .result import BenchResult, Latency, status_name
+from .schedules import Schedule
 from .spec import RunSpec
 from .target import split_target
 
@@ -27,7 +29,11 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
                write_buffer_size: int = 32768, write_buffer_delay_us: int = 200,
                timeout: float = 10.0, shared_request: bool = False,
                hist_digits: int = 3, driver_threads: bool = False, start_at_ns: int = 0,
-               phase_ns: int = 0, wire: str = "grpc", dialect: str = "auto") -> BenchResult:
+               phase_ns: int = 0, wire: str = "grpc", dialect: str = "auto",
+               requests: Optional[list] = None,
+               connection: Optional[Mapping[str, Any]] = None,
+               rate_schedule: Optional[Schedule] = None,
+               concurrency_schedule: Optional[Schedule] = None) -> BenchResult:
     """Runs one C load (GIL released for its whole length) and returns its figures.
 
     ``concurrency`` is the total number of calls in flight, spread evenly over
@@ -37,7 +43,11 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     the connections are open, ``phase_ns`` shifts an open loop's schedule (both for loads
     split over several processes: :mod:`.distributed`). ``wire="triple"`` (the unary modes)
     sends Triple unary calls with the headers of ``dialect`` (``triple.dialect``: auto, go
-    or spec). Raises ConfigError for a
+    or spec). ``requests`` is a ring of pre-encoded requests (body, metadata) that call i
+    of the run takes entry i mod len of (csrc/tri_ring.h); ``connection`` the channel
+    keywords (authority, compress, tls, tls_roots, tls_key, tls_chain, tls_server_name).
+    ``rate_schedule`` / ``concurrency_schedule``: ghz's load schedules (:mod:`.schedules`).
+    Raises ConfigError for a
     configuration the C side rejects and TargetError for an unreachable target.
     """
     host, port = split_target(target)
@@ -49,7 +59,10 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
             write_buffer_size=write_buffer_size, write_buffer_delay_us=write_buffer_delay_us,
             timeout=timeout, shared_request=shared_request, hist_digits=hist_digits,
             driver_threads=driver_threads, start_at_ns=start_at_ns, phase_ns=phase_ns,
-            wire=WIRES[wire], dialect=DIALECTS[dialect])
+            wire=WIRES[wire], dialect=DIALECTS[dialect], requests=requests,
+            rate_schedule=rate_schedule.as_c() if rate_schedule else None,
+            concurrency_schedule=concurrency_schedule.as_c() if concurrency_schedule else None,
+            **dict(connection or {}))
     except ValueError as exc:
         raise ConfigError(str(exc).removeprefix("run_load: ")) from None
     except ConnectionError as exc:
@@ -57,6 +70,13 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
         raise TargetError(f"cannot reach {target}: {why}") from None
     result = result_from_load(raw, arm=arm, mode=mode, target=target)
     result.duration_s, result.count, result.wire = duration, count, wire
+    for name, schedule in (("load_schedule", rate_schedule),
+                           ("concurrency_schedule", concurrency_schedule)):
+        if schedule is not None:
+            result.extra[name] = dataclasses.asdict(schedule)
+    if requests:
+        result.payload_size = round(sum(len(b) for b, _ in requests) / len(requests))
+        result.extra["ring_size"] = len(requests)
     return result
 
 
@@ -75,7 +95,9 @@ def run_c_spec(spec: RunSpec, mode: Optional[str] = None, *, start_at_ns: int = 
                       hist_digits=spec.hist_digits,
                       driver_threads=bool(spec.options.get("driver_threads", False)),
                       start_at_ns=start_at_ns, phase_ns=phase_ns, wire=spec.wire,
-                      dialect=spec.options.get("dialect", "auto"))
+                      dialect=spec.options.get("dialect", "auto"), requests=spec.requests,
+                      connection=spec.connection, rate_schedule=spec.rate_schedule,
+                      concurrency_schedule=spec.concurrency_schedule)
 
 
 def result_from_load(raw: Mapping[str, Any], *, arm: str, mode: str, target: str

@@ -23,6 +23,12 @@ The format (every key but ``arms``/``mode`` and ``[scenarios]`` is optional)::
     compare = [["fastpath", "stream-path"], ["fastpath", "h2load"]]
                                 # the headline comparisons [arm, over arm], each given a
                                 # verdict (default: every arm over the baseline)
+    call = {data = '{"payload": "{{randomString 8}}"}', metadata = '{"x-k": "v"}'}
+                                # any service (run's ghz flags, CallSetup's keys: proto,
+                                # import_paths, protoset, data, data_file, binary_file,
+                                # metadata, metadata_file, ring_size, authority,
+                                # compression, tls, cacert, cert, key, cname, insecure);
+                                # an arm's call table overrides these key by key
 
     [scenarios]                 # each list is an axis; a single value is a one-value axis
     payload = [128, "1KiB", "16KiB", "1MiB"]   # bytes, or with B / KiB / MiB
@@ -71,6 +77,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .arms import KINDS, canonical_mode, kind_of
+from .call_setup import CallSetup
 from .errors import ConfigError
 from .spec import WIRES, RunSpec
 from .units import format_size, parse_duration, parse_size
@@ -212,10 +219,10 @@ AXES = ("payload", "concurrency", "connections", "stream_messages", "rate",
         "write_buffer_size")
 _TOP_KEYS = {"name", "description", "benchmark", "baseline", "rounds", "duration", "warmup",
              "timeout", "restart_server", "method", "wire", "arms", "mode", "scenarios", "arm",
-             "compare"}
+             "compare", "call"}
 _ARM_KEYS = {"name", "mode", "method", "wire", "write_buffer_size", "write_buffer_delay_us",
              "timeout", "shared_request", "threads", "latency_log", "driver_threads",
-             "minimal_headers", "unary_fast_path", "dialect"}
+             "minimal_headers", "unary_fast_path", "dialect", "call"}
 # The keys that go to RunSpec.options.
 _OPTION_KEYS = ("threads", "latency_log", "driver_threads", "minimal_headers",
                 "unary_fast_path", "dialect")
@@ -287,6 +294,13 @@ class Matrix:
     source: str = ""
     axes_given: Sequence[str] = ()
     compare: List[Tuple[str, str]] = dataclasses.field(default_factory=list)
+    call: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def call_setup(self, arm: ArmSpec) -> Optional[CallSetup]:
+        """The arm's call options (the matrix's, overridden key by key by the arm's), or None
+        when neither gives any (the BenchmarkRequest of the payload axis)."""
+        merged = {**self.call, **arm.overrides.get("call", {})}
+        return CallSetup.from_dict(merged) if merged else None
 
     @property
     def streaming(self) -> bool:
@@ -484,11 +498,18 @@ def _build(doc: Mapping[str, Any], source: str, default_name: str) -> Matrix:
         warmup=parse_duration(doc.get("warmup", 0.5), "warmup"),
         timeout=parse_duration(doc.get("timeout", 10.0), "timeout"),
         restart_server=restart, method=doc.get("method"), wire=wire, source=source,
-        axes_given=tuple(names), compare=_pairs(doc.get("compare", [])))
+        axes_given=tuple(names), compare=_pairs(doc.get("compare", [])),
+        call=_call_table(doc.get("call", {}), "call"))
     if matrix.method is not None and not isinstance(matrix.method, str):
         raise ConfigError(f"method must be a string, not {matrix.method!r}")
     _check(matrix)
     return matrix
+
+
+def _call_table(value: Any, where: str) -> Dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a table of call options")
+    return dict(value)
 
 
 def _pairs(value: Any) -> List[Tuple[str, str]]:
@@ -560,6 +581,8 @@ def _arm(entry: Any, tables: Mapping[str, Mapping[str, Any]]) -> ArmSpec:
     for key in ("timeout",):
         if key in settings:
             settings[key] = parse_duration(settings[key], f"arm {name!r} {key}")
+    if "call" in settings:
+        settings["call"] = _call_table(settings["call"], f"arm {name!r} call")
     if "write_buffer_size" in settings and isinstance(settings["write_buffer_size"], str):
         settings["write_buffer_size"] = parse_size(settings["write_buffer_size"])
     return ArmSpec(name, mode, settings)
@@ -584,6 +607,13 @@ def _check(m: Matrix) -> None:
         raise ConfigError("duration must be > 0 seconds")
     if not m.scenarios:
         raise ConfigError("no scenarios")
+    for arm in m.arms:
+        setup = m.call_setup(arm)
+        if setup is not None:
+            try:
+                setup.check(m.spec(m.scenarios[0], arm, "127.0.0.1:1").resolved_method())
+            except ConfigError as exc:
+                raise ConfigError(f"arm {arm.name!r}: {exc}") from None
     for scenario in m.scenarios:
         for arm in m.arms:
             try:

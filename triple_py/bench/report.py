@@ -32,6 +32,7 @@ tells the arms apart.
 from __future__ import annotations
 
 import csv
+import io
 import dataclasses
 import json
 import math
@@ -304,12 +305,19 @@ def csv_rows(run: MatrixRun) -> List[Dict[str, Any]]:
     return [_csv_row(run, r) for r in run.runs]
 
 
+def csv_text(run: MatrixRun) -> str:
+    """The tidy CSV as text."""
+    buf = io.StringIO(newline="")
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS)
+    writer.writeheader()
+    writer.writerows(csv_rows(run))
+    return buf.getvalue()
+
+
 def write_csv(run: MatrixRun, path: Path) -> None:
     """The tidy CSV."""
     with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
-        writer.writeheader()
-        writer.writerows(csv_rows(run))
+        f.write(csv_text(run))
 
 
 # -- JSON ---------------------------------------------------------------------------------
@@ -368,6 +376,10 @@ def write_results(run: MatrixRun, out_dir: Path, comparison_text: str = "") -> D
     if comparison_text:
         paths["comparison"] = out_dir / "comparison.txt"
         paths["comparison"].write_text(comparison_text)
+    from .html_report import matrix_html
+
+    paths["html"] = out_dir / "report.html"
+    paths["html"].write_text(matrix_html(run, format_summary(run)))
     return paths
 
 

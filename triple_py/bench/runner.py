@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from typing import Any, Dict, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
 from .arms import canonical_mode, kind_of, run_spec
+from .call_setup import CallSetup
 from .errors import RunFailed, TargetError
 from .live import auto_progress
 from .messages import benchmark_request
@@ -50,7 +51,8 @@ def spec_of(target: Optional[str] = None, method: Optional[str] = None,
     return spec.validate()
 
 
-def run(*args: Any, progress: Optional[Progress] = None, **kwargs: Any) -> BenchResult:
+def run(*args: Any, progress: Optional[Progress] = None,
+        call: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> BenchResult:
     """Runs one scenario and returns its :class:`~.result.BenchResult`.
 
     The arguments are :func:`spec_of`'s: ``target`` is ``host:port``; None starts the
@@ -64,18 +66,28 @@ def run(*args: Any, progress: Optional[Progress] = None, **kwargs: Any) -> Bench
     > 0 caps the measured calls (``duration`` 0: count only). ``rate`` (calls/s) makes the
     loop open, with latency also measured from the intended send time.
     ``stream_messages`` is K for the bidi modes; ``write_buffer_size`` 0 turns the
-    coalescing writer off. ``progress`` defaults to :func:`~.live.auto_progress`: a live
+    coalescing writer off. ``call`` calls any service with ghz's options (keys of
+    :class:`~.call_setup.CallSetup` and :class:`~.call_setup.TlsOptions`: ``proto``,
+    ``import_paths``, ``protoset`` (neither: server reflection), ``data``, ``data_file``,
+    ``binary_file``, ``metadata``, ``metadata_file``, ``ring_size``, ``authority``,
+    ``compression``, ``tls``, ``cacert``, ``cert``, ``key``, ``cname``); ``method`` is then
+    that service's. ``progress`` defaults to :func:`~.live.auto_progress`: a live
     display in a Jupyter notebook, the terminal line elsewhere.
 
     Raises ConfigError (a ValueError) for bad parameters and TargetError (a
     ConnectionError) when the target cannot be reached by the C modes. Calls that fail
     are counted in the result (``errors``, ``status_codes``), not raised.
     """
+    setup = CallSetup.from_dict(call) if call else None
     spec = spec_of(*args, **kwargs)  # validated before a server is started
+    if setup is not None:
+        setup.connection()  # unreadable certificates: before a server is started
     progress = progress or auto_progress(title=f"run {spec.arm}")
     progress.total = 1
     with target_or_embedded(spec_target(args, kwargs)) as address:
         spec.target = address
+        if setup is not None:
+            setup.apply(spec, address)
         progress.start(f"{spec.arm} {spec.payload_size} B x {spec.concurrency} on {address}",
                        spec.warmup + spec.duration)
         try:
@@ -90,7 +102,9 @@ _SPEC_SIGNATURE = inspect.signature(spec_of)
 run.__signature__ = _SPEC_SIGNATURE.replace(  # type: ignore[attr-defined]
     parameters=[*_SPEC_SIGNATURE.parameters.values(),
                 inspect.Parameter("progress", inspect.Parameter.KEYWORD_ONLY, default=None,
-                                  annotation=Optional[Progress])],
+                                  annotation=Optional[Progress]),
+                inspect.Parameter("call", inspect.Parameter.KEYWORD_ONLY, default=None,
+                                  annotation=Optional[Mapping[str, Any]])],
     return_annotation=BenchResult)
 
 
@@ -100,26 +114,34 @@ def spec_target(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Optional[str]
 
 
 def preflight(target: str, method: str, streaming: bool, wire: str = "grpc",
-              payload_size: int = 16, timeout: float = 5.0) -> None:
+              payload_size: int = 16, timeout: float = 5.0, *, request: Optional[bytes] = None,
+              metadata: Sequence[Tuple[bytes, bytes]] = (),
+              channel: Optional[Callable[[str], Any]] = None) -> None:
     """One call of ``method`` on ``target`` through triple_py; raises on failure.
+
+    ``request`` (default: a BenchmarkRequest of ``payload_size`` bytes) and ``metadata`` are
+    what it sends; ``channel`` makes the channel (default: plaintext on ``wire``).
 
     TargetError: the target is unreachable. RunFailed: the call failed, e.g. UNIMPLEMENTED
     for a method the server does not have. Meant to fail fast before a long run.
     """
     import triple_py
 
-    request = benchmark_request(payload_size)
+    if request is None:
+        request = benchmark_request(payload_size)
+    md = [(k.decode(), v if k.endswith(b"-bin") else v.decode()) for k, v in metadata] or None
+    make = channel or (lambda t: triple_py.insecure_channel(t, options=[("triple.wire", wire)]))
     try:
-        with triple_py.insecure_channel(target, options=[("triple.wire", wire)]) as channel:
+        with make(target) as ch:
             if streaming:
-                call = channel.stream_stream(method)(timeout=timeout)
+                call = ch.stream_stream(method)(timeout=timeout, metadata=md)
                 call.write(request)
                 call.done_writing()
                 for _ in call:
                     pass
                 call.code()
             else:
-                channel.unary_unary(method)(request, timeout=timeout)
+                ch.unary_unary(method)(request, timeout=timeout, metadata=md)
     except triple_py.RpcError as exc:
         code = exc.code()
         if code == triple_py.StatusCode.UNAVAILABLE:

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .._options import DIALECTS
 from .errors import ConfigError
+from .schedules import Schedule
 from .messages import STREAM_METHOD, UNARY_METHOD, benchmark_request, normalize_method
 from .units import MAX_PAYLOAD
 
@@ -24,6 +25,13 @@ class RunSpec:
     seconds; ``count`` > 0 caps the measured calls (C modes and h2load). ``rate`` (calls/s
     over all connections) makes the C modes open-loop. ``request`` overrides the serialized
     BenchmarkRequest the Python and h2load arms send (default: ``payload_size`` bytes).
+    ``requests`` is a ring of pre-encoded requests with their metadata
+    (:func:`~.request_data.build_ring`): the C arms cycle through it, the other arms send
+    its first body (and no metadata). ``connection`` holds the C load's channel keywords
+    (authority, compress, TLS: :meth:`~.call_setup.CallSetup.connection`).
+    ``rate_schedule`` (an open loop whose rate follows it) and ``concurrency_schedule``
+    (calls in flight over time, at most ``concurrency``) are ghz's load schedules
+    (:mod:`.schedules`, C arms only).
     """
 
     arm: str
@@ -46,6 +54,10 @@ class RunSpec:
     hist_digits: int = 3
     request: Optional[bytes] = None
     options: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    requests: Optional[List[Tuple[bytes, List[Tuple[bytes, bytes]]]]] = None
+    connection: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    rate_schedule: Optional[Schedule] = None
+    concurrency_schedule: Optional[Schedule] = None
 
     @property
     def streaming(self) -> bool:
@@ -62,7 +74,11 @@ class RunSpec:
 
     def request_bytes(self) -> bytes:
         """The serialized request the Python and h2load arms send."""
-        return self.request if self.request is not None else benchmark_request(self.payload_size)
+        if self.request is not None:
+            return self.request
+        if self.requests:
+            return self.requests[0][0]
+        return benchmark_request(self.payload_size)
 
     def validate(self) -> "RunSpec":
         """Checks every field; raises ConfigError naming the first bad one. Returns self."""
@@ -112,13 +128,29 @@ class RunSpec:
              f"--rps: the {self.mode} arm has no open loop (use fastpath, stream-path or bidi)")
         need(self.count == 0 or kind.count,
              f"-n/--total: the {self.mode} arm runs for a duration only; use -z")
+        c_arm = self.mode in ("fastpath", "stream-path", "bidi")
+        h2load_ok = self.mode.startswith("h2load") and set(self.connection) <= {
+            "tls", "tls_roots", "tls_server_name", "tls_key", "tls_chain", "tls_skip_verify"} \
+            and not any(self.connection.get(k) for k in ("tls_roots", "tls_key", "tls_chain"))
+        need(not (self.connection or any(md for _, md in self.requests or ()))
+             or c_arm or h2load_ok,
+             f"metadata, TLS, --authority and compression: the {self.mode} arm does not "
+             f"take them (use fastpath, stream-path or bidi; h2load takes metadata and "
+             f"TLS without --cacert, which it does not verify)")
+        need((self.rate_schedule is None and self.concurrency_schedule is None) or c_arm,
+             f"load schedules: the {self.mode} arm does not take them (use fastpath, "
+             f"stream-path or bidi)")
+        need(self.rate_schedule is None or self.rate is None,
+             "give --rps or --load-schedule, not both")
         self.resolved_method()  # ConfigError for a malformed method
         return self
 
     def result_fields(self) -> Dict[str, Any]:
         """The BenchResult fields that echo this spec."""
+        size = round(sum(len(b) for b, _ in self.requests) / len(self.requests)) \
+            if self.requests else self.payload_size
         return {"arm": self.arm, "mode": self.mode, "target": self.target,
-                "method": self.resolved_method(), "payload_size": self.payload_size,
+                "method": self.resolved_method(), "payload_size": size,
                 "concurrency": self.concurrency, "connections": self.connections,
                 "stream_messages": self.stream_messages if self.streaming else 1,
                 "rate": self.rate, "duration_s": self.duration, "warmup_s": self.warmup,

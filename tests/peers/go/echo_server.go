@@ -15,11 +15,20 @@
 // grpc.CustomCodec, which overrides the codec lookup by content-subtype for every request.
 // No generated code is used: the ServiceDesc below is written by hand.
 //
+// Schema and reflection: -schema FILE (a FileDescriptorSet, as protoc --include_imports
+// --descriptor_set_out writes) also serves every service of every file in it, each method
+// echoing in its own shape (unary and server streaming: the request back; client streaming:
+// the last request; bidi: each request), and registers server reflection
+// (grpc.reflection.v1alpha, the only version grpc-go 1.33 has) describing them. The files
+// of the set must not import files outside it.
+//
 // Build: GO111MODULE=off GOPATH=/usr/share/gocode go build -o echo_server echo_server.go
 // (or tests/peers/build_go.sh OUTDIR).
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -36,11 +45,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/golang/protobuf/proto"
+	dpb "github.com/golang/protobuf/protoc-gen-go/descriptor"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	_ "google.golang.org/grpc/encoding/gzip" // accept (and answer) gzip-compressed messages
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 )
 
@@ -50,7 +62,7 @@ const (
 )
 
 // rawCodec passes message bytes through unchanged: requests decode into *[]byte and
-// responses are []byte.
+// responses are []byte. Generated messages (the reflection service's) use protobuf.
 type rawCodec struct{}
 
 func (rawCodec) Marshal(v interface{}) ([]byte, error) {
@@ -59,11 +71,16 @@ func (rawCodec) Marshal(v interface{}) ([]byte, error) {
 		return m, nil
 	case *[]byte:
 		return *m, nil
+	case proto.Message:
+		return proto.Marshal(m)
 	}
 	return nil, fmt.Errorf("rawCodec: cannot marshal %T", v)
 }
 
 func (rawCodec) Unmarshal(data []byte, v interface{}) error {
+	if m, isMsg := v.(proto.Message); isMsg {
+		return proto.Unmarshal(data, m)
+	}
 	p, ok := v.(*[]byte)
 	if !ok {
 		return fmt.Errorf("rawCodec: cannot unmarshal into %T", v)
@@ -248,6 +265,80 @@ var serviceDesc = grpc.ServiceDesc{
 	Metadata: "benchmark.proto",
 }
 
+// clientStreamCall answers a client stream with its last request (empty without one).
+func clientStreamCall(_ interface{}, stream grpc.ServerStream) error {
+	c, err := parseControl(stream.Context())
+	if err != nil {
+		return err
+	}
+	setTrailer := func(md metadata.MD) error { stream.SetTrailer(md); return nil }
+	if err := c.begin(stream.Context(), stream.SendHeader, setTrailer); err != nil {
+		return err
+	}
+	if c.hasStatus {
+		return c.statusErr()
+	}
+	last := []byte{}
+	for {
+		var req []byte
+		if err := stream.RecvMsg(&req); err == io.EOF {
+			return stream.SendMsg(c.response(last))
+		} else if err != nil {
+			return err
+		}
+		last = req
+	}
+}
+
+// schemaServices reads a FileDescriptorSet and returns a ServiceDesc per service in it,
+// each carrying its file's gzipped FileDescriptorProto for reflection; every file is also
+// registered by name (reflection's file_by_filename and imports).
+func schemaServices(path string) ([]grpc.ServiceDesc, error) {
+	raw, err := ioutil.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var set dpb.FileDescriptorSet
+	if err := proto.Unmarshal(raw, &set); err != nil {
+		return nil, fmt.Errorf("%s: not a FileDescriptorSet: %v", path, err)
+	}
+	var descs []grpc.ServiceDesc
+	for _, fd := range set.File {
+		enc, err := proto.Marshal(fd)
+		if err != nil {
+			return nil, err
+		}
+		var zipped bytes.Buffer
+		zw := gzip.NewWriter(&zipped)
+		zw.Write(enc)
+		zw.Close()
+		proto.RegisterFile(fd.GetName(), zipped.Bytes()) // file_by_filename and imports
+		for _, svc := range fd.Service {
+			name := svc.GetName()
+			if fd.GetPackage() != "" {
+				name = fd.GetPackage() + "." + name
+			}
+			d := grpc.ServiceDesc{ServiceName: name, HandlerType: (*interface{})(nil),
+				Metadata: zipped.Bytes()}
+			for _, m := range svc.Method {
+				cs, ss := m.GetClientStreaming(), m.GetServerStreaming()
+				switch {
+				case !cs && !ss:
+					d.Methods = append(d.Methods, grpc.MethodDesc{MethodName: m.GetName(), Handler: unaryCall})
+				case cs && !ss:
+					d.Streams = append(d.Streams, grpc.StreamDesc{StreamName: m.GetName(),
+						Handler: clientStreamCall, ClientStreams: true})
+				default:
+					d.Streams = append(d.Streams, grpc.StreamDesc{StreamName: m.GetName(),
+						Handler: streamCall, ClientStreams: cs, ServerStreams: ss})
+				}
+			}
+			descs = append(descs, d)
+		}
+	}
+	return descs, nil
+}
+
 // tlsCredentials loads the server identity and, with a client CA, requires and verifies
 // client certificates.
 func tlsCredentials(certFile, keyFile, clientCAFile string) (credentials.TransportCredentials, error) {
@@ -280,6 +371,7 @@ func main() {
 	compressResponses := flag.Bool("compress-responses", false, "gzip every response message")
 	streamWorkers := flag.Uint("stream-workers", 0,
 		"serve streams on this many long-lived goroutines (grpc.NumStreamWorkers); 0: a goroutine per stream, grpc-go's default")
+	schema := flag.String("schema", "", "FileDescriptorSet: serve its services (echo) with server reflection")
 	flag.Parse()
 
 	opts := []grpc.ServerOption{
@@ -313,6 +405,17 @@ func main() {
 	}
 	s := grpc.NewServer(opts...)
 	s.RegisterService(&serviceDesc, struct{}{})
+	if *schema != "" {
+		descs, err := schemaServices(*schema)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "schema:", err)
+			os.Exit(1)
+		}
+		for i := range descs {
+			s.RegisterService(&descs[i], struct{}{})
+		}
+		reflection.Register(s)
+	}
 
 	stop := make(chan struct{}, 2)
 	sigs := make(chan os.Signal, 1)
