@@ -30,5 +30,7 @@ args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(tests/integration tests/unit)
 for i in "${!args[@]}"; do args[$i]="$root/${args[$i]}"; done
 cd "$out"  # so the repository's own triple_py (cwd on sys.path) is not the one imported
+# Child processes too (Dask workers, namespaced hosts, notebook runs) import the copy.
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 /usr/bin/python3 -c "import triple_py; f = triple_py._triple.__file__; assert '/build/asan/' in f, f; print('instrumented:', f)"
 exec /usr/bin/python3 -m pytest -q -p no:cacheprovider --rootdir="$root" -c "$root/pyproject.toml" "${args[@]}"
