@@ -60,6 +60,25 @@ def available() -> Optional[str]:
     return None
 
 
+def require_browser() -> None:
+    """Fails the test when Chromium, its driver or Selenium is missing: tools/bootstrap.sh
+    installs them, so their absence is a broken set-up, not a reason to skip."""
+    missing = available()
+    if missing:
+        import pytest
+
+        pytest.fail(f"{missing}: tools/bootstrap.sh installs it")
+
+
+def require_jupyter() -> None:
+    """Fails the test when Debian's jupyter-notebook is missing (bootstrap installs it)."""
+    if not Path("/usr/bin/jupyter-notebook").exists():
+        import pytest
+
+        pytest.fail("/usr/bin/jupyter-notebook missing (Debian package jupyter-notebook): "
+                    "tools/bootstrap.sh installs it")
+
+
 @contextlib.contextmanager
 def chromium(console_log: bool = False) -> Iterator[Any]:
     """A headless Chromium WebDriver with a fresh profile, quit and removed afterwards;

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from _browser import available, chromium
+from _browser import chromium, require_browser
 from triple_py.bench.cli import main
 
 # Under tools/test_asan.sh the ASan runtime is preloaded into every child process, and
@@ -39,9 +39,7 @@ def test_the_file_is_self_contained(report):
 
 @BROWSER
 def test_chromium_renders_the_charts(report, tmp_path):
-    missing = available()
-    if missing:
-        pytest.skip(missing)
+    require_browser()
     from PIL import Image
 
     with chromium(console_log=True) as driver:
@@ -80,9 +78,7 @@ concurrency = [4]
     assert text.count('<section class="arm-run">') == 2
     assert "128B/c4 / fastpath (round" in text and "the median QPS" in text
     assert "<script" not in text and text.count('class="chart"') == 6
-    missing = available()
-    if missing:
-        pytest.skip(missing)
+    require_browser()
     with chromium(console_log=True) as driver:
         driver.get((out / "report.html").as_uri())
         charts = driver.execute_script(

@@ -20,13 +20,10 @@ from typing import List
 import pytest
 from jupyter_client import BlockingKernelClient
 
+from _browser import require_jupyter
 from _helpers import closed_port
 from triple_py.bench.notebook_server import SCRATCH_PREFIX, remove_stale_scratch
 
-pytest.importorskip("notebook")
-if not Path("/usr/bin/jupyter-notebook").exists():
-    pytest.skip("Debian's jupyter-notebook is not installed (make bootstrap)",
-                allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("TRIPLE_PY_TEST_ARTIFACTS", ROOT / "build" / "test-artifacts"))
@@ -72,6 +69,11 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+@pytest.fixture(autouse=True)
+def _jupyter_installed() -> None:
+    require_jupyter()
 
 
 def test_launcher_serves_the_project_kernel_and_leaves_nothing_behind(tmp_path):

@@ -182,15 +182,12 @@ def served(results, tmp_path_factory):
     three notebooks with their parameters injected; stopped (nothing left) afterwards."""
     import nbformat
 
-    from _browser import available
+    from _browser import require_browser, require_jupyter
     from _helpers import closed_port
     from triple_py.bench.notebook_server import NotebookServer
 
-    missing = available()
-    if missing:
-        pytest.skip(missing)
-    if not Path("/usr/bin/jupyter-notebook").exists():
-        pytest.skip("Debian's jupyter-notebook is not installed (make bootstrap)")
+    require_browser()
+    require_jupyter()
     folder = tmp_path_factory.mktemp("served")
     parameters = {
         "unary-analysis.ipynb": {"results": str(results["unary"]),
