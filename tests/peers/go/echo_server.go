@@ -227,17 +227,27 @@ func unaryCall(_ interface{}, ctx context.Context, dec func(interface{}) error, 
 	return c.response(req), nil
 }
 
-func streamCall(_ interface{}, stream grpc.ServerStream) error {
+// beginStream reads the stream's controls and sends its headers. A nil control means the
+// stream ends now, with the returned error (a bad control, or the status it asked for).
+func beginStream(stream grpc.ServerStream) (*control, error) {
 	c, err := parseControl(stream.Context())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	setTrailer := func(md metadata.MD) error { stream.SetTrailer(md); return nil }
 	if err := c.begin(stream.Context(), stream.SendHeader, setTrailer); err != nil {
-		return err
+		return nil, err
 	}
 	if c.hasStatus {
-		return c.statusErr()
+		return nil, c.statusErr()
+	}
+	return c, nil
+}
+
+func streamCall(_ interface{}, stream grpc.ServerStream) error {
+	c, err := beginStream(stream)
+	if c == nil {
+		return err
 	}
 	for {
 		var req []byte
@@ -267,16 +277,9 @@ var serviceDesc = grpc.ServiceDesc{
 
 // clientStreamCall answers a client stream with its last request (empty without one).
 func clientStreamCall(_ interface{}, stream grpc.ServerStream) error {
-	c, err := parseControl(stream.Context())
-	if err != nil {
+	c, err := beginStream(stream)
+	if c == nil {
 		return err
-	}
-	setTrailer := func(md metadata.MD) error { stream.SetTrailer(md); return nil }
-	if err := c.begin(stream.Context(), stream.SendHeader, setTrailer); err != nil {
-		return err
-	}
-	if c.hasStatus {
-		return c.statusErr()
 	}
 	last := []byte{}
 	for {
