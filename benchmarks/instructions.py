@@ -5,7 +5,10 @@
 
 A mode may name a wire and a Triple dialect: ``fastpath/triple/go`` is the fast path on the
 Triple wire with ``triple.dialect = go``, so ``--modes fastpath/triple/go,fastpath/triple/auto``
-counts what the second pair of dialect headers costs per call.
+counts what the second pair of dialect headers costs per call. A mode may also end in
+``+<setup>``, a call setup of SETUPS below: ``--modes fastpath+fixed128,fastpath+templated128
+--sizes 128`` counts what per-call variety (a ring of 1024 distinct templated bodies) costs
+against one fixed body of the same size and schema.
 
 On a shared 2-core VM one QPS figure moves by 10-50 % from round to round, which hides
 differences of a few percent between two arms, and against a server that saturates the
@@ -46,24 +49,45 @@ MODES = ("fastpath", "stream-path")  # the C load generator's unary kinds
 # Calls per run: (small run, large run).  Large payloads cost more per call: fewer calls.
 CALLS = [(64 * 1024, (10, 60)), (4 * 1024, (500, 3000)), (0, (2000, 12000))]
 CHILD = """
-import sys
+import json, sys
 from triple_py.bench import run
-target, mode, size, conc, count, wire, dialect = sys.argv[1:8]
+target, mode, size, conc, count, wire, dialect, call = sys.argv[1:9]
 r = run(target, mode=mode, payload_size=int(size), concurrency=int(conc), duration=0,
-        warmup=0, count=int(count), wire=wire, options={"dialect": dialect})
+        warmup=0, count=int(count), wire=wire, options={"dialect": dialect},
+        call=json.loads(call) or None)
 print("CALLS", r.calls, r.errors)
 """
 
 
+# Call setups a mode may name after a "+": the 128 B BenchmarkRequest of issue 22 sent as
+# one fixed body, or templated so that every entry of the request ring differs (per-call
+# variety). Both go through the same schema path; only the ring's contents differ.
+_BENCH_PROTO = str(ROOT / "proto" / "benchmark.proto")
+SETUPS: Dict[str, Dict[str, object]] = {
+    "fixed128": {"proto": _BENCH_PROTO, "data": '{"payload": "%s"}' % ("A" * 168)},
+    "templated128": {"proto": _BENCH_PROTO, "data": '{"payload": "{{randomString 168}}"}'},
+    "fixed128md": {"proto": _BENCH_PROTO, "data": '{"payload": "%s"}' % ("A" * 168),
+                   "metadata": '{"x-request-id": "0"}'},
+    "templated128md": {"proto": _BENCH_PROTO, "data": '{"payload": "{{randomString 168}}"}',
+                       "metadata": '{"x-request-id": "{{.RequestNumber}}"}'},
+}
+
+
 def unary_kind(name: str) -> Optional[str]:
     """The arm kind ``name`` stands for (aliases allowed) when it is one of MODES; the name
-    may go on with ``/<wire>[/<dialect>]``, kept in the result."""
+    may go on with ``/<wire>[/<dialect>]`` and ``+<setup>`` (a key of SETUPS), kept in the
+    result."""
+    name, plus, setup = name.partition("+")
+    if plus and setup not in SETUPS:
+        return None
     head, _, rest = name.partition("/")
     try:
         kind = canonical_mode(head)
     except ConfigError:
         return None
-    return (kind + ("/" + rest if rest else "")) if kind in MODES else None
+    if kind not in MODES:
+        return None
+    return kind + ("/" + rest if rest else "") + (plus + setup)
 
 
 def mode_args(mode: str) -> List[str]:
@@ -77,16 +101,23 @@ def calls_for(size: int) -> Tuple[int, int]:
     return next(counts for floor, counts in CALLS if size >= floor)
 
 
+def split_setup(mode: str) -> Tuple[str, Dict[str, object]]:
+    """A mode named ``name+setup`` is ``name`` with the call setup ``setup`` of SETUPS."""
+    name, _, setup = mode.partition("+")
+    return name, SETUPS.get(setup, {}) if setup else {}
+
+
 def counted_run(address: str, mode: str, size: int, concurrency: int,
                 count: int) -> Tuple[int, int]:
     """(instructions, calls) of one callgrind run of the load generator."""
+    mode, call = split_setup(mode)
     kind, wire, dialect = mode_args(mode)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         proc = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
              "-c", CHILD, address, kind, str(size), str(concurrency), str(count), wire,
-             dialect],
+             dialect, json.dumps(call)],
             capture_output=True, text=True, timeout=1800, cwd=ROOT)
     calls = re.search(r"^CALLS (\d+) (\d+)$", proc.stdout, re.M)
     collected = re.search(r"Collected : (\d+)", proc.stderr)

@@ -1046,7 +1046,8 @@ static size_t format_size(size_t v, char out[24]) {
   return n;
 }
 
-size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
+size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
+                         tri_hpack_filter *filter) {
   static const nghttp2_nv method = NV_STATIC(":method", "POST");
   static const nghttp2_nv scheme = NV_STATIC(":scheme", "http");
   static const nghttp2_nv scheme_tls = NV_STATIC(":scheme", "https");
@@ -1111,7 +1112,11 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap) {
   int kind;
   const uint8_t *k, *v;
   size_t kn, vn;
-  while (n < cap && read_record(c->hdr, &off, &kind, &k, &kn, &v, &vn) == 0)
-    nva[n++] = nv_make(k, kn, v, vn);
+  while (n < cap && read_record(c->hdr, &off, &kind, &k, &kn, &v, &vn) == 0) {
+    nva[n] = nv_make(k, kn, v, vn);
+    if (filter && !tri_hpack_filter_popular(filter, k, kn, v, vn))
+      nva[n].flags |= NGHTTP2_NV_FLAG_NO_INDEX;
+    n++;
+  }
   return n;
 }

@@ -566,7 +566,8 @@ static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
     io_release(conn, c);
     return;
   }
-  size_t n = tri__call_headers(c, nva, cap > MAX_HEADERS ? cap : MAX_HEADERS);
+  size_t n = tri__call_headers(c, nva, cap > MAX_HEADERS ? cap : MAX_HEADERS,
+                               &conn->hpack_filter);
   if (!header_list_fits(conn, c, nva, n)) {
     if (nva != stack_nva) tri_mem_free(nva);
     io_release(conn, c);
@@ -1373,6 +1374,7 @@ static tri_conn *conn_alloc(tri_channel *ch) {
   conn->ch = ch;
   conn->stats = &ch->stats;
   tri_deadlines_init(&conn->deadlines, conn->stats);
+  tri_hpack_filter_init(&conn->hpack_filter);
   conn->fd = conn->evfd = conn->tfd = conn->epfd = -1;
   tri_dial_init(&conn->dial);
   conn->hook_ms = -1;

@@ -46,6 +46,7 @@
 
 #include "tri_deadlines.h"
 #include "tri_dial.h"
+#include "tri_hpack_filter.h"
 #include "tri_int.h"
 #include "tri_tls.h"
 
@@ -105,6 +106,7 @@ struct tri_conn {
   size_t out_n, out_head, out_cap;
   tri_buf *staging;        /* copied frame bytes the queue refers to */
   tri_deadlines deadlines; /* of the calls that have one */
+  tri_hpack_filter hpack_filter; /* which request metadata to index */
   tri_call *inflight;      /* calls the session knows, linked io_next */
   size_t inflight_n;       /* how many */
   size_t closed_since_flush; /* streams closed since the last flush */

@@ -18,6 +18,7 @@
 #include "tri_channel.h"
 #include "tri_frame.h"
 #include "tri_gzip.h"
+#include "tri_hpack_filter.h"
 #include "tri_mem.h"
 #include "tri_mpsc.h"
 #include "tri_stats.h"
@@ -192,8 +193,11 @@ void tri__call_free_streams(tri_call *c);
 void tri__call_on_close(tri_call *c, uint32_t error_code);
 /* The initial response headers are complete (readers may look at them). */
 void tri__call_headers_done(tri_call *c);
-/* Builds the request header block into nva (capacity cap).  Returns count. */
-size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap);
+/* Builds the request header block into nva (capacity cap).  Returns count.
+ * The call's metadata that `filter` has not seen recently is marked not to be
+ * indexed (tri_hpack_filter.h); NULL indexes all of it. */
+size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
+                         tri_hpack_filter *filter);
 size_t tri__call_header_count(const tri_call *c);
 
 /* Channel: invoked by calls. */

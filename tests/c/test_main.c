@@ -28,6 +28,7 @@ void test_conn(void);
 void test_thread(void);
 void test_connectivity(void);
 void test_ring(void);
+void test_hpack_filter(void);
 void test_sched(void);
 
 static const struct {
@@ -50,6 +51,7 @@ static const struct {
               {"thread", test_thread},
               {"connectivity", test_connectivity},
               {"ring", test_ring},
+              {"hpack_filter", test_hpack_filter},
               {"sched", test_sched}};
 
 /* Runs every suite, or only those named on the command line. */
