@@ -39,6 +39,7 @@ from _schema_helpers import PLACE, SHOP_PROTO, write_shop_protoset  # noqa: E402
 from _tls_helpers import make_pki  # noqa: E402
 from peers.launch import start_peer  # noqa: E402
 from triple_py.bench import run  # noqa: E402
+from triple_py.bench.paired import compare_pairs, verdict_block  # noqa: E402
 
 ORDER = ('{"id": "ord-{{.RequestNumber}}", "customer": "cust-{{randomString 16}}", '
          '"lines": [{"sku": "sku-{{randomInt 1000 9999}}", "quantity": {{randomInt 1 9}}, '
@@ -88,6 +89,19 @@ def table(title: str, res: Dict[str, List[dict]]) -> str:
     return "\n".join(lines)
 
 
+def verdicts(raw: Dict[str, Dict[str, List[dict]]]) -> str:
+    """Each arm against the fixed arm of its scenario, paired by round: QPS, then client
+    CPU per call, with the exact Hodges-Lehmann interval or the rounds still needed."""
+    blocks = []
+    for key, what in (("qps", "QPS"), ("cpu_us_per_call", "CPU/call")):
+        values = {(scenario, arm, i): row[key] for scenario, res in raw.items()
+                  for arm, rows in res.items() for i, row in enumerate(rows) if row[key]}
+        arms = dict.fromkeys(a for res in raw.values() for a in res if a != "fixed")
+        blocks.append(verdict_block(compare_pairs(values, [(a, "fixed") for a in arms],
+                                                  list(raw)), what))
+    return "\n\n".join(blocks)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=5)
@@ -95,7 +109,11 @@ def main() -> None:
     p.add_argument("--warmup", type=float, default=1.0)
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--out", type=Path)
+    p.add_argument("--scenarios", default="order,bench128",
+                   help="which of order (the 226 B Order), bench128 to run")
+    p.add_argument("--transports", default="plain,mTLS")
     args = p.parse_args()
+    scenarios = args.scenarios.split(",")
     report, raw = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
@@ -112,7 +130,7 @@ def main() -> None:
             first_body = first_body.replace(fn, "4242")
         fixed_md = '{"authorization": "Bearer 0b7e9c1e-2f4a-4c55-9d1e-6a7b8c9d0e1f", ' \
                    '"x-request-id": "0"}'
-        for transport in ("plain", "mTLS"):
+        for transport in args.transports.split(","):
             tls = {} if transport == "plain" else {
                 "cacert": str(pki.ca.cert), "cert": str(pki.client.cert),
                 "key": str(pki.client.key)}
@@ -124,12 +142,18 @@ def main() -> None:
                          "fixed": {"data": first_body, "metadata": fixed_md, **tls}}
                 if transport == "plain":
                     calls["h2load"] = dict(calls["fixed"])
+                if "order" not in scenarios:
+                    calls = {}
                 t0 = time.monotonic()
-                res = rounds(peer.address, calls, PLACE, args)
-                raw[f"order/{transport}"] = res
-                report.append(table(f"shop.v1.OrderService/Place, {transport}, 1 connection, "
-                                    f"c{args.concurrency} ({time.monotonic() - t0:.0f} s)", res))
-                print(report[-1], flush=True)
+                if calls:
+                    res = rounds(peer.address, calls, PLACE, args)
+                    raw[f"order/{transport}"] = res
+                    report.append(table(f"shop.v1.OrderService/Place, {transport}, "
+                                        f"1 connection, c{args.concurrency} "
+                                        f"({time.monotonic() - t0:.0f} s)", res))
+                    print(report[-1], flush=True)
+                if "bench128" not in scenarios:
+                    continue
                 bench = {"templated": {"proto": bench_proto, "data": BENCH_128, **tls},
                          "fixed": {"proto": bench_proto, "data": BENCH_128.replace(
                              "{{randomString 168}}", "A" * 168), **tls}}
@@ -137,6 +161,8 @@ def main() -> None:
                 raw[f"bench128/{transport}"] = res
                 report.append(table(f"BenchmarkService/UnaryCall 128 B, {transport}", res))
                 print(report[-1], flush=True)
+    report.append(verdicts(raw))
+    print(report[-1], flush=True)
     out = args.out or ROOT / "benchmarks" / "results" / \
         f"any_service-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -84,3 +84,26 @@ def test_capacity_cli_writes_the_verdict_and_evidence(tmp_path, capsys):
     assert [p["rate"] for p in doc["probes"]] == [200, 400, 800]
     assert (out / "capacity.png").stat().st_size > 1000
     assert main(["capacity", "--slo", "p99=soon"]) == 2
+
+
+def test_matrix_file_with_capacity_searches_the_embedded_server(tmp_path, capsys):
+    """A matrix file's [capacity] table: after the rounds, a search per open-loop arm against
+    the same embedded server, printed and written next to the other results."""
+    import json
+
+    matrix = tmp_path / "cap.toml"
+    matrix.write_text('name = "cap"\nrounds = 1\nduration = "0.2s"\nwarmup = "0.1s"\n'
+                      'arms = ["fastpath", "grpcio-sync"]\n'
+                      '[scenarios]\npayload = [128]\nconcurrency = [16]\n'
+                      '[capacity]\nslo = "p99=2s"\nstart_rate = 200\nmax_rate = 400\n'
+                      'duration = "0.3s"\n')
+    out = tmp_path / "res"
+    assert main(["matrix", str(matrix), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "== capacity: 128B/c16 fastpath ==" in text
+    assert "capacity: 128B/c16 grpcio-sync" not in text  # no open loop: no search
+    assert (out / "capacity.txt").read_text().startswith("== capacity: 128B/c16 fastpath ==")
+    doc = json.loads((out / "capacity" / "128B_c16-fastpath.json").read_text())
+    assert doc["probes"][0]["rate"] == 200 and doc["slo"]["limit_s"] == 2.0
+    assert all(p["qps"] > 0 for p in doc["probes"])  # each probe loaded the server
+    assert (out / "capacity" / "128B_c16-fastpath.png").stat().st_size > 1000

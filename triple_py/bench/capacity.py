@@ -5,9 +5,9 @@ The search: probe the start rate, then double it until a probe fails the SLO (or
 maximum rate is reached), or, when the start rate fails, halve it until one passes (down to
 1/64 of it); then bisect between the last passing and the first failing rate
 until they are within ``precision`` of each other (relative) or ``max_probes`` ran. A probe
-passes when it has no error, sent its intended calls (at most 0.1 % missed), achieved at least
-95 % of the offered rate, and its corrected percentile (measured from the intended send
-times, so a server falling behind shows up as latency) is within the limit.
+passes when it has no error, sent its intended calls (at most 0.1 % missed, or one),
+achieved at least 95 % of the offered rate, and its corrected percentile (measured from the
+intended send times, so a server falling behind shows up as latency) is within the limit.
 """
 from __future__ import annotations
 
@@ -24,8 +24,9 @@ from .units import parse_duration
 __all__ = ["Slo", "Probe", "CapacityResult", "parse_slo", "histogram_percentile",
            "find_capacity", "capacity_text", "capacity_plot"]
 
-_MISSED_SHARE = 0.001  # intended calls never sent that a passing probe may have (the
-#                        schedule's last tick at the deadline)
+_MISSED_SHARE = 0.001  # intended calls never sent that a passing probe may have: this
+#                        share, and at least one (the schedule's last tick at the deadline,
+#                        which a short probe on a busy machine often misses)
 _DOWN_LIMIT = 64  # below start_rate / this, the search gives up
 _SLO = re.compile(r"p(\d+(?:\.\d+)?)\s*=\s*(\S+)")
 
@@ -104,7 +105,7 @@ def judge(result: BenchResult, rate: float, slo: Slo) -> Probe:
     why = ""
     if result.errors:
         why = f"{result.errors} errors ({result.first_error})"
-    elif missed > _MISSED_SHARE * (result.calls + missed):
+    elif missed > max(1.0, _MISSED_SHARE * (result.calls + missed)):
         why = f"{missed} intended calls never sent"
     elif result.qps < 0.95 * rate:
         why = f"achieved {result.qps:,.0f}/s of {rate:,.0f}/s"

@@ -483,6 +483,9 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     print("\n" + overview, flush=True)
     compared = comparison(result)
     print("\n" + compared, end="", flush=True)
+    if result.capacities:
+        from .matrix_capacity import format_capacities
+        print("\n" + format_capacities(result.capacities), end="", flush=True)
     try:
         paths = write_results(result, out_dir, compared)
     except OSError as exc:

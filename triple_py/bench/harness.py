@@ -21,6 +21,7 @@ from .arms import run_spec
 from .environment import environment
 from .errors import BenchError, ConfigError
 from .matrix import ArmSpec, Matrix, Scenario, round_order
+from .matrix_capacity import CapacityRun, run_capacity
 from .live import auto_progress
 from .progress import Progress
 from .recorders import describe
@@ -69,6 +70,7 @@ class MatrixRun:
     target: Optional[str] = None
     load_after: Optional[List[float]] = None
     interrupted: bool = False  # Ctrl-C: the runs so far are kept
+    capacities: List[CapacityRun] = dataclasses.field(default_factory=list)  # [capacity]
 
     def runs_of(self, scenario: Scenario, arm: str) -> List[ArmRun]:
         """The rounds of one arm in one scenario, in round order."""
@@ -154,8 +156,21 @@ def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
             progress.finish(run.result, name, run.failed)
             out.runs.append(run)
 
+    def capacity_searches(scenario: Scenario, address: str) -> None:
+        if matrix.capacity is None:
+            return
+        for name in matrix.capacity.arms:
+            arm = matrix.arm(name)
+            spec = matrix.spec(scenario, arm, address)
+            setup = matrix.call_setup(arm)
+            if setup is not None:
+                setup.apply(spec, address)
+            label = matrix.label(scenario)
+            progress.start(f"{label} capacity search {name} ({matrix.capacity.slo})", 0)
+            out.capacities.append(run_capacity(matrix.capacity, label, name, spec, runner))
+
     try:
-        _run_all(matrix, server, one_round, out, on_scenario)
+        _run_all(matrix, server, one_round, out, on_scenario, capacity_searches)
     except KeyboardInterrupt:
         out.interrupted = True
     finally:
@@ -167,13 +182,18 @@ def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
 
 def _run_all(matrix: Matrix, server: Callable[[], ContextManager[str]],
              one_round: Callable[[Scenario, int, str], None], out: MatrixRun,
-             on_scenario: Optional[Callable[[MatrixRun, Scenario], None]]) -> None:
-    """Scenarios x rounds, on one server or a new one per round."""
+             on_scenario: Optional[Callable[[MatrixRun, Scenario], None]],
+             searches: Callable[[Scenario, str], None]) -> None:
+    """Scenarios x rounds, on one server or a new one per round; after each scenario's
+    rounds, its capacity searches (on a server of their own when servers restart)."""
     if matrix.restart_server:
         for scenario in matrix.scenarios:
             for index in range(matrix.rounds):
                 with server() as address:
                     one_round(scenario, index, address)
+            if matrix.capacity is not None:
+                with server() as address:
+                    searches(scenario, address)
             if on_scenario:
                 on_scenario(out, scenario)
         return
@@ -181,6 +201,7 @@ def _run_all(matrix: Matrix, server: Callable[[], ContextManager[str]],
         for scenario in matrix.scenarios:
             for index in range(matrix.rounds):
                 one_round(scenario, index, address)
+            searches(scenario, address)
             if on_scenario:
                 on_scenario(out, scenario)
 

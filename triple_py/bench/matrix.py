@@ -24,6 +24,9 @@ The format (every key but ``arms``/``mode`` and ``[scenarios]`` is optional)::
                                 # the headline comparisons [arm, over arm], each given a
                                 # verdict (default: every arm over the baseline)
     call = {data = '{"payload": "{{randomString 8}}"}', metadata = '{"x-k": "v"}'}
+    capacity = {slo = "p99=5ms", start_rate = 1000}
+                                # after each scenario's rounds, the highest open-loop rate
+                                # meeting the SLO, per open-loop arm (see .matrix_capacity)
                                 # any service (run's ghz flags, CallSetup's keys: proto,
                                 # import_paths, protoset, data, data_file, binary_file,
                                 # metadata, metadata_file, ring_size, authority,
@@ -78,6 +81,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .arms import KINDS, canonical_mode, kind_of
 from .call_setup import CallSetup
+from .matrix_capacity import CapacitySpec, parse_capacity
 from .errors import ConfigError
 from .spec import WIRES, RunSpec
 from .units import format_size, parse_duration, parse_size
@@ -219,7 +223,7 @@ AXES = ("payload", "concurrency", "connections", "stream_messages", "rate",
         "write_buffer_size")
 _TOP_KEYS = {"name", "description", "benchmark", "baseline", "rounds", "duration", "warmup",
              "timeout", "restart_server", "method", "wire", "arms", "mode", "scenarios", "arm",
-             "compare", "call"}
+             "compare", "call", "capacity"}
 _ARM_KEYS = {"name", "mode", "method", "wire", "write_buffer_size", "write_buffer_delay_us",
              "timeout", "shared_request", "threads", "latency_log", "driver_threads",
              "minimal_headers", "unary_fast_path", "dialect", "call"}
@@ -295,6 +299,7 @@ class Matrix:
     axes_given: Sequence[str] = ()
     compare: List[Tuple[str, str]] = dataclasses.field(default_factory=list)
     call: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    capacity: Optional[CapacitySpec] = None  # [capacity]: a search per scenario and arm
 
     def call_setup(self, arm: ArmSpec) -> Optional[CallSetup]:
         """The arm's call options (the matrix's, overridden key by key by the arm's), or None
@@ -362,6 +367,9 @@ class Matrix:
                                       f"{', '.join(a.name for a in self.arms)})") from None
             m.arms = chosen
             m.compare = [(a, b) for a, b in self.compare if a in arms and b in arms]
+            if m.capacity is not None:
+                kept = tuple(a for a in m.capacity.arms if a in arms)
+                m.capacity = dataclasses.replace(m.capacity, arms=kept) if kept else None
             if baseline is None and self.baseline not in arms:
                 m.baseline = chosen[0].name
         if baseline is not None:
@@ -387,6 +395,7 @@ class Matrix:
                 "restart_server": self.restart_server, "method": self.method,
                 "wire": self.wire, "source": self.source,
                 "compare": [list(pair) for pair in self.compare],
+                "capacity": self.capacity.to_dict() if self.capacity is not None else None,
                 "arms": [{"name": a.name, "mode": a.mode, **a.overrides} for a in self.arms],
                 "scenarios": [dict(s.to_dict(), label=self.label(s)) for s in self.scenarios]}
 
@@ -499,7 +508,9 @@ def _build(doc: Mapping[str, Any], source: str, default_name: str) -> Matrix:
         timeout=parse_duration(doc.get("timeout", 10.0), "timeout"),
         restart_server=restart, method=doc.get("method"), wire=wire, source=source,
         axes_given=tuple(names), compare=_pairs(doc.get("compare", [])),
-        call=_call_table(doc.get("call", {}), "call"))
+        call=_call_table(doc.get("call", {}), "call"),
+        capacity=parse_capacity(doc["capacity"], {a.name: a.mode for a in arms})
+        if "capacity" in doc else None)
     if matrix.method is not None and not isinstance(matrix.method, str):
         raise ConfigError(f"method must be a string, not {matrix.method!r}")
     _check(matrix)

@@ -297,13 +297,16 @@ def format_verdicts(run: MatrixRun, margin: float = MARGIN) -> str:
     change with its interval, equivalence within ``margin``, or the rounds still needed;
     first for the throughput, then for the client's CPU time per call (the arms that
     measured it)."""
-    blocks = [_verdict_block(headline_ratios(run), _what(run), "", margin),
-              _verdict_block(headline_ratios(run, "cpu"), "CPU/call",
+    blocks = [verdict_block(headline_ratios(run), _what(run), "", margin),
+              verdict_block(headline_ratios(run, "cpu"), "CPU/call",
                              " (client CPU time per call: lower is cheaper)", margin)]
     return "\n\n".join(b for b in blocks if b)
 
 
-def _verdict_block(rows: Sequence[PairedRatio], what: str, note: str, margin: float) -> str:
+def verdict_block(rows: Sequence[PairedRatio], what: str, note: str = "",
+                  margin: float = MARGIN) -> str:
+    """One verdict line per paired comparison of ``rows`` (of ``what``: "QPS", "CPU/call"),
+    and a count of the verdicts; "" without rows."""
     if not rows:
         return ""
     width = max(len(f"{r.arm} vs {r.baseline}") for r in rows)

@@ -22,6 +22,8 @@ Files written into the results directory by :func:`write_results`:
                    Hodges-Lehmann estimate, its exact CI, p, the verdict).
 ``verdicts.txt``   the conclusion: each headline comparison per scenario, a significant
                    change with its CI, equivalent within ±5 %, or the rounds still needed.
+``capacity.txt``   with a ``[capacity]`` table: each search's verdict and probes, and
+                   ``capacity/<scenario>-<arm>.json`` and ``.png`` (:mod:`.matrix_capacity`).
 
 ns/op is 1e9 / QPS: the wall time per completed call at the run's concurrency (like Go's
 RunParallel benchmarks), so lower is better and benchstat's sec/op column reads as the
@@ -43,6 +45,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .harness import ArmRun, MatrixRun
+from .matrix_capacity import capacity_docs, write_capacities
 from .paired import PAIRED_COLUMNS, format_paired, format_verdicts, headline_ratios, \
     paired_ratios
 from .result import BenchResult, client_cpu
@@ -349,7 +352,8 @@ def results_doc(run: MatrixRun, histograms: bool = True) -> Dict[str, Any]:
     return {"config": config, "results": results, "failed": failed,
             "matrix": run.matrix.to_dict(), "environment": env,
             "load_average_after": run.load_after, "started": run.started,
-            "finished": run.finished, "summary": summary}
+            "finished": run.finished, "summary": summary,
+            "capacities": capacity_docs(run.capacities)}
 
 
 def write_results(run: MatrixRun, out_dir: Path, comparison_text: str = "") -> Dict[str, Path]:
@@ -373,6 +377,8 @@ def write_results(run: MatrixRun, out_dir: Path, comparison_text: str = "") -> D
     if verdicts:
         paths["verdicts"] = out_dir / "verdicts.txt"
         paths["verdicts"].write_text(verdicts + "\n")
+    if run.capacities:
+        paths.update(write_capacities(run.capacities, out_dir))
     if comparison_text:
         paths["comparison"] = out_dir / "comparison.txt"
         paths["comparison"].write_text(comparison_text)

@@ -1,0 +1,177 @@
+"""Capacity searches in matrix files: a ``[capacity]`` table.
+
+After the rounds of each scenario, the harness runs :func:`~.capacity.find_capacity` for
+each chosen arm against the same server: the open-loop rate is ramped, then bisected to the
+highest rate whose CO-corrected percentile meets the SLO with no errors. The scenario's
+concurrency is the most calls in flight each probe may have (an open loop needs room)::
+
+    [capacity]
+    slo = "p99=5ms"        # required: pNN=DURATION
+    start_rate = 1000      # first rate tried, calls/s (1000)
+    max_rate = 1000000     # highest rate tried (1e6)
+    precision = 0.05       # stop when passing and failing rates are this close (0.05)
+    max_probes = 16        # most probes per search (16)
+    duration = "2s"        # measured per probe (default: the matrix's duration)
+    warmup = "0.5s"        # per probe (default: the matrix's warm-up)
+    arms = ["fastpath"]    # default: every arm whose kind runs an open loop
+
+Outputs (:func:`write_capacities`): ``capacity.txt`` (every search's verdict and probes)
+and per search ``capacity/<scenario>-<arm>.json`` and ``.png``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+from .arms import kind_of
+from .capacity import CapacityResult, Slo, capacity_plot, capacity_text, find_capacity, \
+    parse_slo
+from .errors import BenchError, ConfigError
+from .result import BenchResult
+from .spec import RunSpec
+from .units import parse_duration
+
+__all__ = ["CapacitySpec", "CapacityRun", "parse_capacity", "run_capacity",
+           "format_capacities", "write_capacities"]
+
+_KEYS = {"slo", "start_rate", "max_rate", "precision", "max_probes", "duration", "warmup",
+         "arms"}
+
+
+@dataclasses.dataclass(frozen=True)
+class CapacitySpec:
+    """A matrix's ``[capacity]`` table, validated."""
+
+    slo: Slo
+    arms: Sequence[str]
+    start_rate: float = 1000.0
+    max_rate: float = 1e6
+    precision: float = 0.05
+    max_probes: int = 16
+    duration: Optional[float] = None  # None: the matrix's
+    warmup: Optional[float] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Plain data for the results JSON."""
+        return dict(dataclasses.asdict(self), slo=str(self.slo), arms=list(self.arms))
+
+
+@dataclasses.dataclass
+class CapacityRun:
+    """One search: a scenario's label, an arm, and its result or why it failed."""
+
+    label: str
+    arm: str
+    result: Optional[CapacityResult] = None
+    failed: Optional[str] = None
+
+
+def _number(doc: Mapping[str, Any], key: str, default: float) -> float:
+    value = doc.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ConfigError(f"capacity.{key} must be a number > 0, not {value!r}")
+    return float(value)
+
+
+def parse_capacity(doc: Any, arms: Mapping[str, str]) -> CapacitySpec:
+    """The ``[capacity]`` table; ``arms`` maps the matrix's arm names to their kinds.
+    ConfigError for an unknown key, a bad SLO or number, or an arm that is not in the
+    matrix or cannot run an open loop."""
+    if not isinstance(doc, dict):
+        raise ConfigError("[capacity] must be a table")
+    unknown = sorted(set(doc) - _KEYS)
+    if unknown:
+        raise ConfigError(f"unknown key capacity.{unknown[0]} (known: {', '.join(sorted(_KEYS))})")
+    if "slo" not in doc:
+        raise ConfigError('[capacity] needs slo (e.g. slo = "p99=5ms")')
+    open_loop = [name for name, mode in arms.items() if kind_of(mode).open_loop]
+    chosen = doc.get("arms", open_loop)
+    if not isinstance(chosen, list) or not all(isinstance(a, str) for a in chosen):
+        raise ConfigError("capacity.arms must be a list of arm names")
+    for name in chosen:
+        if name not in arms:
+            raise ConfigError(f"capacity.arms: no arm {name!r} in the matrix")
+        if name not in open_loop:
+            raise ConfigError(f"capacity.arms: {name!r} ({arms[name]}) cannot run an open loop "
+                              f"(arms that can: {', '.join(open_loop) or 'none'})")
+    if not chosen:
+        raise ConfigError("[capacity]: no arm of the matrix can run an open loop")
+    spec = CapacitySpec(
+        slo=parse_slo(str(doc["slo"])), arms=tuple(chosen),
+        start_rate=_number(doc, "start_rate", 1000.0), max_rate=_number(doc, "max_rate", 1e6),
+        precision=_number(doc, "precision", 0.05),
+        max_probes=int(_number(doc, "max_probes", 16)),
+        duration=parse_duration(doc["duration"], "capacity.duration") if "duration" in doc
+        else None,
+        warmup=parse_duration(doc["warmup"], "capacity.warmup") if "warmup" in doc else None)
+    if spec.start_rate > spec.max_rate:
+        raise ConfigError("capacity.start_rate must be at most capacity.max_rate")
+    if not 0 < spec.precision < 1:
+        raise ConfigError("capacity.precision must be in (0, 1)")
+    return spec
+
+
+def run_capacity(spec: CapacitySpec, label: str, arm: str, base: RunSpec,
+                 runner: Callable[[RunSpec], BenchResult]) -> CapacityRun:
+    """One search for ``arm`` in the scenario ``label``: ``base`` (the arm's RunSpec in the
+    scenario, its call setup applied) with the probe's rate, and the search's duration and
+    warm-up when it sets them. A probe that raises ends the search as failed."""
+    timing = {k: v for k, v in (("duration", spec.duration), ("warmup", spec.warmup))
+              if v is not None}
+
+    def probe_at(rate: float) -> BenchResult:
+        return runner(dataclasses.replace(base, rate=rate, **timing))
+
+    out = CapacityRun(label, arm)
+    try:
+        out.result = find_capacity(probe_at, spec.slo, start_rate=spec.start_rate,
+                                   max_rate=spec.max_rate, precision=spec.precision,
+                                   max_probes=spec.max_probes)
+    except ConfigError:
+        raise
+    except BenchError as exc:
+        out.failed = str(exc)
+    return out
+
+
+def format_capacities(runs: Sequence[CapacityRun]) -> str:
+    """Every search: a heading per scenario and arm, then its verdict and probes."""
+    blocks = []
+    for run in runs:
+        head = f"== capacity: {run.label} {run.arm} =="
+        body = capacity_text(run.result) if run.result is not None \
+            else f"search failed: {run.failed}\n"
+        blocks.append(f"{head}\n{body}")
+    return "\n".join(blocks)
+
+
+def _file_stem(run: CapacityRun) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{run.label}-{run.arm}")
+
+
+def write_capacities(runs: Sequence[CapacityRun], out_dir: Path) -> Dict[str, Path]:
+    """``capacity.txt`` and, per finished search, ``capacity/<scenario>-<arm>.json`` and
+    ``.png``; returns {"capacity": the text file, "capacity_dir": the folder}."""
+    import json
+
+    text_path = out_dir / "capacity.txt"
+    text_path.write_text(format_capacities(runs))
+    folder = out_dir / "capacity"
+    folder.mkdir(exist_ok=True)
+    for run in runs:
+        if run.result is None:
+            continue
+        stem = _file_stem(run)
+        (folder / f"{stem}.json").write_text(json.dumps(
+            dict(run.result.to_dict(), scenario=run.label, arm=run.arm), indent=1,
+            default=str) + "\n")
+        capacity_plot(run.result, folder / f"{stem}.png")
+    return {"capacity": text_path, "capacity_dir": folder}
+
+
+def capacity_docs(runs: List[CapacityRun]) -> List[Dict[str, Any]]:
+    """The searches as plain data (for the results JSON)."""
+    return [{"scenario": r.label, "arm": r.arm, "failed": r.failed,
+             "result": r.result.to_dict() if r.result is not None else None} for r in runs]
