@@ -14,13 +14,16 @@ connection, three arms make shop.v1.OrderService/Place calls with the same concu
 Transports: plain (h2c) and mTLS (the peer requires a client certificate signed by a CA the
 script makes with openssl). A second scenario uses a 128 B BenchmarkRequest (proto/
 benchmark.proto, --proto) whose payload is templated, for the issue's "at most 5 % of the
-fixed-payload QPS at 128 B". Rounds interleave the arms, reversing their order every other
-round; the table shows medians over rounds and the median of per-round (paired) ratios.
+fixed-payload QPS at 128 B": its arms send a fixed x-request-id, except templated-md,
+whose x-request-id is new on every call. Rounds interleave the arms, reversing their order
+every other round; the table shows medians over rounds and the median of per-round (paired)
+ratios, and the verdicts each arm's paired ratios to the fixed arm give.
 CPU per call is the client process's CPU (C arms: getrusage of this process over the
 measured window; h2load: its CPU over its run, warm-up prorated).
 
 Usage: .venv/bin/python benchmarks/any_service.py [--rounds 5] [--duration 3] [--warmup 1]
-       [--concurrency 32] [--out results/any_service-<ts>.json]
+       [--concurrency 32] [--scenarios order,bench128] [--transports plain,mTLS]
+       [--out results/any_service-<ts>.json]
 """
 from __future__ import annotations
 
@@ -53,6 +56,8 @@ ORDER = ('{"id": "ord-{{.RequestNumber}}", "customer": "cust-{{randomString 16}}
 METADATA = '{"authorization": "Bearer {{.UUID}}", "x-request-id": "{{.RequestNumber}}"}'
 BENCH_128 = '{"payload": "{{randomString 168}}"}'  # 168 base64 chars: 126 bytes + 2 B tag
 UNARY = "benchmark.BenchmarkService/UnaryCall"
+ID_TEMPLATED = '{"x-request-id": "{{.RequestNumber}}"}'  # a header value new on every call
+ID_FIXED = '{"x-request-id": "0"}'
 
 
 
@@ -154,9 +159,13 @@ def main() -> None:
                     print(report[-1], flush=True)
                 if "bench128" not in scenarios:
                     continue
-                bench = {"templated": {"proto": bench_proto, "data": BENCH_128, **tls},
-                         "fixed": {"proto": bench_proto, "data": BENCH_128.replace(
-                             "{{randomString 168}}", "A" * 168), **tls}}
+                fixed_128 = BENCH_128.replace("{{randomString 168}}", "A" * 168)
+                bench = {"templated": {"proto": bench_proto, "data": BENCH_128,
+                                       "metadata": ID_FIXED, **tls},
+                         "templated-md": {"proto": bench_proto, "data": BENCH_128,
+                                          "metadata": ID_TEMPLATED, **tls},
+                         "fixed": {"proto": bench_proto, "data": fixed_128,
+                                   "metadata": ID_FIXED, **tls}}
                 res = rounds(peer.address, bench, UNARY, args)
                 raw[f"bench128/{transport}"] = res
                 report.append(table(f"BenchmarkService/UnaryCall 128 B, {transport}", res))

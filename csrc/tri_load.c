@@ -225,8 +225,6 @@ const char *tri_load_config_problem(const tri_load_config *c) {
   if (c->concurrency_schedule.start > 0 && tri_sched_problem(&c->concurrency_schedule))
     return tri_sched_problem(&c->concurrency_schedule);
   if (c->rate_schedule.start > 0 && c->rate_schedule.start >= 1e9) return "bad rate";
-  if (c->wire == TRI_WIRE_TRIPLE && c->mode == TRI_LOAD_BIDI)
-    return "the Triple wire carries unary calls only (streams are gRPC-framed)";
   if (c->dialect < TRI_DIALECT_AUTO || c->dialect > TRI_DIALECT_SPEC)
     return "unknown Triple dialect";
   return NULL;

@@ -159,8 +159,9 @@ typedef struct tri_load_config {
                                 this (>= 0), so that loads in several
                                 processes interleave their schedules */
   int wire;                  /* TRI_WIRE_GRPC (default) or TRI_WIRE_TRIPLE
-                                (UNARY and UNARY_STREAM_PATH, which then sends
-                                TRI_CALL_UNARY_BODY calls; not BIDI) */
+                                (UNARY and UNARY_STREAM_PATH then send Triple
+                                unary calls, TRI_CALL_UNARY_BODY; BIDI streams
+                                are gRPC-framed, as Triple frames streams) */
   int dialect;               /* TRI_DIALECT_* of a Triple-wire run (tri_channel.h) */
   const tri_ring_entry *requests; /* copied by tri_load_new (tri_ring_new);
                                      NULL: BenchmarkRequests of payload_size */

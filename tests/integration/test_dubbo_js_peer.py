@@ -130,10 +130,12 @@ def test_bidi_stream(dubbo_js_server, wire):
 # --- the C load generator on the Triple wire -----------------------------------------------
 
 @pytest.mark.parametrize("mode, dialect", [("fastpath", "auto"), ("fastpath", "spec"),
-                                           ("fastpath", "go"), ("stream-path", "auto")])
+                                           ("fastpath", "go"), ("stream-path", "auto"),
+                                           ("bidi", "auto")])
 def test_c_load_generator_on_the_triple_wire(dubbo_js_server, mode, dialect):
-    """`bench run --wire triple` (fast path and stream path): every call of a bounded C load
-    is answered OK by dubbo-js, in each dialect (dubbo-js requires no version header)."""
+    """`bench run --wire triple` (fast path, stream path, bidi streams framed as Triple
+    frames streams, like gRPC): every call of a bounded C load is answered OK by dubbo-js,
+    in each dialect (dubbo-js requires no version header)."""
     from triple_py.bench import run
     result = run(dubbo_js_server.address, mode=mode, wire="triple", concurrency=4,
                  duration=0, count=200, warmup=0, options={"dialect": dialect})

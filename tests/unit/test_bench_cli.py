@@ -33,7 +33,7 @@ def one_line_error(err: str) -> str:
     (["run", "-c", "0"], 2, "-c/--concurrency: must be >= 1"),
     (["run", "--payload", "huge"], 2, "bad payload size 'huge'"),
     (["run", "-z", "soon"], 2, "bad duration 'soon'"),
-    (["run", "--wire", "triple", "--mode", "bidi"], 2, "speaks only the grpc wire"),
+    (["run", "--wire", "triple", "--mode", "h2load"], 2, "speaks only the grpc wire"),
     (["run", "--wire", "triple", "--dialect", "java"], 2, "invalid choice: 'java'"),
     (["run", "--mode", "warp"], 2, "unknown mode 'warp'"),
     (["run", "--target", "nohost"], 2, "no port"),

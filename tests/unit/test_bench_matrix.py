@@ -130,8 +130,8 @@ def test_overrides_from_the_command_line():
      "not a multiple of connections"),
     ('arms = []\n[scenarios]\npayload=[1]\nconcurrency=[1]\n', "no arms"),
     ('wire = "triple"\n' + BASE, ""),
-    ('wire = "triple"\narms = ["bidi"]\n[scenarios]\npayload=[1]\nconcurrency=[1]\n',
-     "bidi arm speaks only the grpc wire"),
+    ('wire = "triple"\narms = ["h2load"]\n[scenarios]\npayload=[1]\nconcurrency=[1]\n',
+     "h2load arm speaks only the grpc wire"),
     ('wire = "triple"\narms = ["fastpath"]\n[scenarios]\npayload=[1]\nconcurrency=[1]\n', ""),
     ('wire = "triple"\narms = [{name = "f", mode = "fastpath", dialect = "java"}]\n'
      '[scenarios]\npayload=[1]\nconcurrency=[1]\n', "dialect must be one of"),

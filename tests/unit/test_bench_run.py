@@ -112,7 +112,7 @@ def test_bad_parameters_and_unreachable_target():
         run("127.0.0.1:9", concurrency=3, connections=2)
     with pytest.raises(ConfigError, match="unknown mode"):
         run("127.0.0.1:9", mode="warp")
-    with pytest.raises(ConfigError, match="bidi arm speaks only the grpc wire"):
-        run("127.0.0.1:9", mode="bidi", wire="triple")
+    with pytest.raises(ConfigError, match="grpcio-aio-bidi arm speaks only the grpc wire"):
+        run("127.0.0.1:9", mode="grpcio-aio-bidi", wire="triple")
     with pytest.raises(TargetError, match="cannot reach 127.0.0.1:1"):
         run("127.0.0.1:1", **QUICK)

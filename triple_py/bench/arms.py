@@ -67,8 +67,10 @@ KINDS: Dict[str, ArmKind] = {k.name: k for k in (
     ArmKind("stream-path", _c("stream-path"),
             "C load generator, unary call through the streaming machinery (baseline)",
             open_loop=True, count=True, ours=True, wires=("grpc", "triple")),
+    # On the Triple wire a stream is gRPC-framed (dubbo-go, Java and the Triple spec frame
+    # streams as gRPC); the channel adds the Triple service headers it has.
     ArmKind("bidi", _c("bidi"), "C load generator, bidi streams of K messages",
-            streaming=True, open_loop=True, count=True, ours=True),
+            streaming=True, open_loop=True, count=True, ours=True, wires=("grpc", "triple")),
     ArmKind("grpcio-sync", _lazy(".arms_grpcio", "grpcio_sync_unary"),
             "grpcio, Python threads, blocking unary calls"),
     ArmKind("grpcio-aio", _lazy(".arms_grpcio", "grpcio_aio_unary"),

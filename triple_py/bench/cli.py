@@ -134,8 +134,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--target", metavar="HOST:PORT",
                      help="server to load (default: start the embedded echo server)")
     run.add_argument("--wire", choices=("grpc", "triple"), default="grpc",
-                     help="wire protocol (grpc; triple: the unary kinds fastpath, stream-path, "
-                          "triple-py-sync, triple-py-aio)")
+                     help="wire protocol (grpc; triple: the C kinds fastpath, stream-path and "
+                          "bidi, whose streams Triple frames as gRPC, and triple-py-sync, "
+                          "triple-py-aio)")
     run.add_argument("--dialect", choices=("auto", "go", "spec"), default="auto",
                      help="Triple headers (triple.dialect): auto sends dubbo-go's and the "
                           "spec's (Java, dubbo-js); go or spec only one pair (auto)")

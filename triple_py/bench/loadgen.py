@@ -41,9 +41,9 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     the connections' I/O threads unless ``driver_threads`` asks for a thread of their own.
     ``start_at_ns`` (``time.monotonic_ns()`` clock) starts the warm-up at that moment once
     the connections are open, ``phase_ns`` shifts an open loop's schedule (both for loads
-    split over several processes: :mod:`.distributed`). ``wire="triple"`` (the unary modes)
-    sends Triple unary calls with the headers of ``dialect`` (``triple.dialect``: auto, go
-    or spec). ``requests`` is a ring of pre-encoded requests (body, metadata) that call i
+    split over several processes: :mod:`.distributed`). ``wire="triple"`` sends Triple
+    unary calls with the headers of ``dialect`` (``triple.dialect``: auto, go or spec);
+    in the bidi mode, gRPC-framed streams, as Triple frames them. ``requests`` is a ring of pre-encoded requests (body, metadata) that call i
     of the run takes entry i mod len of (csrc/tri_ring.h); ``connection`` the channel
     keywords (authority, compress, tls, tls_roots, tls_key, tls_chain, tls_server_name).
     ``rate_schedule`` / ``concurrency_schedule``: ghz's load schedules (:mod:`.schedules`).

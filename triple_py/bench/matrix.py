@@ -17,8 +17,9 @@ The format (every key but ``arms``/``mode`` and ``[scenarios]`` is optional)::
     timeout = "10s"             # per call (default 10 s)
     restart_server = false      # a new embedded server every round (default false)
     method = "/benchmark.BenchmarkService/UnaryCall"  # default: UnaryCall, StreamCall for bidi
-    wire = "grpc"               # "grpc" (default) or "triple" (unary arms: fastpath,
-                                # stream-path, triple-py-sync, triple-py-aio)
+    wire = "grpc"               # "grpc" (default) or "triple" (the C arms fastpath,
+                                # stream-path, bidi (streams gRPC-framed, as Triple
+                                # frames them), and triple-py-sync, triple-py-aio)
     arms = ["stream-path", "fastpath", "grpcio-sync", "grpcio-aio", "h2load"]
     compare = [["fastpath", "stream-path"], ["fastpath", "h2load"]]
                                 # the headline comparisons [arm, over arm], each given a
