@@ -3,7 +3,9 @@
 Asks ``grpc.reflection.v1.ServerReflection`` first and, when the server does not implement
 it, ``grpc.reflection.v1alpha.ServerReflection`` (the same messages under an older name;
 grpc-go before 1.45 serves only that one). One short stream per question: the file that
-defines the service, then every import the server has not sent yet.
+defines the service, then every import the server has not sent yet. Map entries named
+the way protobufjs names them (grpc-js's reflection) are renamed as protoc names them
+(:mod:`.descriptor_repair`).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from google.protobuf.message import DecodeError
 from .._channel import Channel
 from .._errors import RpcError
 from .._status import StatusCode
+from .descriptor_repair import repair_map_entries
 from .errors import ConfigError, TargetError
 from .schema import MethodSchema, compile_proto, find_method, message_class, pool_of
 
@@ -98,6 +101,7 @@ def method_by_reflection(channel: Channel, method: str, timeout: float = 10.0) -
             for f in _files(_ask(channel, service, timeout, file_by_filename=name)):
                 files.setdefault(f.name, f)
                 missing.extend(d for d in f.dependency if d not in files)
+        repair_map_entries(files.values())  # grpc-js's map entries (descriptor_repair)
         return find_method(pool_of(list(files.values())), method)
     raise ConfigError(f"the server has no reflection service ({last_error.details() if last_error else ''}); "
                       f"give its schema with --proto or --protoset")
