@@ -35,6 +35,7 @@
  * may send blocks up to twice this (its own default of 64 KiB is lifted). */
 #define MAX_HEADER_LIST (1u << 20)
 #define MS 1000000LL               /* ns per ms */
+#define OOM_HTTP2 "out of memory in the HTTP/2 session"
 
 /* ---- references and the op queue (any thread) ------------------------ */
 
@@ -454,6 +455,8 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
 }
 
 static void stream_closed(tri_conn *conn, tri_call *c, uint32_t error_code) {
+  if (conn->nghttp2_oom && error_code != NGHTTP2_NO_ERROR)
+    tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "%s", OOM_HTTP2);
   tri__call_on_close(c, error_code);
   int64_t owed = atomic_exchange(&c->owed, 0);
   if (owed > 0) nghttp2_session_consume_connection(conn->sess, (size_t)owed);
@@ -491,19 +494,32 @@ static int on_frame_not_send(nghttp2_session *s, const nghttp2_frame *frame,
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   tri_call *c = stream_call(conn, frame->hd.stream_id);
   if (!c) return 0;
-  tri__call_complete(c, TRI_CODE_UNAVAILABLE, "request not sent: %s",
-                     nghttp2_strerror(lib_error));
+  if (conn->nghttp2_oom)
+    tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "%s", OOM_HTTP2);
+  else
+    tri__call_complete(c, TRI_CODE_UNAVAILABLE, "request not sent: %s",
+                       nghttp2_strerror(lib_error));
   return 0;
 }
 
-/* nghttp2 allocates through the connection's arena (I/O thread only). */
-static void *arena_malloc(size_t n, void *u) { return tri_arena_alloc(u, n); }
-static void arena_free(void *p, void *u) { tri_arena_free(u, p); }
+/* nghttp2 allocates through the connection's arena (I/O thread only); a
+ * failure is remembered (nghttp2_oom). */
+static void *oom_if_null(tri_conn *conn, void *p, size_t n) {
+  if (!p && n) conn->nghttp2_oom = 1;
+  return p;
+}
+static void *arena_malloc(size_t n, void *u) {
+  tri_conn *conn = u;
+  return oom_if_null(conn, tri_arena_alloc(&conn->arena, n), 1);
+}
+static void arena_free(void *p, void *u) { tri_arena_free(&((tri_conn *)u)->arena, p); }
 static void *arena_calloc(size_t n, size_t sz, void *u) {
-  return tri_arena_calloc(u, n, sz);
+  tri_conn *conn = u;
+  return oom_if_null(conn, tri_arena_calloc(&conn->arena, n, sz), 1);
 }
 static void *arena_realloc(void *p, size_t n, void *u) {
-  return tri_arena_realloc(u, p, n);
+  tri_conn *conn = u;
+  return oom_if_null(conn, tri_arena_realloc(&conn->arena, p, n), n);
 }
 
 /* ---- submitting (I/O thread) ------------------------------------------ */
@@ -578,6 +594,11 @@ static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
       (c->flags & TRI_CALL_CLIENT_STREAMING) ? stream_read : unary_read;
   int32_t sid = nghttp2_submit_request(conn->sess, NULL, nva, n, &prd, c);
   if (nva != stack_nva) tri_mem_free(nva);
+  if (sid == NGHTTP2_ERR_NOMEM) {
+    tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "%s", OOM_HTTP2);
+    io_release(conn, c);
+    return;
+  }
   if (sid < 0) {
     tri__call_complete(c, TRI_CODE_INTERNAL, "submit failed: %s",
                        nghttp2_strerror(sid));
@@ -857,6 +878,18 @@ static int write_out(tri_conn *conn) {
   return 1;
 }
 
+/* Kills the connection after nghttp2_session_mem_send/recv failed with
+ * `err`: RESOURCE_EXHAUSTED when memory ran out, INTERNAL with `fmt` (one %s:
+ * nghttp2's description) otherwise. */
+static void session_failed(tri_conn *conn, int err, const char *fmt) {
+  if (err == NGHTTP2_ERR_NOMEM || conn->nghttp2_oom) {
+    die(conn, TRI_CODE_RESOURCE_EXHAUSTED, OOM_HTTP2);
+    return;
+  }
+  snprintf(conn->errstr, sizeof(conn->errstr), fmt, nghttp2_strerror(err));
+  die(conn, TRI_CODE_INTERNAL, conn->errstr);
+}
+
 /* Pulls every frame nghttp2 wants to send and writes them, normally with one
  * writev per call. */
 static void flush(tri_conn *conn) {
@@ -876,9 +909,7 @@ static void flush(tri_conn *conn) {
       const uint8_t *p;
       ssize_t n = nghttp2_session_mem_send(conn->sess, &p);
       if (n < 0) {
-        snprintf(conn->errstr, sizeof(conn->errstr), "HTTP/2 error: %s",
-                 nghttp2_strerror((int)n));
-        die(conn, TRI_CODE_INTERNAL, conn->errstr);
+        session_failed(conn, (int)n, "HTTP/2 error: %s");
         return;
       }
       if (n == 0) break;
@@ -919,9 +950,7 @@ static int feed(tri_conn *conn, const uint8_t *p, size_t n) {
     size_t k = n < FEED_SLICE ? n : FEED_SLICE;
     ssize_t rv = nghttp2_session_mem_recv(conn->sess, p, k);
     if (rv < 0) {
-      snprintf(conn->errstr, sizeof(conn->errstr),
-               "HTTP/2 protocol error from peer: %s", nghttp2_strerror((int)rv));
-      die(conn, TRI_CODE_INTERNAL, conn->errstr);
+      session_failed(conn, (int)rv, "HTTP/2 protocol error from peer: %s");
       return -1;
     }
     p += k;
@@ -1198,7 +1227,7 @@ static int start_session(tri_conn *conn) {
   }
   nghttp2_option_set_no_auto_window_update(opt, 1); /* see credit() */
   nghttp2_option_set_max_send_header_block_length(opt, 2 * MAX_HEADER_LIST);
-  conn->mem.mem_user_data = &conn->arena;
+  conn->mem.mem_user_data = conn;
   conn->mem.malloc = arena_malloc;
   conn->mem.free = arena_free;
   conn->mem.calloc = arena_calloc;
@@ -1213,9 +1242,11 @@ static int start_session(tri_conn *conn) {
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, o->stream_window},
       {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, o->max_frame_size},
   };
-  nghttp2_submit_settings(conn->sess, NGHTTP2_FLAG_NONE, iv, 3);
-  nghttp2_session_set_local_window_size(conn->sess, NGHTTP2_FLAG_NONE, 0,
-                                        (int32_t)o->conn_window);
+  /* Without our SETTINGS the server would assume push and 64 KiB windows. */
+  if (nghttp2_submit_settings(conn->sess, NGHTTP2_FLAG_NONE, iv, 3) ||
+      nghttp2_session_set_local_window_size(conn->sess, NGHTTP2_FLAG_NONE, 0,
+                                            (int32_t)o->conn_window))
+    return TRI_ERR_NOMEM;
   return 0;
 }
 
@@ -1298,7 +1329,8 @@ static void *conn_main(void *arg) {
   if (rv) {
     if (!conn->errstr[0]) snprintf(conn->errstr, sizeof(conn->errstr), "%s", tri_strerror(rv));
     /* Calls queued so far are failed by die(); a session may not exist. */
-    die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+    die(conn, rv == TRI_ERR_NOMEM ? TRI_CODE_RESOURCE_EXHAUSTED : TRI_CODE_UNAVAILABLE,
+        conn->errstr);
   }
   struct epoll_event evs[4];
   while (!conn->dead) {
