@@ -454,8 +454,13 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
   return 0;
 }
 
+/* An allocation for nghttp2 failed on this connection: the session's own
+ * errors from then on (a locally refused stream, an unsent HEADERS,
+ * NGHTTP2_ERR_NOMEM, which nghttp2 treats as fatal) are RESOURCE_EXHAUSTED. */
+static int nghttp2_oom(const tri_conn *conn) { return conn->arena.failed; }
+
 static void stream_closed(tri_conn *conn, tri_call *c, uint32_t error_code) {
-  if (conn->nghttp2_oom && error_code != NGHTTP2_NO_ERROR)
+  if (nghttp2_oom(conn) && error_code != NGHTTP2_NO_ERROR)
     tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "%s", OOM_HTTP2);
   tri__call_on_close(c, error_code);
   int64_t owed = atomic_exchange(&c->owed, 0);
@@ -494,7 +499,7 @@ static int on_frame_not_send(nghttp2_session *s, const nghttp2_frame *frame,
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   tri_call *c = stream_call(conn, frame->hd.stream_id);
   if (!c) return 0;
-  if (conn->nghttp2_oom)
+  if (nghttp2_oom(conn))
     tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "%s", OOM_HTTP2);
   else
     tri__call_complete(c, TRI_CODE_UNAVAILABLE, "request not sent: %s",
@@ -503,23 +508,14 @@ static int on_frame_not_send(nghttp2_session *s, const nghttp2_frame *frame,
 }
 
 /* nghttp2 allocates through the connection's arena (I/O thread only); a
- * failure is remembered (nghttp2_oom). */
-static void *oom_if_null(tri_conn *conn, void *p, size_t n) {
-  if (!p && n) conn->nghttp2_oom = 1;
-  return p;
-}
-static void *arena_malloc(size_t n, void *u) {
-  tri_conn *conn = u;
-  return oom_if_null(conn, tri_arena_alloc(&conn->arena, n), 1);
-}
-static void arena_free(void *p, void *u) { tri_arena_free(&((tri_conn *)u)->arena, p); }
+ * failure shows in arena.failed (see nghttp2_oom). */
+static void *arena_malloc(size_t n, void *u) { return tri_arena_alloc(u, n); }
+static void arena_free(void *p, void *u) { tri_arena_free(u, p); }
 static void *arena_calloc(size_t n, size_t sz, void *u) {
-  tri_conn *conn = u;
-  return oom_if_null(conn, tri_arena_calloc(&conn->arena, n, sz), 1);
+  return tri_arena_calloc(u, n, sz);
 }
 static void *arena_realloc(void *p, size_t n, void *u) {
-  tri_conn *conn = u;
-  return oom_if_null(conn, tri_arena_realloc(&conn->arena, p, n), n);
+  return tri_arena_realloc(u, p, n);
 }
 
 /* ---- submitting (I/O thread) ------------------------------------------ */
@@ -882,7 +878,7 @@ static int write_out(tri_conn *conn) {
  * `err`: RESOURCE_EXHAUSTED when memory ran out, INTERNAL with `fmt` (one %s:
  * nghttp2's description) otherwise. */
 static void session_failed(tri_conn *conn, int err, const char *fmt) {
-  if (err == NGHTTP2_ERR_NOMEM || conn->nghttp2_oom) {
+  if (err == NGHTTP2_ERR_NOMEM || nghttp2_oom(conn)) {
     die(conn, TRI_CODE_RESOURCE_EXHAUSTED, OOM_HTTP2);
     return;
   }
@@ -1227,7 +1223,7 @@ static int start_session(tri_conn *conn) {
   }
   nghttp2_option_set_no_auto_window_update(opt, 1); /* see credit() */
   nghttp2_option_set_max_send_header_block_length(opt, 2 * MAX_HEADER_LIST);
-  conn->mem.mem_user_data = conn;
+  conn->mem.mem_user_data = &conn->arena;
   conn->mem.malloc = arena_malloc;
   conn->mem.free = arena_free;
   conn->mem.calloc = arena_calloc;

@@ -81,10 +81,6 @@ struct tri_conn {
   nghttp2_session *sess;
   tri_arena arena;
   nghttp2_mem mem;
-  /* An allocation for nghttp2 failed: the session's own errors from then on
-   * (a locally refused stream, an unsent HEADERS, NGHTTP2_ERR_NOMEM, which
-   * nghttp2 treats as fatal) are reported as RESOURCE_EXHAUSTED. */
-  int nghttp2_oom;
   int connected;           /* ready for HTTP/2 (TCP up, TLS done) */
   tri_dial dial;           /* connection attempts to the target's addresses
                               (tri_dial.h); `fd` is -1 until one wins */

@@ -109,7 +109,10 @@ void *tri_arena_alloc(tri_arena *a, size_t n) {
   }
   size_t sz = c < TRI_ARENA_CLASSES ? class_size(c) : n;
   char *raw = tri_mem_alloc(a->stats, HDR + sz);
-  if (!raw) return NULL;
+  if (!raw) {
+    a->failed = 1;
+    return NULL;
+  }
   block_hdr *h = (block_hdr *)raw;
   h->cls = c < TRI_ARENA_CLASSES ? c : TRI_ARENA_CLASSES;
   h->size = sz;
@@ -117,7 +120,10 @@ void *tri_arena_alloc(tri_arena *a, size_t n) {
 }
 
 void *tri_arena_calloc(tri_arena *a, size_t n, size_t size) {
-  if (size && n > SIZE_MAX / size) return NULL;
+  if (size && n > SIZE_MAX / size) {
+    a->failed = 1;
+    return NULL;
+  }
   void *p = tri_arena_alloc(a, n * size);
   if (p) memset(p, 0, n * size);
   return p;

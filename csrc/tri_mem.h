@@ -60,6 +60,7 @@ typedef struct tri_arena {
   size_t cached;     /* bytes of the blocks on the free lists */
   size_t max_cached; /* a freed block beyond this goes back to the C heap */
   tri_stats *stats;  /* borrowed; counts the blocks it really allocates */
+  int failed;        /* an allocation returned NULL since tri_arena_init */
 } tri_arena;
 
 void tri_arena_init(tri_arena *a, tri_stats *stats);
