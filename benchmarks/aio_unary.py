@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from unary_peers import (  # noqa: E402  (shared conventions of the unary benchmark)
     CALL_TIMEOUT, ROOT, STOP, TRIPLE_PY_SKIPPED, Measurement, PeerDied, Recorder, describe,
     environment, fmt, median)
-from peers import UNARY_METHOD, encode_payload  # noqa: E402  (unary_peers put tests/ on the path)
-from peers.launch import start_peer  # noqa: E402
+from triple_py.bench.messages import UNARY_METHOD, encode_payload  # noqa: E402
+from triple_py.peers import start_peer  # noqa: E402
 
 if not TRIPLE_PY_SKIPPED:
     import triple_py.aio

@@ -30,17 +30,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "integration")]
-from _schema_helpers import PLACE, SHOP_PROTO, write_shop_protoset  # noqa: E402
-from _tls_helpers import make_pki  # noqa: E402
-from peers.launch import start_peer  # noqa: E402
+from triple_py.peers.pki import make_pki  # noqa: E402
+from triple_py.peers.shop_schema import PLACE, SHOP_PROTO, write_shop_protoset  # noqa: E402
+from triple_py.peers import start_peer  # noqa: E402
 from triple_py.bench import run  # noqa: E402
 from triple_py.bench.paired import compare_pairs, verdict_block  # noqa: E402
 

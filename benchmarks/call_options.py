@@ -28,13 +28,12 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(1, str(ROOT))
 import grpc  # noqa: E402
 
 import triple_py  # noqa: E402
-from peers import UNARY_METHOD  # noqa: E402
-from peers.launch import start_peer  # noqa: E402
+from triple_py.bench.messages import UNARY_METHOD  # noqa: E402
+from triple_py.peers import start_peer  # noqa: E402
 from triple_py.bench.paired import compare_pairs  # noqa: E402
 
 ARMS = ("plain", "interceptor", "plugin", "both")

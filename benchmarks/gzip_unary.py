@@ -23,10 +23,9 @@ from typing import Callable, Dict, List
 import grpc
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # the peers live with the tests
 
 import triple_py  # noqa: E402
-from peers.launch import start_peer  # noqa: E402
+from triple_py.peers import start_peer  # noqa: E402
 from triple_py.bench.arms_grpcio import channel_options, run_threads  # noqa: E402
 
 METHOD = "/benchmark.BenchmarkService/UnaryCall"

@@ -37,9 +37,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(1, str(ROOT))  # the in-tree triple_py when it is not installed
-from peers.launch import start_peer  # noqa: E402
+from triple_py.peers import start_peer  # noqa: E402
 
 from triple_py.bench import ConfigError  # noqa: E402
 from triple_py.bench.arms import canonical_mode  # noqa: E402

@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from peers import UNARY_METHOD  # noqa: E402
-from peers.launch import start_peer  # noqa: E402
+from triple_py.bench.messages import UNARY_METHOD  # noqa: E402
+from triple_py.peers import start_peer  # noqa: E402
 
 CHILD = """
 import asyncio, sys

@@ -341,6 +341,12 @@ int tri_call_cancel_requested(const tri_call *c) {
 }
 
 void tri_call_message(const tri_call *c, const char **p, size_t *n) {
+  static const char lost[] = "out of memory (the status message was lost)";
+  if (c->msg_lost) {
+    *p = lost;
+    *n = sizeof(lost) - 1;
+    return;
+  }
   *p = c->md && c->msg_len ? (const char *)c->md->data + c->md->off + c->msg_off
                            : "";
   *n = c->md ? c->msg_len : 0;
@@ -415,6 +421,8 @@ void tri__call_complete(tri_call *c, int code, const char *fmt, ...) {
                                msg, (size_t)n) == 0) {
       c->msg_off = c->md->len - (size_t)n;
       c->msg_len = (size_t)n;
+    } else {
+      c->msg_lost = 1;
     }
   }
   if (code != TRI_CODE_OK && c->resp) {
@@ -822,6 +830,15 @@ static void stream_armed(void *ctx) {
   push_op(c, &c->timer_op, &c->timer_queued);
 }
 
+/* Returns `rv`.  A request message lost for want of memory would leave
+ * the server waiting for the rest of the stream, so out of memory ends the
+ * call (RESOURCE_EXHAUSTED; the server sees RST_STREAM). */
+static int write_result(tri_call *c, int rv) {
+  if (rv == TRI_ERR_NOMEM)
+    tri_call_cancel(c, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory writing the request");
+  return rv;
+}
+
 int tri_call_write(tri_call *c, const uint8_t *msg, size_t n) {
   if (!(c->flags & TRI_CALL_CLIENT_STREAMING) || !c->started)
     return TRI_ERR_INVALID;
@@ -831,15 +848,15 @@ int tri_call_write(tri_call *c, const uint8_t *msg, size_t n) {
   /* One bare message: a second would corrupt the body (writers may race). */
   if (c->triple && atomic_exchange(&c->triple_written, 1)) return TRI_ERR_INVALID;
   if (c->compress == TRI_COMPRESS_NONE)
-    return tri_writer_write(&c->writer, msg, n, 0);
+    return write_result(c, tri_writer_write(&c->writer, msg, n, 0));
   tri_buf *z;
   int rv = tri_zlib_compress(&c->ch->zpool, zformat(c->compress), &c->ch->pool, msg, n,
                              0, &z);
-  if (rv) return rv;
+  if (rv) return write_result(c, rv);
   rv = tri_writer_write(&c->writer, tri_buf_begin(z), z->len,
                         TRI_FRAME_FLAG_COMPRESSED);
   tri_pool_put(&c->ch->pool, z);
-  return rv;
+  return write_result(c, rv);
 }
 
 int tri_call_write_would_not_block(tri_call *c, size_t n) {
@@ -892,12 +909,12 @@ int tri_call_wait_writable(tri_call *c, size_t n, int64_t timeout_ns) {
 
 int tri_call_flush(tri_call *c) {
   if (!(c->flags & TRI_CALL_CLIENT_STREAMING)) return TRI_ERR_INVALID;
-  return tri_writer_flush(&c->writer);
+  return write_result(c, tri_writer_flush(&c->writer));
 }
 
 int tri_call_done_writing(tri_call *c) {
   if (!(c->flags & TRI_CALL_CLIENT_STREAMING)) return TRI_ERR_INVALID;
-  return tri_writer_close(&c->writer);
+  return write_result(c, tri_writer_close(&c->writer));
 }
 
 void tri__call_chunk_written(tri_call *c, tri_buf *chunk) {

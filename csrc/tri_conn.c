@@ -35,6 +35,7 @@
  * may send blocks up to twice this (its own default of 64 KiB is lifted). */
 #define MAX_HEADER_LIST (1u << 20)
 #define MS 1000000LL               /* ns per ms */
+#define OOM_HTTP2 "out of memory in the HTTP/2 session"
 
 /* ---- references and the op queue (any thread) ------------------------ */
 
@@ -453,7 +454,14 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
   return 0;
 }
 
+/* An allocation for nghttp2 failed on this connection: the session's own
+ * errors from then on (a locally refused stream, an unsent HEADERS,
+ * NGHTTP2_ERR_NOMEM, which nghttp2 treats as fatal) are RESOURCE_EXHAUSTED. */
+static int nghttp2_oom(const tri_conn *conn) { return conn->arena.failed; }
+
 static void stream_closed(tri_conn *conn, tri_call *c, uint32_t error_code) {
+  if (nghttp2_oom(conn) && error_code != NGHTTP2_NO_ERROR)
+    tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "%s", OOM_HTTP2);
   tri__call_on_close(c, error_code);
   int64_t owed = atomic_exchange(&c->owed, 0);
   if (owed > 0) nghttp2_session_consume_connection(conn->sess, (size_t)owed);
@@ -491,12 +499,16 @@ static int on_frame_not_send(nghttp2_session *s, const nghttp2_frame *frame,
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   tri_call *c = stream_call(conn, frame->hd.stream_id);
   if (!c) return 0;
-  tri__call_complete(c, TRI_CODE_UNAVAILABLE, "request not sent: %s",
-                     nghttp2_strerror(lib_error));
+  if (nghttp2_oom(conn))
+    tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "%s", OOM_HTTP2);
+  else
+    tri__call_complete(c, TRI_CODE_UNAVAILABLE, "request not sent: %s",
+                       nghttp2_strerror(lib_error));
   return 0;
 }
 
-/* nghttp2 allocates through the connection's arena (I/O thread only). */
+/* nghttp2 allocates through the connection's arena (I/O thread only); a
+ * failure shows in arena.failed (see nghttp2_oom). */
 static void *arena_malloc(size_t n, void *u) { return tri_arena_alloc(u, n); }
 static void arena_free(void *p, void *u) { tri_arena_free(u, p); }
 static void *arena_calloc(size_t n, size_t sz, void *u) {
@@ -579,6 +591,11 @@ static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
       (c->flags & TRI_CALL_CLIENT_STREAMING) ? stream_read : unary_read;
   int32_t sid = nghttp2_submit_request(conn->sess, NULL, nva, n, &prd, c);
   if (nva != stack_nva) tri_mem_free(nva);
+  if (sid == NGHTTP2_ERR_NOMEM) {
+    tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "%s", OOM_HTTP2);
+    io_release(conn, c);
+    return;
+  }
   if (sid < 0) {
     tri__call_complete(c, TRI_CODE_INTERNAL, "submit failed: %s",
                        nghttp2_strerror(sid));
@@ -858,6 +875,18 @@ static int write_out(tri_conn *conn) {
   return 1;
 }
 
+/* Kills the connection after nghttp2_session_mem_send/recv failed with
+ * `err`: RESOURCE_EXHAUSTED when memory ran out, INTERNAL with `fmt` (one %s:
+ * nghttp2's description) otherwise. */
+static void session_failed(tri_conn *conn, int err, const char *fmt) {
+  if (err == NGHTTP2_ERR_NOMEM || nghttp2_oom(conn)) {
+    die(conn, TRI_CODE_RESOURCE_EXHAUSTED, OOM_HTTP2);
+    return;
+  }
+  snprintf(conn->errstr, sizeof(conn->errstr), fmt, nghttp2_strerror(err));
+  die(conn, TRI_CODE_INTERNAL, conn->errstr);
+}
+
 /* Pulls every frame nghttp2 wants to send and writes them, normally with one
  * writev per call. */
 static void flush(tri_conn *conn) {
@@ -877,9 +906,7 @@ static void flush(tri_conn *conn) {
       const uint8_t *p;
       ssize_t n = nghttp2_session_mem_send(conn->sess, &p);
       if (n < 0) {
-        snprintf(conn->errstr, sizeof(conn->errstr), "HTTP/2 error: %s",
-                 nghttp2_strerror((int)n));
-        die(conn, TRI_CODE_INTERNAL, conn->errstr);
+        session_failed(conn, (int)n, "HTTP/2 error: %s");
         return;
       }
       if (n == 0) break;
@@ -920,9 +947,7 @@ static int feed(tri_conn *conn, const uint8_t *p, size_t n) {
     size_t k = n < FEED_SLICE ? n : FEED_SLICE;
     ssize_t rv = nghttp2_session_mem_recv(conn->sess, p, k);
     if (rv < 0) {
-      snprintf(conn->errstr, sizeof(conn->errstr),
-               "HTTP/2 protocol error from peer: %s", nghttp2_strerror((int)rv));
-      die(conn, TRI_CODE_INTERNAL, conn->errstr);
+      session_failed(conn, (int)rv, "HTTP/2 protocol error from peer: %s");
       return -1;
     }
     p += k;
@@ -1214,9 +1239,11 @@ static int start_session(tri_conn *conn) {
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, o->stream_window},
       {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, o->max_frame_size},
   };
-  nghttp2_submit_settings(conn->sess, NGHTTP2_FLAG_NONE, iv, 3);
-  nghttp2_session_set_local_window_size(conn->sess, NGHTTP2_FLAG_NONE, 0,
-                                        (int32_t)o->conn_window);
+  /* Without our SETTINGS the server would assume push and 64 KiB windows. */
+  if (nghttp2_submit_settings(conn->sess, NGHTTP2_FLAG_NONE, iv, 3) ||
+      nghttp2_session_set_local_window_size(conn->sess, NGHTTP2_FLAG_NONE, 0,
+                                            (int32_t)o->conn_window))
+    return TRI_ERR_NOMEM;
   return 0;
 }
 
@@ -1299,7 +1326,8 @@ static void *conn_main(void *arg) {
   if (rv) {
     if (!conn->errstr[0]) snprintf(conn->errstr, sizeof(conn->errstr), "%s", tri_strerror(rv));
     /* Calls queued so far are failed by die(); a session may not exist. */
-    die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
+    die(conn, rv == TRI_ERR_NOMEM ? TRI_CODE_RESOURCE_EXHAUSTED : TRI_CODE_UNAVAILABLE,
+        conn->errstr);
   }
   struct epoll_event evs[4];
   while (!conn->dead) {

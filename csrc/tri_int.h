@@ -138,6 +138,7 @@ struct tri_call {
   tri_buf *imd;         /* initial metadata records, final once headers_done */
   tri_buf *md;          /* trailing metadata records and the status message */
   size_t msg_off, msg_len; /* status message within md */
+  unsigned msg_lost : 1;   /* out of memory storing the status message */
 };
 
 struct tri_channel {

@@ -1,20 +1,59 @@
 #include "tri_mem.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The failing-allocation hook's state (tri_mem.h).  `armed` is the only
+ * field the disarmed path reads. */
+static _Atomic int hook_armed;
+static struct {
+  unsigned long fail_nth;
+  int fail_after;
+  tri_mem_hook_counts counts;
+} hook;
+
+void tri_mem_hook_arm(unsigned long fail_nth, int fail_after) {
+  memset(&hook, 0, sizeof(hook));
+  hook.fail_nth = fail_nth;
+  hook.fail_after = fail_after;
+  atomic_store(&hook_armed, 1);
+}
+
+tri_mem_hook_counts tri_mem_hook_disarm(void) {
+  atomic_store(&hook_armed, 0);
+  return hook.counts;
+}
+
+/* Counts an allocation; nonzero when it must fail. */
+static __attribute__((noinline)) int hook_alloc_fails(void) {
+  unsigned long nth = ++hook.counts.allocs;
+  int fail = hook.fail_nth && (nth == hook.fail_nth ||
+                               (hook.fail_after && nth > hook.fail_nth));
+  hook.counts.failed += (unsigned long)fail;
+  return fail;
+}
+
+#define HOOK_ARMED() \
+  __builtin_expect(atomic_load_explicit(&hook_armed, memory_order_relaxed), 0)
+
 void *tri_mem_alloc(tri_stats *st, size_t n) {
+  if (HOOK_ARMED() && hook_alloc_fails()) return NULL;
   if (st) TRI_STATS_ADD(st, allocations, 1);
   return malloc(n);
 }
 
 void *tri_mem_calloc(tri_stats *st, size_t n, size_t size) {
+  if (HOOK_ARMED() && hook_alloc_fails()) return NULL;
   if (st) TRI_STATS_ADD(st, allocations, 1);
   return calloc(n, size);
 }
 
-void tri_mem_free(void *p) { free(p); }
+void tri_mem_free(void *p) {
+  if (HOOK_ARMED() && p) hook.counts.frees++;
+  free(p);
+}
 
 /* Each arena block starts with a 16-byte header (keeps payload 16-aligned)
  * holding its size class; TRI_ARENA_CLASSES marks a block too big to pool,
@@ -52,7 +91,7 @@ void tri_arena_free_all(tri_arena *a) {
     void *p = a->free_list[c];
     while (p) {
       void *next = *(void **)p;
-      free((char *)p - HDR);
+      tri_mem_free((char *)p - HDR);
       p = next;
     }
     a->free_list[c] = NULL;
@@ -70,7 +109,10 @@ void *tri_arena_alloc(tri_arena *a, size_t n) {
   }
   size_t sz = c < TRI_ARENA_CLASSES ? class_size(c) : n;
   char *raw = tri_mem_alloc(a->stats, HDR + sz);
-  if (!raw) return NULL;
+  if (!raw) {
+    a->failed = 1;
+    return NULL;
+  }
   block_hdr *h = (block_hdr *)raw;
   h->cls = c < TRI_ARENA_CLASSES ? c : TRI_ARENA_CLASSES;
   h->size = sz;
@@ -78,7 +120,10 @@ void *tri_arena_alloc(tri_arena *a, size_t n) {
 }
 
 void *tri_arena_calloc(tri_arena *a, size_t n, size_t size) {
-  if (size && n > SIZE_MAX / size) return NULL;
+  if (size && n > SIZE_MAX / size) {
+    a->failed = 1;
+    return NULL;
+  }
   void *p = tri_arena_alloc(a, n * size);
   if (p) memset(p, 0, n * size);
   return p;
@@ -88,7 +133,7 @@ void tri_arena_free(tri_arena *a, void *p) {
   if (!p) return;
   block_hdr *h = (block_hdr *)((char *)p - HDR);
   if (h->cls >= TRI_ARENA_CLASSES || a->cached + h->size > a->max_cached) {
-    free(h);
+    tri_mem_free(h);
     return;
   }
   *(void **)p = a->free_list[h->cls];

@@ -28,6 +28,30 @@ void *tri_mem_alloc(tri_stats *st, size_t n);
 void *tri_mem_calloc(tri_stats *st, size_t n, size_t size);
 void tri_mem_free(void *p);
 
+/*
+ * Failing-allocation hook for tests (after nghttp2's failmalloc tests).
+ *
+ * Always compiled in: while disarmed, tri_mem_alloc/tri_mem_calloc pay one
+ * relaxed load of a global and a branch that is never taken, next to a
+ * malloc that costs a hundred times more; pool and arena hits never get here.
+ * Armed, the hook counts every tri_mem_alloc/tri_mem_calloc and every
+ * tri_mem_free of a non-NULL pointer (arena blocks included: the arena
+ * allocates and frees through these), and makes the `fail_nth`-th allocation
+ * after arming return NULL (with `fail_after`, that one and every later one).
+ * fail_nth 0 only counts.
+ *
+ * Not for concurrent use: arm and disarm while no other thread allocates.
+ */
+typedef struct tri_mem_hook_counts {
+  unsigned long allocs; /* allocations asked for while armed, failed ones too */
+  unsigned long frees;  /* tri_mem_free of non-NULL pointers while armed */
+  unsigned long failed; /* allocations the hook made fail */
+} tri_mem_hook_counts;
+
+void tri_mem_hook_arm(unsigned long fail_nth, int fail_after);
+/* Disarms the hook and returns what it counted since arming. */
+tri_mem_hook_counts tri_mem_hook_disarm(void);
+
 #define TRI_ARENA_CLASSES 27 /* 16, 24, 32, 48, ... 98304, 131072 bytes */
 #define TRI_ARENA_MAX_CACHED (4u << 20)
 
@@ -36,6 +60,7 @@ typedef struct tri_arena {
   size_t cached;     /* bytes of the blocks on the free lists */
   size_t max_cached; /* a freed block beyond this goes back to the C heap */
   tri_stats *stats;  /* borrowed; counts the blocks it really allocates */
+  int failed;        /* an allocation returned NULL since tri_arena_init */
 } tri_arena;
 
 void tri_arena_init(tri_arena *a, tri_stats *stats);

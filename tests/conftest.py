@@ -1,4 +1,4 @@
-"""Shared pytest fixtures. Peer logic lives in tests/peers/launch.py."""
+"""Shared pytest fixtures. Peer logic lives in triple_py/peers/ (tests/peers/launch.py re-exports it)."""
 import sys
 from pathlib import Path
 

@@ -30,6 +30,7 @@ void test_connectivity(void);
 void test_ring(void);
 void test_hpack_filter(void);
 void test_sched(void);
+void test_failmalloc(void);
 
 static const struct {
   const char *name;
@@ -52,7 +53,8 @@ static const struct {
               {"connectivity", test_connectivity},
               {"ring", test_ring},
               {"hpack_filter", test_hpack_filter},
-              {"sched", test_sched}};
+              {"sched", test_sched},
+              {"failmalloc", test_failmalloc}};
 
 /* Runs every suite, or only those named on the command line. */
 int main(int argc, char **argv) {

@@ -1,27 +1,5 @@
-"""The shop schema (tests/peers/proto) and the grpc-go peer serving it with reflection."""
-from __future__ import annotations
+"""The shop schema and the grpc-go peer serving it: triple_py.peers.shop_schema, under the
+name the tests import."""
+from triple_py.peers.shop_schema import PLACE, PROTO_DIR, SHOP_PROTO, shop_peer, write_shop_protoset
 
-import contextlib
-from pathlib import Path
-from typing import Iterator
-
-from peers.launch import Peer, start_peer
-from triple_py.bench.schema import compile_proto
-
-PROTO_DIR = Path(__file__).resolve().parents[1] / "peers" / "proto"
-SHOP_PROTO = PROTO_DIR / "shop_order.proto"
-PLACE = "shop.v1.OrderService/Place"
-
-
-def write_shop_protoset(directory: Path) -> Path:
-    """shop_order.proto and its import compiled into a FileDescriptorSet file."""
-    path = directory / "shop.protoset"
-    path.write_bytes(compile_proto(str(SHOP_PROTO)).SerializeToString())
-    return path
-
-
-@contextlib.contextmanager
-def shop_peer(directory: Path, **options: object) -> Iterator[Peer]:
-    """The grpc-go peer serving shop.v1.OrderService (echo) with server reflection."""
-    with start_peer("go", schema=write_shop_protoset(directory), **options) as peer:
-        yield peer
+__all__ = ["PLACE", "PROTO_DIR", "SHOP_PROTO", "shop_peer", "write_shop_protoset"]

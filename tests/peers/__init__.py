@@ -4,7 +4,8 @@ This package holds what the Python peers and their users share: the control-meta
 rules of README.md (`parse_control`), the BenchmarkRequest/Response encoding
 (`encode_payload`, `decode_payload`), gRPC message framing (`frame`, `unframe`), and the
 "LISTENING <port>, serve until SIGTERM or stdin EOF" convention (`serve_until_stopped`).
-Starting peers from tests is in `launch.py` (`start_peer`).
+Starting peers is triple_py.peers' job (`launch.py` here re-exports its `start_peer`); it is
+not imported here, because the peers themselves run on Debian's Python without triple_py.
 
 Only the standard library is imported here, so any Python can import the package.
 """
@@ -168,10 +169,8 @@ def serve_until_stopped(port: int) -> None:
         pass
 
 
-from .launch import Peer, start_peer  # noqa: E402  (imports only the standard library)
-
 __all__ = [
     "BENCHMARK_SERVICE", "UNARY_METHOD", "STREAM_METHOD", "MAX_MESSAGE", "Control",
     "ControlError", "parse_control", "varint", "encode_payload", "decode_payload", "frame",
-    "unframe", "serve_until_stopped", "Peer", "start_peer",
+    "unframe", "serve_until_stopped",
 ]

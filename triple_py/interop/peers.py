@@ -17,35 +17,34 @@ embedded triple_py's C server (csrc/tri_server.c)    grpc, triple
 ======== ========================================== ==============================
 
 A subprocess peer prints ``LISTENING <port>`` once it accepts connections and serves until
-SIGTERM or EOF on its stdin (tests/peers/README.md's convention); its stderr goes to a log
-under ``.build/interop/logs/``, kept when the peer did not exit cleanly.
+SIGTERM or EOF on its stdin (tests/peers/README.md's convention); it is started and stopped by
+triple_py.peers.process, the launcher the tests and benchmarks use too; its stderr goes to a
+log under ``.build/interop/logs/``, kept when the peer did not exit cleanly.
 
 A peer that cannot be built or started here raises ``Unavailable`` with the reason; the
 runner reports it, it is never silently dropped.
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
-import queue
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..peers.builds import BuildLock, install_node_packages, repository_root
+from ..peers.process import PeerError, PeerProcess, RunningPeer
+from ..peers.process import start_process as start_peer_process
 from . import protos
 
 PYTHON = "/usr/bin/python3"  # Debian's Python, with python3-grpcio and python3-protobuf
 GOPATH_SYSTEM = "/usr/share/gocode"  # Debian's Go packages (golang-google-grpc-dev, ...)
 START_TIMEOUT = 30.0
-STOP_TIMEOUT = 5.0
 BUILD_TIMEOUT = 600.0
 
 # Capabilities a case may need from a peer (Case.needs); PeerSpec.lacks says why one is
@@ -58,132 +57,22 @@ class Unavailable(Exception):
     """The peer cannot be built or started on this machine (the message says why)."""
 
 
-def default_root() -> Path:
-    """The repository root: $TRIPLE_PY_ROOT, or the checkout this package lives in."""
-    env = os.environ.get("TRIPLE_PY_ROOT")
-    return Path(env).resolve() if env else Path(__file__).resolve().parents[2]
-
-
-# --- running peers ---------------------------------------------------------------------------
-
-class RunningPeer:
-    """A started peer: ``address`` is "127.0.0.1:PORT"; ``stop()`` ends it (idempotent)."""
-
-    def __init__(self, name: str, host: str, port: int) -> None:
-        self.name = name
-        self.host = host
-        self.port = port
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    def alive(self) -> Optional[str]:
-        """None while the peer runs; otherwise what happened to it."""
-        return None
-
-    def stop(self) -> None:
-        pass
-
-    def __enter__(self) -> "RunningPeer":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-class ProcessPeer(RunningPeer):
-    """A peer subprocess (stdin is a pipe from us: it also ends if we die)."""
-
-    def __init__(self, name: str, host: str, port: int, process: subprocess.Popen,
-                 log_path: Path) -> None:
-        super().__init__(name, host, port)
-        self.process = process
-        self.log_path = log_path
-
-    def alive(self) -> Optional[str]:
-        code = self.process.poll()
-        if code is None:
-            return None
-        return f"{self.name} peer exited with {code}; log {self.log_path}:\n{_tail(self.log_path)}"
-
-    def stop(self) -> None:
-        _terminate(self.process)
-        if self.process.returncode in (0, -signal.SIGTERM):
-            self.log_path.unlink(missing_ok=True)
-
-
-def _tail(path: Path, limit: int = 3000) -> str:
-    try:
-        return path.read_text(errors="replace")[-limit:]
-    except OSError:
-        return ""
-
-
-def _terminate(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        try:
-            process.stdin.close()  # EOF on stdin: every peer's polite stop
-        except (OSError, AttributeError):
-            pass
-        try:
-            process.wait(1.0)
-        except subprocess.TimeoutExpired:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-    for stream in (process.stdin, process.stdout):
-        if stream is not None:
-            try:
-                stream.close()
-            except OSError:
-                pass
+default_root = repository_root  # $TRIPLE_PY_ROOT, or the checkout this package lives in
+ProcessPeer = PeerProcess  # a peer subprocess (triple_py.peers.process)
 
 
 def start_process(name: str, command: Sequence[str], root: Path, host: str = "127.0.0.1",
                   env: Optional[Mapping[str, str]] = None,
-                  timeout: float = START_TIMEOUT) -> ProcessPeer:
-    """Start ``command`` and wait for its ``LISTENING <port>`` line."""
-    logs = root / ".build" / "interop" / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    log = tempfile.NamedTemporaryFile(dir=logs, prefix=f"{name}-", suffix=".log", delete=False)
-    with log:
-        try:
-            process = subprocess.Popen(list(command), stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, stderr=log, text=True,
-                                       cwd=root, env=None if env is None else dict(env))
-        except OSError as exc:
-            raise Unavailable(f"cannot start {command[0]}: {exc}") from None
-    lines: "queue.Queue[Optional[str]]" = queue.Queue()
-
-    def pump() -> None:  # keep draining stdout so the peer never blocks on it
-        for line in process.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=pump, name=f"{name}-stdout", daemon=True).start()
-    deadline = time.monotonic() + timeout
+                  timeout: float = START_TIMEOUT) -> PeerProcess:
+    """Start ``command`` and wait for its ``LISTENING <port>`` line (logs under
+    ``.build/interop/logs/``); Unavailable when it cannot start, exits or stays silent."""
     try:
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise Unavailable(f"{name} peer did not print LISTENING within {timeout:.0f} s")
-            try:
-                line = lines.get(timeout=remaining)
-            except queue.Empty:
-                continue
-            if line is None:
-                process.wait(STOP_TIMEOUT)
-                raise Unavailable(f"{name} peer exited with {process.returncode} before "
-                                  f"listening: {shlex.join(command)}\n{_tail(Path(log.name))}")
-            if line.startswith("LISTENING "):
-                return ProcessPeer(name, host, int(line.split()[1]), process, Path(log.name))
-    except BaseException:
-        _terminate(process)
-        raise
+        return start_peer_process(name, command, cwd=root, host=host, timeout=timeout, env=env,
+                                  log_dir=root / ".build" / "interop" / "logs")
+    except OSError as exc:
+        raise Unavailable(f"cannot start {command[0]}: {exc}") from None
+    except PeerError as exc:
+        raise Unavailable(str(exc)) from None
 
 
 # --- build helpers -----------------------------------------------------------------------------
@@ -269,22 +158,6 @@ def _fingerprint(*parts: object) -> str:
     return h.hexdigest()
 
 
-class _BuildLock:
-    """An exclusive lock on a build directory, across processes."""
-
-    def __init__(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        self._path = directory / ".lock"
-
-    def __enter__(self) -> "_BuildLock":
-        self._file = open(self._path, "w")
-        fcntl.flock(self._file, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._file.close()
-
-
 def _up_to_date(stamp: Path, fingerprint: str, *outputs: Path) -> bool:
     return (all(p.exists() for p in outputs) and stamp.is_file()
             and stamp.read_text() == fingerprint)
@@ -352,7 +225,7 @@ def _prepare_cpp(root: Path) -> Starter:
     gen = out / "gen"
     binary = out / "test_server"
     sources = protos.proto_sources(root)
-    with _BuildLock(out):
+    with BuildLock(out / ".lock"):
         gen_print = _fingerprint(*sources, cxx, plugin, CXXFLAGS, cflags)
         gen_stamp = out / "gen.stamp"
         units = ["empty.pb", "messages.pb", "test.pb", "test.grpc.pb"]
@@ -409,7 +282,7 @@ def _prepare_go(root: Path) -> Starter:
     gocache = root / ".build" / "peers" / "gocache"
     env = {**os.environ, "GO111MODULE": "off", "GOPATH": f"{gopath}:{GOPATH_SYSTEM}",
            "GOCACHE": str(gocache), "GOFLAGS": ""}
-    with _BuildLock(out):
+    with BuildLock(out / ".lock"):
         fingerprint = _fingerprint(source, *protos.proto_sources(root), go, plugin)
         stamp = out / "test_server.stamp"
         if not _up_to_date(stamp, fingerprint, binary):
@@ -459,13 +332,10 @@ def _prepare_node(root: Path, name: str, stack: str) -> Starter:
     if major < 18:
         raise Unavailable(f"Node.js {version or '?'} is too old: {name} needs 18 or later")
     _need("npm", "npm")
-    npm_cache = root / ".build" / "peers" / "npm-cache"  # shared with tests/peers/node/
-    lock_path = root / ".build" / "peers" / ".build.lock"  # the lock tests/peers/launch.py takes
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        _run(["sh", str(directory / "install.sh"), str(npm_cache)],
-             "npm ci (tests/peers/node/install.sh)", root)
+    try:
+        install_node_packages(root)
+    except PeerError as exc:
+        raise Unavailable(str(exc)) from None
 
     def start(host: str) -> RunningPeer:
         return start_process(name, [node, str(script), "--stack", stack, "--host", host,
