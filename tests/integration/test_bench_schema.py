@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from _schema_helpers import PLACE, SHOP_PROTO, shop_peer, write_shop_protoset
+from _schema_helpers import PLACE, PROTO_DIR, SHOP_PROTO, shop_peer, write_shop_protoset
 from triple_py import insecure_channel
 from triple_py.bench.errors import ConfigError
 from triple_py.bench.reflection import method_by_reflection
@@ -88,3 +88,22 @@ def test_no_reflection_service_asks_for_a_schema(tmp_path):
     with start_peer("go") as peer, insecure_channel(peer.address) as channel:
         with pytest.raises(ConfigError, match="no reflection service.*--proto or --protoset"):
             method_by_reflection(channel, PLACE)
+
+
+def test_reflection_v1_against_grpc_js():
+    """grpc-js with @grpc/reflection serves grpc.reflection.v1 only (no v1alpha), so this
+    works only through the v1 service; its map entries, named as protobufjs names them, are
+    repaired (descriptor_repair); then a templated load of the method is answered."""
+    from triple_py.bench import run
+    from triple_py.peers import start_peer
+
+    with start_peer("grpc-js", proto=str(SHOP_PROTO), include=str(PROTO_DIR)) as peer:
+        with insecure_channel(peer.address) as channel:
+            for name, shape in SHAPES.items():
+                assert method_by_reflection(channel, f"shop.v1.OrderService/{name}").shape \
+                    == shape
+            _check_order(method_by_reflection(channel, PLACE))
+        result = run(peer.address, method=PLACE, concurrency=4, duration=0, count=200,
+                     warmup=0, call={"data": '{"id": "o-{{.RequestNumber}}", '
+                                             '"labels": {"k": "{{randomString 4}}"}}'})
+    assert (result.calls, result.errors) == (200, 0)

@@ -27,7 +27,11 @@ from .process import PeerProcess, start_process
 PYTHON = "/usr/bin/python3"  # Debian's Python: has python3-grpcio and python3-h2
 NODE = "node"  # Node.js 20 (with npm) runs the Connect and dubbo-js peers
 START_TIMEOUT = 60.0
-PEER_NAMES = ("grpcio", "go", "rogue", "connect", "dubbo-js", "embedded")
+PEER_NAMES = ("grpcio", "go", "rogue", "connect", "dubbo-js", "grpc-js", "embedded")
+# The Node peers' scripts in tests/peers/node/. grpc-js echoes the services of --proto FILE
+# (--include DIR) and serves reflection v1 only (@grpc/reflection).
+NODE_SCRIPTS = {"connect": "connect_server.mjs", "dubbo-js": "dubbo_server.mjs",
+                "grpc-js": "reflection_server.mjs"}
 
 Peer = PeerProcess  # what start_peer returns
 
@@ -50,9 +54,9 @@ def peer_command(name: str, host: str, port: int, **options: object) -> List[str
     flags = {"host": host, "port": port, **options}
     if name == "go":
         return [str(build_go_echo_peer(root))] + _flag_args("-", flags)
-    if name in ("connect", "dubbo-js"):
-        script = "connect_server.mjs" if name == "connect" else "dubbo_server.mjs"
-        return [NODE, str(install_node_packages(root) / script)] + _flag_args("--", flags)
+    if name in NODE_SCRIPTS:
+        return [NODE, str(install_node_packages(root) / NODE_SCRIPTS[name])] + \
+            _flag_args("--", flags)
     if name == "embedded":  # our C echo server, in a process of its own
         return [sys.executable, "-m", "triple_py.server", "--exit-on-stdin-eof"] + \
             _flag_args("--", flags)
@@ -66,7 +70,7 @@ def start_peer(name: str, *, host: str = "127.0.0.1", port: int = 0,
                timeout: float = START_TIMEOUT, tls_cert: Optional[object] = None,
                tls_key: Optional[object] = None, tls_client_ca: Optional[object] = None,
                **options: object) -> Peer:
-    """Start peer `name` ("grpcio", "go", "rogue", "connect", "dubbo-js", "embedded") and wait
+    """Start peer `name` (one of PEER_NAMES) and wait
     until it listens. Raises PeerError when it cannot be built or started.
 
     tls_cert / tls_key (PEM file paths, together) make a grpcio or go peer serve TLS;

@@ -25,7 +25,8 @@ if (!args.proto) {
   process.exit(2);
 }
 
-const definition = protoLoader.loadSync(args.proto, { includeDirs: [args.include] });
+// keepCase: the field names as the .proto writes them (proto-loader camelCases them by default).
+const definition = protoLoader.loadSync(args.proto, { includeDirs: [args.include], keepCase: true });
 
 // One handler per method shape.
 function echo(method) {
