@@ -4,27 +4,26 @@
 // through the v1 service. Echo by shape: unary and server streaming answer with the request
 // (server streaming: twice), client streaming with its last request, bidi with each request.
 //
-// Usage: node reflection_server.mjs --proto FILE [--include DIR] [--port 0] [--host 127.0.0.1]
+// Usage: node reflection_server.mjs [--proto FILE] [--include DIR] [--port 0] [--host 127.0.0.1]
+// (default: the repository's proto/benchmark.proto, the BenchmarkService echo)
 // Prints `LISTENING <port>`, serves until SIGTERM/SIGINT or EOF on stdin.
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
 
+const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "proto");
 const { values: args } = parseArgs({
   options: {
-    proto: { type: "string" },
-    include: { type: "string", default: "." },
+    proto: { type: "string", default: join(PROTO_DIR, "benchmark.proto") },
+    include: { type: "string", default: PROTO_DIR },
     port: { type: "string", default: "0" },
     host: { type: "string", default: "127.0.0.1" },
   },
 });
-if (!args.proto) {
-  console.error("reflection_server: --proto FILE is required");
-  process.exit(2);
-}
-
 // keepCase: the field names as the .proto writes them (proto-loader camelCases them by default).
 const definition = protoLoader.loadSync(args.proto, { includeDirs: [args.include], keepCase: true });
 
