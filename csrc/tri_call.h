@@ -131,7 +131,8 @@ int tri_call_orphaned(const tri_call *c);
 
 /* Results; valid only when done, until tri_call_release. */
 int tri_call_code(const tri_call *c);
-/* The status message (UTF-8 bytes, not NUL-terminated). */
+/* The status message (UTF-8 bytes, not NUL-terminated).  When there was no
+ * memory to keep it, a fixed out-of-memory text. */
 void tri_call_message(const tri_call *c, const char **p, size_t *n);
 /* The response message payload; *p is NULL when none was received. */
 void tri_call_response(const tri_call *c, const uint8_t **p, size_t *n);
@@ -150,7 +151,9 @@ void *tri_call_token(const tri_call *c);
  * bounded number of bytes wait for the peer's flow-control window; it
  * resumes when they are written, or fails when the call ends.  Errors:
  * TRI_ERR_CLOSED after done_writing or once the call has ended; the
- * writer's sticky error otherwise. */
+ * writer's sticky error otherwise.  TRI_ERR_NOMEM from write, flush or
+ * done_writing also ends the call (RESOURCE_EXHAUSTED, RST_STREAM to the
+ * server): the request stream could not be completed. */
 int tri_call_write(tri_call *c, const uint8_t *msg, size_t n);
 /* Nonzero when a write of n bytes will not wait for room.  When it returns
  * 0, request bytes are in flight (it hands a pending chunk over itself if
