@@ -39,10 +39,12 @@
 #include <unistd.h>
 
 #include "tri_buf.h"
+#include "tri_clock.h"
 #include "tri_error.h"
 #include "tri_frame.h"
 #include "tri_gzip.h"
 #include "tri_mem.h"
+#include "tri_pb.h"
 #include "tri_thread.h"
 #include "tri_tjson.h"
 #include "tri_wire.h"
@@ -288,12 +290,6 @@ static void pump(srv_stream *st);
 
 /* ==== 2. small helpers ================================================== */
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static tri_pool *pool_of(srv_conn *c) { return &c->w->srv->pool; }
 static tri_stats *stats_of(srv_conn *c) { return &c->w->srv->stats; }
 
@@ -367,18 +363,9 @@ typedef struct {
 } pbr;
 
 static int pb_varint(pbr *r, uint64_t *v) {
-  uint64_t x = 0;
-  for (int shift = 0; shift <= 63; shift += 7) {
-    if (r->p >= r->end) return -1;
-    uint8_t b = *r->p++;
-    if (shift == 63 && (b & 0x7e)) return -1; /* over 64 bits */
-    x |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) {
-      *v = x;
-      return 0;
-    }
-  }
-  return -1;
+  size_t k = tri_pb_varint_get(r->p, (size_t)(r->end - r->p), v);
+  r->p += k;
+  return k ? 0 : -1;
 }
 
 /* The next field: its number and wire type; the varint in *v (wire type 0)
@@ -552,46 +539,30 @@ int tri_ts_next_params(const uint8_t *p, size_t n, size_t *off,
   return rv;
 }
 
-static size_t varint_len(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) v >>= 7, n++;
-  return n;
-}
-
-static size_t varint_put(uint8_t *o, uint64_t v) {
-  size_t n = 0;
-  while (v >= 0x80) {
-    o[n++] = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  o[n++] = (uint8_t)v;
-  return n;
-}
-
 /* Payload{1: type, 2: size zero bytes} without its key and length. */
 static size_t payload_len(uint32_t size, int32_t type) {
   size_t n = 0;
-  if (type) n += 1 + varint_len((uint64_t)(int64_t)type);
-  if (size) n += 1 + varint_len(size) + size;
+  if (type) n += 1 + tri_pb_varint_len((uint64_t)(int64_t)type);
+  if (size) n += 1 + tri_pb_varint_len(size) + size;
   return n;
 }
 
 size_t tri_ts_payload_msg_len(uint32_t size, int32_t type) {
   size_t inner = payload_len(size, type);
-  return 1 + varint_len(inner) + inner;
+  return 1 + tri_pb_varint_len(inner) + inner;
 }
 
 size_t tri_ts_payload_msg_put(uint8_t *out, uint32_t size, int32_t type) {
   size_t inner = payload_len(size, type), n = 0;
   out[n++] = 0x0a; /* field 1, length-delimited */
-  n += varint_put(out + n, inner);
+  n += tri_pb_varint_put(out + n, inner);
   if (type) {
     out[n++] = 0x08; /* Payload.type */
-    n += varint_put(out + n, (uint64_t)(int64_t)type);
+    n += tri_pb_varint_put(out + n, (uint64_t)(int64_t)type);
   }
   if (size) {
     out[n++] = 0x12; /* Payload.body */
-    n += varint_put(out + n, size);
+    n += tri_pb_varint_put(out + n, size);
     memset(out + n, 0, size);
     n += size;
   }
@@ -601,7 +572,7 @@ size_t tri_ts_payload_msg_put(uint8_t *out, uint32_t size, int32_t type) {
 size_t tri_ts_aggregated_put(uint8_t *out, int32_t total) {
   if (!total) return 0;
   out[0] = 0x08;
-  return 1 + varint_put(out + 1, (uint64_t)(int64_t)total);
+  return 1 + tri_pb_varint_put(out + 1, (uint64_t)(int64_t)total);
 }
 
 /* ==== header lists ====================================================== */
@@ -932,7 +903,7 @@ static void conn_flush(srv_conn *c) {
    * (but an x-misbehave GOAWAY lingers a little: misbehave_goaway). */
   if (!nghttp2_session_want_read(c->sess) &&
       !nghttp2_session_want_write(c->sess) &&
-      !(c->linger_min && now_ns() < c->linger_min))
+      !(c->linger_min && tri__now() < c->linger_min))
     conn_kill(c);
 }
 
@@ -1366,12 +1337,7 @@ static tri_buf *generated_response(srv_stream *st) {
   size_t h = 0;
   if (n) {
     hdr[h++] = 0x0a; /* field 1, length-delimited */
-    size_t v = n;
-    while (v >= 0x80) {
-      hdr[h++] = (uint8_t)(v | 0x80);
-      v >>= 7;
-    }
-    hdr[h++] = (uint8_t)v;
+    h += tri_pb_varint_put(hdr + h, n);
   }
   size_t pre = st->wire == WIRE_GRPC ? TRI_FRAME_PREFIX : 0;
   tri_buf *b = tri_pool_get(pool, pre + h + n, 0);
@@ -1498,7 +1464,7 @@ nomem:
 
 static void set_deadline(srv_stream *st, int64_t ns) {
   if (ns == INT64_MAX) return; /* "no timeout" */
-  int64_t now = now_ns();
+  int64_t now = tri__now();
   int64_t d = ns > INT64_MAX - now ? INT64_MAX : now + ns;
   if (!st->deadline || d < st->deadline) st->deadline = d;
 }
@@ -2125,7 +2091,7 @@ static void pump(srv_stream *st) {
     }
     srv_job j = st->jobs[st->jobs_head];
     if (j.kind == JOB_MSG && j.interval_us > 0) {
-      int64_t now = now_ns();
+      int64_t now = tri__now();
       if (!st->job_due) st->job_due = now + (int64_t)j.interval_us * 1000;
       if (st->job_due > now) break; /* run_timers calls again */
     }
@@ -2290,7 +2256,7 @@ static void misbehave_goaway(srv_stream *st) {
     return;
   }
   if (!c->linger_max) {
-    int64_t now = now_ns();
+    int64_t now = tri__now();
     c->linger_min = now + GOAWAY_LINGER_MIN_MS * 1000000LL;
     c->linger_max = now + GOAWAY_LINGER_MAX_MS * 1000000LL;
     c->w->n_linger++;
@@ -2430,7 +2396,7 @@ static void headers_done(srv_stream *st) {
    * the headers whenever the client accepts it. */
   st->gz_hdr = st->wire == WIRE_GRPC &&
                (st->gz_out || (st->method >= T_EMPTY && st->accept_gz));
-  if (st->delay_ms > 0) st->hold_until = now_ns() + st->delay_ms * 1000000LL;
+  if (st->delay_ms > 0) st->hold_until = tri__now() + st->delay_ms * 1000000LL;
   if (heap_update(st->conn->w, st)) {
     fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
     return;
@@ -2847,14 +2813,14 @@ static int64_t next_linger(srv_worker *w) {
   if (!w->n_linger) return 0;
   for (srv_conn *c = w->conns; c; c = c->next) {
     if (!c->linger_max || c->dead) continue;
-    int64_t at = c->linger_min > now_ns() ? c->linger_min : c->linger_max;
+    int64_t at = c->linger_min > tri__now() ? c->linger_min : c->linger_max;
     if (!t || at < t) t = at;
   }
   return t;
 }
 
 static void run_timers(srv_worker *w) {
-  int64_t now = now_ns();
+  int64_t now = tri__now();
   if (w->n_linger) run_lingers(w, now);
   while (w->heap_n && w->heap[0]->tkey <= now) {
     srv_stream *st = w->heap[0];
@@ -2874,7 +2840,7 @@ static int next_timeout_ms(srv_worker *w) {
   int64_t at = w->heap_n ? w->heap[0]->tkey : 0, lg = next_linger(w);
   if (lg && (!at || lg < at)) at = lg;
   if (!at) return -1;
-  int64_t left = at - now_ns();
+  int64_t left = at - tri__now();
   if (left <= 0) return 0;
   int64_t ms = (left + 999999) / 1000000;
   return ms > INT_MAX ? INT_MAX : (int)ms;

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "tri_pb.h"
 #include "tri_wire.h"
 
 static const char *const names[] = {
@@ -164,16 +165,6 @@ static int value(cursor *c, int depth) {
   return -1;
 }
 
-static size_t put_varint(uint8_t *out, uint64_t v) {
-  size_t n = 0;
-  while (v >= 0x80) {
-    out[n++] = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  out[n++] = (uint8_t)v;
-  return n;
-}
-
 static int code_from_name(const char *s, size_t n) {
   for (int i = 1; i <= 16; i++)
     if (strlen(names[i]) == n && memcmp(names[i], s, n) == 0) return i;
@@ -277,7 +268,7 @@ static int detail(cursor *c, uint8_t *pb, size_t *pb_len, int depth) {
       uint8_t hdr[6];
       size_t h = 0;
       hdr[h++] = key[0] == 't' ? 0x0a : 0x12;
-      h += put_varint(hdr + h, clen);
+      h += tri_pb_varint_put(hdr + h, clen);
       memmove(pb + at + h, tmp, clen);
       memcpy(pb + at, hdr, h);
       at += h + clen;
@@ -292,7 +283,7 @@ static int detail(cursor *c, uint8_t *pb, size_t *pb_len, int depth) {
   uint8_t hdr[6];
   size_t h = 0;
   hdr[h++] = 0x1a;
-  h += put_varint(hdr + h, body);
+  h += tri_pb_varint_put(hdr + h, body);
   memmove(pb + start + h, pb + start + 6, body);
   memcpy(pb + start, hdr, h);
   *pb_len = start + h + body;
@@ -358,10 +349,10 @@ int tri_tjson_error_parse(const char *json, size_t n, int *code, char *msg,
   /* google.rpc.Status{1: code, 2: message, 3: details...} */
   size_t o = 0;
   pb[o++] = 0x08;
-  o += put_varint(pb + o, (uint64_t)*code);
+  o += tri_pb_varint_put(pb + o, (uint64_t)*code);
   if (*msg_len) {
     pb[o++] = 0x12;
-    o += put_varint(pb + o, *msg_len);
+    o += tri_pb_varint_put(pb + o, *msg_len);
     memcpy(pb + o, msg, *msg_len);
     o += *msg_len;
   }
