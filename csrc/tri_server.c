@@ -6,7 +6,7 @@
  *   2. small helpers  5. responses             TestService, 7b answering,
  *      (+ grpc.testing 6. stream lifetime       7c x-misbehave)
  *      protobuf)                            8. nghttp2 callbacks
- *   3. timer heap                           9. connections, workers, API
+ *   3. timers                               9. connections, workers, API
  *
  * Ownership inside a worker: a srv_conn owns its socket, its nghttp2
  * session, its streams (list `streams`) and its output queue.  A srv_stream
@@ -40,6 +40,7 @@
 
 #include "tri_buf.h"
 #include "tri_clock.h"
+#include "tri_deadlines.h"
 #include "tri_error.h"
 #include "tri_frame.h"
 #include "tri_gzip.h"
@@ -154,8 +155,7 @@ struct srv_stream {
   int32_t id;
   srv_stream *prev, *next; /* conn->streams */
   srv_stream *owe_next;    /* conn->owing, while on_owing */
-  int heap_idx;            /* in the worker's timer heap, -1 when absent */
-  int64_t tkey;            /* its key there */
+  int timer_slot;          /* in the worker's timers, -1 when absent */
   int64_t hold_until;      /* x-delay-ms: the answer starts then (0: none) */
   int64_t deadline;        /* grpc-timeout / triple-timeout-ms (0: none) */
 
@@ -259,8 +259,7 @@ struct srv_worker {
   size_t pend_n, pend_cap;
   /* Worker thread only. */
   srv_conn *conns, *dirty;
-  srv_stream **heap;
-  size_t heap_n, heap_cap;
+  tri_deadlines timers;  /* streams by when they next need the worker */
   int n_linger;      /* connections with linger_max set */
   srv_stream *spare; /* free stream objects, linked by next */
   size_t spare_n;
@@ -671,7 +670,7 @@ static size_t nvl_bytes(const srv_stream *st) {
          (st->msg ? 3 * st->msg->len : 0) + 128;
 }
 
-/* ==== 3. timer heap (per worker, keyed by tkey) ========================= */
+/* ==== 3. timers (per worker: tri_deadlines) ============================ */
 
 /* When the stream next needs the worker: its delay, then its deadline. */
 static int64_t timer_at(const srv_stream *st) {
@@ -683,73 +682,27 @@ static int64_t timer_at(const srv_stream *st) {
   return t;
 }
 
-static void heap_swap(srv_worker *w, size_t a, size_t b) {
-  srv_stream *x = w->heap[a];
-  w->heap[a] = w->heap[b];
-  w->heap[b] = x;
-  w->heap[a]->heap_idx = (int)a;
-  w->heap[b]->heap_idx = (int)b;
-}
-
-static void heap_up(srv_worker *w, size_t i) {
-  while (i > 0) {
-    size_t p = (i - 1) / 2;
-    if (w->heap[p]->tkey <= w->heap[i]->tkey) break;
-    heap_swap(w, i, p);
-    i = p;
-  }
-}
-
-static void heap_down(srv_worker *w, size_t i) {
-  for (;;) {
-    size_t l = 2 * i + 1, r = l + 1, m = i;
-    if (l < w->heap_n && w->heap[l]->tkey < w->heap[m]->tkey) m = l;
-    if (r < w->heap_n && w->heap[r]->tkey < w->heap[m]->tkey) m = r;
-    if (m == i) return;
-    heap_swap(w, i, m);
-    i = m;
-  }
-}
-
-static void heap_remove(srv_worker *w, srv_stream *st) {
-  if (st->heap_idx < 0) return;
-  size_t i = (size_t)st->heap_idx, last = w->heap_n - 1;
-  st->heap_idx = -1;
-  w->heap_n--;
-  if (i == last) return;
-  w->heap[i] = w->heap[last];
-  w->heap[i]->heap_idx = (int)i;
-  heap_up(w, i);
-  heap_down(w, (size_t)w->heap[i]->heap_idx);
+static void timer_remove(srv_worker *w, srv_stream *st) {
+  if (st->timer_slot < 0) return;
+  tri_deadlines_remove(&w->timers, st->timer_slot);
+  st->timer_slot = -1;
 }
 
 /* Puts the stream where timer_at says (or takes it out).  Returns -1 when
- * the heap cannot grow (the caller treats it like any allocation failure). */
-static int heap_update(srv_worker *w, srv_stream *st) {
+ * the set cannot grow (the caller treats it like any allocation failure). */
+static int timer_update(srv_worker *w, srv_stream *st) {
   int64_t t = timer_at(st);
   if (!t) {
-    heap_remove(w, st);
+    timer_remove(w, st);
     return 0;
   }
-  if (st->heap_idx >= 0) {
-    st->tkey = t;
-    heap_up(w, (size_t)st->heap_idx);
-    heap_down(w, (size_t)st->heap_idx);
+  if (st->timer_slot >= 0) {
+    tri_deadlines_update(&w->timers, st->timer_slot, t);
     return 0;
   }
-  if (w->heap_n == w->heap_cap) {
-    size_t cap = w->heap_cap ? 2 * w->heap_cap : 64;
-    srv_stream **h = tri_mem_alloc(&w->srv->stats, cap * sizeof(*h));
-    if (!h) return -1;
-    if (w->heap_n) memcpy(h, w->heap, w->heap_n * sizeof(*h));
-    tri_mem_free(w->heap);
-    w->heap = h;
-    w->heap_cap = cap;
-  }
-  st->tkey = t;
-  st->heap_idx = (int)w->heap_n;
-  w->heap[w->heap_n++] = st;
-  heap_up(w, (size_t)st->heap_idx);
+  int slot = tri_deadlines_add(&w->timers, st, t);
+  if (slot < 0) return -1;
+  st->timer_slot = slot;
   return 0;
 }
 
@@ -948,7 +901,7 @@ static void submit_failed(srv_stream *st) {
   nghttp2_submit_rst_stream(st->conn->sess, NGHTTP2_FLAG_NONE, st->id,
                             NGHTTP2_INTERNAL_ERROR);
   st->finished = 1;
-  heap_remove(st->conn->w, st);
+  timer_remove(st->conn->w, st);
 }
 
 /* New response bytes or a decided end: resume the deferred data source. */
@@ -1139,7 +1092,7 @@ static void grpc_finish(srv_stream *st, int code, const char *msg, size_t n) {
   st->finished = 1;
   st->status = code;
   if (msg) set_msg(st, msg, n);
-  heap_remove(st->conn->w, st);
+  timer_remove(st->conn->w, st);
   if (st->headers_sent) {
     wake_data(st);
     return;
@@ -1188,7 +1141,7 @@ static void triple_respond(srv_stream *st, int code, tri_buf *body) {
   }
   st->finished = 1;
   st->status = code;
-  heap_remove(st->conn->w, st);
+  timer_remove(st->conn->w, st);
   if (code != TRI_CODE_OK) {
     tri_pool_put(pool, body);
     body = triple_error_body(st);
@@ -1244,7 +1197,7 @@ static void triple_respond(srv_stream *st, int code, tri_buf *body) {
 static void http_reply(srv_stream *st, const char *status) {
   if (st->finished) return;
   st->finished = 1;
-  heap_remove(st->conn->w, st);
+  timer_remove(st->conn->w, st);
   nghttp2_nv nv[] = {{(uint8_t *)":status", (uint8_t *)(uintptr_t)status, 7,
                       strlen(status), NGHTTP2_NV_FLAG_NONE}};
   if (nghttp2_submit_response(st->conn->sess, st->id, nv, 1, NULL))
@@ -1255,7 +1208,7 @@ static void http_reply(srv_stream *st, const char *status) {
 
 static void rst(srv_stream *st, uint32_t h2_code) {
   st->finished = 1;
-  heap_remove(st->conn->w, st);
+  timer_remove(st->conn->w, st);
   nghttp2_submit_rst_stream(st->conn->sess, NGHTTP2_FLAG_NONE, st->id, h2_code);
   mark_dirty(st->conn);
 }
@@ -1374,7 +1327,7 @@ static srv_stream *stream_new(srv_conn *c, int32_t id) {
   memset(st, 0, sizeof(*st));
   st->conn = c;
   st->id = id;
-  st->heap_idx = -1;
+  st->timer_slot = -1;
   st->ctl_status = -1;
   st->resp_size = -1;
   st->clen = -1;
@@ -1393,7 +1346,7 @@ static void stream_free(srv_stream *st, int conn_dying) {
   srv_conn *c = st->conn;
   srv_worker *w = c->w;
   tri_pool *pool = pool_of(c);
-  heap_remove(w, st);
+  timer_remove(w, st);
   if (st->prev) st->prev->next = st->next;
   else c->streams = st->next;
   if (st->next) st->next->prev = st->prev;
@@ -2105,7 +2058,7 @@ static void pump(srv_stream *st) {
     if (!m) break;
     grpc_emit(st, m, ts_gz(st, j.gz));
   }
-  if (!st->finished && heap_update(w, st))
+  if (!st->finished && timer_update(w, st))
     fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
 }
 
@@ -2249,7 +2202,7 @@ static void misbehave_goaway(srv_stream *st) {
   int32_t last = st->id > 2 ? st->id - 2 : 0;
   static const char why[] = "x-misbehave: goaway";
   st->finished = 1; /* nghttp2 closes it once the GOAWAY is sent */
-  heap_remove(c->w, st);
+  timer_remove(c->w, st);
   if (nghttp2_submit_goaway(c->sess, NGHTTP2_FLAG_NONE, last, NGHTTP2_NO_ERROR,
                             (const uint8_t *)why, sizeof(why) - 1)) {
     conn_kill(c);
@@ -2275,7 +2228,7 @@ static void misbehave_hpack(srv_stream *st) {
                              (uint8_t)(id >> 24 & 0x7f), (uint8_t)(id >> 16),
                              (uint8_t)(id >> 8), (uint8_t)id, 0x80};
   st->finished = 1;
-  heap_remove(st->conn->w, st);
+  timer_remove(st->conn->w, st);
   if (out_copy(st->conn, frame, sizeof(frame))) conn_kill(st->conn);
   mark_dirty(st->conn);
 }
@@ -2293,7 +2246,7 @@ static void misbehave_content_type(srv_stream *st) {
   b->len = sizeof(html) - 1;
   st->finished = 1;
   st->plain_end = 1;
-  heap_remove(st->conn->w, st);
+  timer_remove(st->conn->w, st);
   q_push(st, b);
   nghttp2_nv nv[] = {
       {(uint8_t *)":status", (uint8_t *)"200", 7, 3, NGHTTP2_NV_FLAG_NONE},
@@ -2325,7 +2278,7 @@ static int misbehave(srv_stream *st) {
   case MB_NEVER: /* no answer, no deadline: only the client ends it */
     st->never = 1;
     st->deadline = 0;
-    heap_remove(st->conn->w, st);
+    timer_remove(st->conn->w, st);
     return 1;
   case MB_GOAWAY:
     misbehave_goaway(st);
@@ -2397,7 +2350,7 @@ static void headers_done(srv_stream *st) {
   st->gz_hdr = st->wire == WIRE_GRPC &&
                (st->gz_out || (st->method >= T_EMPTY && st->accept_gz));
   if (st->delay_ms > 0) st->hold_until = tri__now() + st->delay_ms * 1000000LL;
-  if (heap_update(st->conn->w, st)) {
+  if (timer_update(st->conn->w, st)) {
     fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
     return;
   }
@@ -2822,22 +2775,26 @@ static int64_t next_linger(srv_worker *w) {
 static void run_timers(srv_worker *w) {
   int64_t now = tri__now();
   if (w->n_linger) run_lingers(w, now);
-  while (w->heap_n && w->heap[0]->tkey <= now) {
-    srv_stream *st = w->heap[0];
-    heap_remove(w, st);
+  while (tri_deadlines_count(&w->timers) &&
+         tri_deadlines_first_at(&w->timers) <= now) {
+    srv_stream *st = tri_deadlines_first(&w->timers);
+    timer_remove(w, st);
     if (st->conn->dead) continue;
     if (!st->go && st->hold_until && st->hold_until <= now) stream_go(st);
     if (!st->finished && st->job_due && st->job_due <= now) pump(st);
     if (!st->finished && st->deadline && st->deadline <= now)
       stream_deadline(st);
-    if (heap_update(w, st))
+    if (timer_update(w, st))
       fail(st, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
     mark_dirty(st->conn);
   }
 }
 
 static int next_timeout_ms(srv_worker *w) {
-  int64_t at = w->heap_n ? w->heap[0]->tkey : 0, lg = next_linger(w);
+  int64_t at = tri_deadlines_count(&w->timers)
+                   ? tri_deadlines_first_at(&w->timers)
+                   : 0,
+          lg = next_linger(w);
   if (lg && (!at || lg < at)) at = lg;
   if (!at) return -1;
   int64_t left = at - tri__now();
@@ -2901,9 +2858,7 @@ static void *worker_main(void *arg) {
     tri_mem_free(st);
   }
   w->spare_n = 0;
-  tri_mem_free(w->heap);
-  w->heap = NULL;
-  w->heap_n = w->heap_cap = 0;
+  tri_deadlines_free(&w->timers);
   return NULL;
 }
 
@@ -3006,6 +2961,7 @@ int tri_server_new(tri_server **out, const tri_server_opts *opts) {
     srv_worker *w = &s->workers[i];
     w->srv = s;
     w->epfd = w->evfd = -1;
+    tri_deadlines_init(&w->timers, &s->stats);
     pthread_mutex_init(&w->lock, NULL);
   }
   *out = s;
