@@ -1658,248 +1658,69 @@ static void ts_unary(srv_stream *st, const uint8_t *p, size_t n, int gz) {
 
 /* ---- the JSON codec of the Triple wire (protojson), UnaryCall only ---- */
 
-typedef struct {
-  const char *p, *end;
-} jcur;
-
-static void jws(jcur *c) {
-  while (c->p < c->end &&
-         (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
-    c->p++;
-}
-
-static int jlit(jcur *c, const char *lit) {
-  size_t k = strlen(lit);
-  if ((size_t)(c->end - c->p) < k || memcmp(c->p, lit, k)) return -1;
-  c->p += k;
-  return 0;
-}
-
-static int jhex4(const char *s, unsigned *v) {
-  *v = 0;
-  for (int i = 0; i < 4; i++) {
-    char ch = s[i];
-    unsigned d = ch >= '0' && ch <= '9'   ? (unsigned)(ch - '0')
-                 : ch >= 'a' && ch <= 'f' ? (unsigned)(ch - 'a' + 10)
-                 : ch >= 'A' && ch <= 'F' ? (unsigned)(ch - 'A' + 10)
-                                          : 16u;
-    if (d > 15) return -1;
-    *v = *v << 4 | d;
-  }
-  return 0;
-}
-
-/* A JSON string at c->p: its UTF-8 into out[0..cap) (truncated; out may
- * be NULL) and the full decoded length in *len.  Returns 0 or -1. */
-static int jstring(jcur *c, char *out, size_t cap, size_t *len) {
-  if (c->p >= c->end || *c->p != '"') return -1;
-  c->p++;
-  size_t n = 0;
-  while (c->p < c->end && *c->p != '"') {
-    char tmp[4];
-    size_t k = 1;
-    unsigned char ch = (unsigned char)*c->p++;
-    if (ch < 0x20) return -1;
-    tmp[0] = (char)ch;
-    if (ch == '\\') {
-      if (c->p >= c->end) return -1;
-      char e = *c->p++;
-      switch (e) {
-      case '"': case '\\': case '/': tmp[0] = e; break;
-      case 'b': tmp[0] = '\b'; break;
-      case 'f': tmp[0] = '\f'; break;
-      case 'n': tmp[0] = '\n'; break;
-      case 'r': tmp[0] = '\r'; break;
-      case 't': tmp[0] = '\t'; break;
-      case 'u': {
-        unsigned u, lo;
-        if (c->end - c->p < 4 || jhex4(c->p, &u)) return -1;
-        c->p += 4;
-        if (u >= 0xd800 && u <= 0xdbff && c->end - c->p >= 6 &&
-            c->p[0] == '\\' && c->p[1] == 'u' && jhex4(c->p + 2, &lo) == 0 &&
-            lo >= 0xdc00 && lo <= 0xdfff) {
-          c->p += 6;
-          u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
-        } else if (u >= 0xd800 && u <= 0xdfff) {
-          u = 0xfffd; /* a lone surrogate */
-        }
-        if (u < 0x80) {
-          tmp[0] = (char)u;
-        } else if (u < 0x800) {
-          tmp[0] = (char)(0xc0 | u >> 6), tmp[1] = (char)(0x80 | (u & 0x3f));
-          k = 2;
-        } else if (u < 0x10000) {
-          tmp[0] = (char)(0xe0 | u >> 12);
-          tmp[1] = (char)(0x80 | ((u >> 6) & 0x3f));
-          tmp[2] = (char)(0x80 | (u & 0x3f));
-          k = 3;
-        } else {
-          tmp[0] = (char)(0xf0 | u >> 18);
-          tmp[1] = (char)(0x80 | ((u >> 12) & 0x3f));
-          tmp[2] = (char)(0x80 | ((u >> 6) & 0x3f));
-          tmp[3] = (char)(0x80 | (u & 0x3f));
-          k = 4;
-        }
-        break;
-      }
-      default:
-        return -1;
-      }
-    }
-    for (size_t i = 0; i < k; i++, n++)
-      if (out && n < cap) out[n] = tmp[i];
-  }
-  if (c->p >= c->end) return -1;
-  c->p++;
-  *len = n;
-  return 0;
-}
-
-/* Skips one JSON value. */
-static int jskip(jcur *c, int depth) {
-  jws(c);
-  if (c->p >= c->end || depth > 64) return -1;
-  char ch = *c->p;
-  size_t n;
-  if (ch == '"') return jstring(c, NULL, 0, &n);
-  if (ch == '{' || ch == '[') {
-    char close = ch == '{' ? '}' : ']';
-    c->p++;
-    jws(c);
-    if (c->p < c->end && *c->p == close) {
-      c->p++;
-      return 0;
-    }
-    for (;;) {
-      if (ch == '{') {
-        jws(c);
-        if (jstring(c, NULL, 0, &n)) return -1;
-        jws(c);
-        if (jlit(c, ":")) return -1;
-      }
-      if (jskip(c, depth + 1)) return -1;
-      jws(c);
-      if (c->p < c->end && *c->p == ',') {
-        c->p++;
-        continue;
-      }
-      return jlit(c, close == '}' ? "}" : "]");
-    }
-  }
-  if (jlit(c, "true") == 0 || jlit(c, "false") == 0 || jlit(c, "null") == 0)
-    return 0;
-  const char *b = c->p;
-  while (c->p < c->end && (strchr("+-.eE", *c->p) || (*c->p >= '0' && *c->p <= '9')))
-    c->p++;
-  return c->p > b ? 0 : -1;
-}
-
-/* An int32 as protojson writes it: a number, or a decimal string. */
-static int jint(jcur *c, int32_t *out) {
-  jws(c);
-  int quoted = c->p < c->end && *c->p == '"';
-  if (quoted) c->p++;
-  int neg = c->p < c->end && *c->p == '-';
-  if (neg) c->p++;
-  int64_t x = 0;
-  const char *b = c->p;
-  while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
-    x = x * 10 + (*c->p++ - '0');
-    if (x > (int64_t)INT32_MAX + 1) return -1;
-  }
-  if (c->p == b || (quoted && jlit(c, "\""))) return -1;
-  x = neg ? -x : x;
-  if (x > INT32_MAX) return -1;
-  *out = (int32_t)x;
-  return 0;
-}
-
-/* A bool, or a BoolValue (a bool or null). */
-static int jbool(jcur *c, int *out) {
-  jws(c);
-  if (jlit(c, "true") == 0) *out = 1;
-  else if (jlit(c, "false") == 0) *out = 0;
-  else if (jlit(c, "null") == 0) *out = -1;
-  else return -1;
-  return 0;
-}
-
 /* Matches a key by its proto name or its lowerCamelCase JSON name. */
 static int jkey(const char *k, size_t kl, const char *proto, const char *camel) {
   return (kl == strlen(proto) && memcmp(k, proto, kl) == 0) ||
          (kl == strlen(camel) && memcmp(k, camel, kl) == 0);
 }
 
-/* Iterates the members of an object: calls member(c, key, klen, arg). */
-static int jobject(jcur *c, int (*member)(jcur *, const char *, size_t, void *),
-                   void *arg) {
-  jws(c);
-  if (jlit(c, "{")) return -1;
-  jws(c);
-  if (jlit(c, "}") == 0) return 0;
-  for (;;) {
-    char key[64];
-    size_t kl;
-    jws(c);
-    if (jstring(c, key, sizeof(key), &kl)) return -1;
-    if (kl > sizeof(key)) kl = 0; /* a long key: not ours, skipped */
-    jws(c);
-    if (jlit(c, ":") || member(c, key, kl, arg)) return -1;
-    jws(c);
-    if (jlit(c, ",") == 0) continue;
-    return jlit(c, "}");
-  }
-}
-
-static int j_payload(jcur *c, const char *k, size_t kl, void *arg) {
+static int j_payload(tri_tjson_cur *c, const char *k, size_t kl, void *arg) {
   tri_ts_request *r = arg;
   if (jkey(k, kl, "body", "body")) {
-    jws(c);
-    if (jlit(c, "null") == 0) return 0;
+    tri_tjson_ws(c);
+    if (tri_tjson_lit(c, "null") == 0) return 0;
     size_t n;
-    if (jstring(c, NULL, 0, &n)) return -1;
+    if (tri_tjson_string(c, NULL, 0, &n)) return -1;
     r->payload_len = n / 4 * 3; /* about right: the body is not used */
     return 0;
   }
-  return jskip(c, 1);
+  return tri_tjson_skip(c, 1);
 }
 
-static int j_status(jcur *c, const char *k, size_t kl, void *arg) {
+static int j_status(tri_tjson_cur *c, const char *k, size_t kl, void *arg) {
   tri_ts_request *r = arg;
-  if (jkey(k, kl, "code", "code")) return jint(c, &r->status_code);
+  if (jkey(k, kl, "code", "code")) return tri_tjson_int32(c, &r->status_code);
   if (jkey(k, kl, "message", "message")) {
     static _Thread_local char msg[MAX_STATUS_MSG];
-    jws(c);
-    if (jstring(c, msg, sizeof(msg), &r->status_msg_len)) return -1;
+    tri_tjson_ws(c);
+    if (tri_tjson_string(c, msg, sizeof(msg), &r->status_msg_len)) return -1;
     if (r->status_msg_len > sizeof(msg)) r->status_msg_len = sizeof(msg);
     r->status_msg = (const uint8_t *)msg;
     return 0;
   }
-  return jskip(c, 1);
+  return tri_tjson_skip(c, 1);
 }
 
-static int j_simple(jcur *c, const char *k, size_t kl, void *arg) {
+static int j_simple(tri_tjson_cur *c, const char *k, size_t kl, void *arg) {
   tri_ts_request *r = arg;
   if (jkey(k, kl, "response_type", "responseType")) {
-    jws(c);
-    if (c->p < c->end && *c->p == '"' && jlit(c, "\"COMPRESSABLE\"") == 0) {
+    tri_tjson_ws(c);
+    if (c->p < c->end && *c->p == '"' && tri_tjson_lit(c, "\"COMPRESSABLE\"") == 0) {
       r->response_type = 0;
       return 0;
     }
-    return jint(c, &r->response_type);
+    return tri_tjson_int32(c, &r->response_type);
   }
   if (jkey(k, kl, "response_size", "responseSize"))
-    return jint(c, &r->response_size);
-  if (jkey(k, kl, "payload", "payload")) return jobject(c, j_payload, r);
+    return tri_tjson_int32(c, &r->response_size);
+  if (jkey(k, kl, "payload", "payload")) return tri_tjson_object(c, j_payload, r);
   if (jkey(k, kl, "response_compressed", "responseCompressed"))
-    return jbool(c, &r->response_compressed);
+    return tri_tjson_bool(c, &r->response_compressed);
   if (jkey(k, kl, "expect_compressed", "expectCompressed"))
-    return jbool(c, &r->expect_compressed);
+    return tri_tjson_bool(c, &r->expect_compressed);
   if (jkey(k, kl, "response_status", "responseStatus")) {
     r->has_status = 1;
-    return jobject(c, j_status, r);
+    return tri_tjson_object(c, j_status, r);
   }
-  return jskip(c, 1);
+  return tri_tjson_skip(c, 1);
+}
+
+int tri_ts_decode_simple_json(const uint8_t *p, size_t n, tri_ts_request *r) {
+  ts_request_init(r);
+  tri_tjson_cur c = {(const char *)p, (const char *)p + n};
+  if (!n || tri_tjson_object(&c, j_simple, r)) return -1;
+  tri_tjson_ws(&c);
+  return c.p == c.end ? 0 : -1;
 }
 
 /* A JSON body in a new buffer. */
@@ -1914,9 +1735,7 @@ static tri_buf *ts_json_text(srv_stream *st, const char *text) {
 /* UnaryCall with the JSON codec: {"payload":{"body":"<base64 zeros>"}}. */
 static void ts_unary_json(srv_stream *st, const uint8_t *p, size_t n, int gz) {
   tri_ts_request r;
-  ts_request_init(&r);
-  jcur c = {(const char *)p, (const char *)p + n};
-  if (!n || jobject(&c, j_simple, &r) || (jws(&c), c.p != c.end)) {
+  if (tri_ts_decode_simple_json(p, n, &r)) {
     ts_unparsable(st, "SimpleRequest (JSON)");
     return;
   }

@@ -231,6 +231,11 @@ typedef struct tri_ts_params {
 int tri_ts_decode_simple(const uint8_t *p, size_t n, tri_ts_request *r);
 int tri_ts_decode_output(const uint8_t *p, size_t n, tri_ts_request *r);
 int tri_ts_decode_input(const uint8_t *p, size_t n, tri_ts_request *r);
+/* A SimpleRequest in protojson (the Triple wire's application/json): keys
+ * by proto or lowerCamelCase name, unknown keys skipped.  status_msg then
+ * points into thread-local storage, valid until the next call on the same
+ * thread. */
+int tri_ts_decode_simple_json(const uint8_t *p, size_t n, tri_ts_request *r);
 
 /* The response_parameters of a StreamingOutputCallRequest, one per call
  * from *off (start at 0): 1 with *out, 0 after the last, -1 if malformed. */
