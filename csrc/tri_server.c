@@ -45,6 +45,7 @@
 #include "tri_frame.h"
 #include "tri_gzip.h"
 #include "tri_mem.h"
+#include "tri_outq.h"
 #include "tri_pb.h"
 #include "tri_thread.h"
 #include "tri_tjson.h"
@@ -217,25 +218,15 @@ struct srv_stream {
   size_t q_bytes;
 };
 
-/* One entry of a connection's output: `len` bytes at `ptr` (a response
- * buffer, NO_COPY) or at staging[off] (ptr NULL).  `own`, when set, is a
- * buffer this entry releases once written (the entry may be empty). */
-typedef struct srv_out {
-  const uint8_t *ptr;
-  size_t off, len;
-  tri_buf *own;
-} srv_out;
-
 struct srv_conn {
   srv_worker *w;
   int fd;
   nghttp2_session *sess;
   tri_arena arena; /* nghttp2's allocations (this worker only) */
   nghttp2_mem mem;
-  srv_out *out;    /* pending output: out[out_head..out_n) */
-  size_t out_head, out_n, out_cap;
-  tri_buf *staging; /* copied frame bytes that `out` refers to by offset */
-  size_t pending;   /* bytes in out[out_head..out_n) */
+  tri_outq out;    /* pending output; an entry's `buf` is a response
+                      buffer that DATA frames pointed into, freed once
+                      written */
   srv_stream *streams;
   srv_stream *owing; /* streams with owed > 0 */
   int64_t conn_owed; /* bytes of closed streams to credit to the connection */
@@ -720,65 +711,20 @@ static void conn_kill(srv_conn *c) {
   mark_dirty(c);
 }
 
-static int out_push(srv_conn *c, const uint8_t *ptr, size_t off, size_t len,
-                    tri_buf *own) {
-  if (c->out_n == c->out_cap) {
-    size_t cap = 2 * c->out_cap;
-    srv_out *o = tri_mem_alloc(stats_of(c), cap * sizeof(*o));
-    if (!o) return -1;
-    memcpy(o, c->out, c->out_n * sizeof(*o));
-    tri_mem_free(c->out);
-    c->out = o;
-    c->out_cap = cap;
-  }
-  srv_out *e = &c->out[c->out_n++];
-  e->ptr = ptr;
-  e->off = off;
-  e->len = len;
-  e->own = own;
-  c->pending += len;
-  return 0;
-}
-
-/* Appends a copy of p[0..n) (frame bytes from nghttp2). */
-static int out_copy(srv_conn *c, const uint8_t *p, size_t n) {
-  size_t at = c->staging->len;
-  if (tri_buf_append(pool_of(c), &c->staging, p, n)) return -1;
-  if (c->out_n > c->out_head) {
-    srv_out *last = &c->out[c->out_n - 1];
-    if (!last->ptr && !last->own && last->off + last->len == at) {
-      last->len += n;
-      c->pending += n;
-      return 0;
-    }
-  }
-  if (out_push(c, NULL, at, n, NULL)) {
-    c->staging->len = at;
-    return -1;
-  }
-  return 0;
-}
+/* Returns a written (or dropped) entry's buffer to the pool. */
+static void out_done(tri_outq_entry *e, void *pool) { tri_pool_put(pool, e->buf); }
 
 /* Writes pending output, one sendmsg per IOV_BATCH entries.  Returns 1 when
  * all of it went, 0 when the socket is full, -1 on error. */
 static int write_out(srv_conn *c) {
-  while (c->out_head < c->out_n) {
+  while (!tri_outq_empty(&c->out)) {
     struct iovec iov[IOV_BATCH];
-    int k = 0;
-    size_t want = 0, wrote = 0;
-    for (size_t i = c->out_head; i < c->out_n && k < IOV_BATCH; i++) {
-      srv_out *e = &c->out[i];
-      if (!e->len) continue;
-      iov[k].iov_base = (void *)(uintptr_t)(
-          e->ptr ? e->ptr : tri_buf_begin(c->staging) + e->off);
-      iov[k].iov_len = e->len;
-      want += e->len;
-      k++;
-    }
+    size_t want, wrote = 0;
+    size_t k = tri_outq_iov(&c->out, iov, IOV_BATCH, &want);
     if (k) {
       /* sendmsg, not writev: MSG_NOSIGNAL keeps a vanished client from
        * raising SIGPIPE in a host process that did not ignore it. */
-      struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)k};
+      struct msghdr mh = {.msg_iov = iov, .msg_iovlen = k};
       ssize_t w;
       do {
         w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
@@ -789,26 +735,10 @@ static int write_out(srv_conn *c) {
       wrote = (size_t)w;
     }
     /* Retire what was written; empty entries only release their buffer. */
-    size_t left = wrote;
-    while (c->out_head < c->out_n) {
-      srv_out *e = &c->out[c->out_head];
-      if (e->len > left) {
-        if (e->ptr) e->ptr += left;
-        else e->off += left;
-        e->len -= left;
-        c->pending -= left;
-        break;
-      }
-      left -= e->len;
-      c->pending -= e->len;
-      tri_pool_put(pool_of(c), e->own);
-      c->out_head++;
-    }
+    if (tri_outq_written(&c->out, wrote, out_done, NULL, pool_of(c))) return 1;
     if (wrote < want) return 0; /* the kernel took less: socket full */
   }
-  c->out_head = c->out_n = 0;
-  c->pending = 0;
-  c->staging->len = 0;
+  tri_outq_clear(&c->out);
   return 1;
 }
 
@@ -826,7 +756,7 @@ static void set_epollout(srv_conn *c, int on) {
 static void conn_flush(srv_conn *c) {
   if (c->dead) return;
   for (;;) {
-    while (c->pending < OUT_WATERMARK) {
+    while (c->out.pending < OUT_WATERMARK) {
       const uint8_t *p;
       ssize_t n = nghttp2_session_mem_send(c->sess, &p);
       if (n < 0) {
@@ -834,12 +764,12 @@ static void conn_flush(srv_conn *c) {
         return;
       }
       if (n == 0) break;
-      if (out_copy(c, p, (size_t)n)) {
+      if (tri_outq_stage(&c->out, p, (size_t)n)) {
         conn_kill(c);
         return;
       }
     }
-    if (c->out_head == c->out_n) break;
+    if (tri_outq_empty(&c->out)) break;
     int rv = write_out(c);
     if (rv < 0) {
       conn_kill(c);
@@ -1026,20 +956,21 @@ static int send_data_cb(nghttp2_session *s, nghttp2_frame *frame,
   (void)s;
   srv_conn *c = user;
   srv_stream *st = src->ptr;
-  if (out_copy(c, framehd, 9)) return NGHTTP2_ERR_CALLBACK_FAILURE;
+  if (tri_outq_stage(&c->out, framehd, 9)) return NGHTTP2_ERR_CALLBACK_FAILURE;
   if (frame->data.padlen > 0) {
     uint8_t pad = (uint8_t)(frame->data.padlen - 1);
-    if (out_copy(c, &pad, 1)) return NGHTTP2_ERR_CALLBACK_FAILURE;
+    if (tri_outq_stage(&c->out, &pad, 1)) return NGHTTP2_ERR_CALLBACK_FAILURE;
   }
   tri_buf *h = st->q_head;
   if (length) {
-    if (out_push(c, tri_buf_begin(h) + st->q_off, 0, length, NULL))
-      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    tri_outq_entry *e =
+        tri_outq_push(&c->out, tri_buf_begin(h) + st->q_off, 0, length);
+    if (!e) return NGHTTP2_ERR_CALLBACK_FAILURE;
     st->q_ref = 1;
     st->q_off += length;
     st->q_bytes -= length;
     if (st->q_off == h->len) {
-      c->out[c->out_n - 1].own = h;
+      e->buf = h;
       st->q_head = h->next;
       if (!st->q_head) st->q_tail = NULL;
       st->q_off = 0;
@@ -1048,7 +979,7 @@ static int send_data_cb(nghttp2_session *s, nghttp2_frame *frame,
   }
   if (frame->data.padlen > 1) {
     static const uint8_t zeros[256];
-    if (out_copy(c, zeros, frame->data.padlen - 1))
+    if (tri_outq_stage(&c->out, zeros, frame->data.padlen - 1))
       return NGHTTP2_ERR_CALLBACK_FAILURE;
   }
   return 0;
@@ -1359,7 +1290,10 @@ static void stream_free(srv_stream *st, int conn_dying) {
   tri_buf *b = st->q_head;
   if (b && st->q_ref && !conn_dying) {
     tri_buf *next = b->next;
-    if (out_push(c, NULL, 0, 0, b)) {
+    tri_outq_entry *e = tri_outq_push(&c->out, NULL, 0, 0);
+    if (e) {
+      e->buf = b;
+    } else {
       conn_kill(c); /* the queue will never be written: free it now */
       tri_pool_put(pool, b);
     }
@@ -2048,7 +1982,8 @@ static void misbehave_hpack(srv_stream *st) {
                              (uint8_t)(id >> 8), (uint8_t)id, 0x80};
   st->finished = 1;
   timer_remove(st->conn->w, st);
-  if (out_copy(st->conn, frame, sizeof(frame))) conn_kill(st->conn);
+  if (tri_outq_stage(&st->conn->out, frame, sizeof(frame)))
+    conn_kill(st->conn);
   mark_dirty(st->conn);
 }
 
@@ -2455,10 +2390,14 @@ static void conn_new(srv_worker *w, int fd) {
   c->mem.free = arena_free;
   c->mem.calloc = arena_calloc;
   c->mem.realloc = arena_realloc;
-  c->out_cap = 64;
-  c->out = tri_mem_alloc(&s->stats, c->out_cap * sizeof(*c->out));
-  c->staging = tri_pool_get(&s->pool, 64u << 10, 0);
-  if (!c->out || !c->staging) goto fail;
+  tri_outq_entry *entries = tri_mem_alloc(&s->stats, 64 * sizeof(*entries));
+  tri_buf *staging = tri_pool_get(&s->pool, 64u << 10, 0);
+  if (!entries || !staging) {
+    tri_mem_free(entries);
+    tri_pool_put(&s->pool, staging);
+    goto fail;
+  }
+  tri_outq_init(&c->out, entries, 64, staging, &s->pool, &s->stats, 1);
   if (nghttp2_session_server_new3(&c->sess, w->cbs, c, w->opt, &c->mem))
     goto fail;
   const tri_server_opts *o = &s->opts;
@@ -2484,8 +2423,8 @@ fail:
   close(fd);
   if (!c) return;
   if (c->sess) nghttp2_session_del(c->sess);
-  tri_pool_put(&s->pool, c->staging);
-  tri_mem_free(c->out);
+  tri_pool_put(&s->pool, c->out.staging);
+  tri_mem_free(c->out.e);
   tri_arena_free_all(&c->arena);
   tri_mem_free(c);
 }
@@ -2497,12 +2436,10 @@ static void conn_free(srv_conn *c) {
   epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
   close(c->fd);
   nghttp2_session_del(c->sess); /* calls no callbacks */
-  for (size_t i = c->out_head; i < c->out_n; i++)
-    tri_pool_put(pool, c->out[i].own);
-  c->out_head = c->out_n = 0;
+  tri_outq_drop(&c->out, out_done, pool);
   while (c->streams) stream_free(c->streams, 1);
-  tri_pool_put(pool, c->staging);
-  tri_mem_free(c->out);
+  tri_pool_put(pool, c->out.staging);
+  tri_mem_free(c->out.e);
   tri_arena_free_all(&c->arena);
   if (c->prev) c->prev->next = c->next;
   else w->conns = c->next;
