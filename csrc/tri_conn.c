@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "tri_error.h"
+#include "tri_h2.h"
 #include "tri_thread.h"
 #include "tri_wire.h"
 
@@ -331,11 +332,8 @@ static int send_data(nghttp2_session *s, nghttp2_frame *frame,
   tri_conn *conn = user;
   tri_call *c = src->ptr;
   if (tri_outq_room(&conn->out) < 4) return NGHTTP2_ERR_WOULDBLOCK;
-  if (staging_append(conn, framehd, 9)) return NGHTTP2_ERR_CALLBACK_FAILURE;
-  if (frame->data.padlen > 0) {
-    uint8_t pad = (uint8_t)(frame->data.padlen - 1);
-    if (staging_append(conn, &pad, 1)) return NGHTTP2_ERR_CALLBACK_FAILURE;
-  }
+  if (tri_h2_stage_data_head(&conn->out, framehd, frame->data.padlen))
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
   if (c->flags & TRI_CALL_CLIENT_STREAMING) {
     if (length && send_stream_data(conn, c, length))
       return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -358,22 +356,10 @@ static int send_data(nghttp2_session *s, nghttp2_frame *frame,
     e->ref = c;
     c->queued += left;
   }
-  if (frame->data.padlen > 1) {
-    static const uint8_t zeros[256];
-    if (staging_append(conn, zeros, frame->data.padlen - 1))
-      return NGHTTP2_ERR_CALLBACK_FAILURE;
-  }
+  if (tri_h2_stage_data_tail(&conn->out, frame->data.padlen))
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
   c->sent += length;
   return 0;
-}
-
-static ssize_t read_length(nghttp2_session *s, uint8_t type, int32_t sid,
-                           int32_t conn_win, int32_t stream_win,
-                           uint32_t max_frame, void *user) {
-  (void)s, (void)type, (void)sid, (void)user;
-  int32_t n = conn_win < stream_win ? conn_win : stream_win;
-  if ((uint32_t)n > max_frame) n = (int32_t)max_frame;
-  return n > 0 ? n : 1;
 }
 
 static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
@@ -498,16 +484,6 @@ static int on_frame_not_send(nghttp2_session *s, const nghttp2_frame *frame,
   tri__call_complete(c, TRI_CODE_UNAVAILABLE, "request not sent: %s",
                      nghttp2_strerror(lib_error));
   return 0;
-}
-
-/* nghttp2 allocates through the connection's arena (I/O thread only). */
-static void *arena_malloc(size_t n, void *u) { return tri_arena_alloc(u, n); }
-static void arena_free(void *p, void *u) { tri_arena_free(u, p); }
-static void *arena_calloc(size_t n, size_t sz, void *u) {
-  return tri_arena_calloc(u, n, sz);
-}
-static void *arena_realloc(void *p, size_t n, void *u) {
-  return tri_arena_realloc(u, p, n);
 }
 
 /* ---- submitting (I/O thread) ------------------------------------------ */
@@ -1003,12 +979,7 @@ static int64_t next_wakeup(const tri_conn *conn) {
 }
 
 static int next_timeout_ms(tri_conn *conn) {
-  int64_t at = next_wakeup(conn);
-  if (!at) return -1;
-  int64_t left = at - tri__now();
-  if (left <= 0) return 0;
-  int64_t ms = (left + 999999) / 1000000;
-  return ms > INT_MAX ? INT_MAX : (int)ms;
+  return tri_clock_timeout_ms(next_wakeup(conn));
 }
 
 /* Kills a connection that cannot make progress: an attempt that did not get
@@ -1166,8 +1137,8 @@ static int start_session(tri_conn *conn) {
                                                            on_frame_not_send);
   nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
   nghttp2_session_callbacks_set_send_data_callback(cbs, send_data);
-  nghttp2_session_callbacks_set_data_source_read_length_callback(cbs,
-                                                                 read_length);
+  nghttp2_session_callbacks_set_data_source_read_length_callback(
+      cbs, tri_h2_read_length);
   nghttp2_option *opt;
   if (nghttp2_option_new(&opt)) {
     nghttp2_session_callbacks_del(cbs);
@@ -1175,11 +1146,7 @@ static int start_session(tri_conn *conn) {
   }
   nghttp2_option_set_no_auto_window_update(opt, 1); /* see credit() */
   nghttp2_option_set_max_send_header_block_length(opt, 2 * MAX_HEADER_LIST);
-  conn->mem.mem_user_data = &conn->arena;
-  conn->mem.malloc = arena_malloc;
-  conn->mem.free = arena_free;
-  conn->mem.calloc = arena_calloc;
-  conn->mem.realloc = arena_realloc;
+  tri_h2_mem_init(&conn->mem, &conn->arena); /* nghttp2 allocates from the arena */
   int rv = nghttp2_session_client_new3(&conn->sess, cbs, conn, opt, &conn->mem);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);

@@ -22,6 +22,7 @@
 #include "server/testservice.h"
 #include "tri_clock.h"
 #include "tri_error.h"
+#include "tri_h2.h"
 #include "tri_wire.h"
 #include "tri_thread.h"
 
@@ -189,11 +190,8 @@ static int send_data_cb(nghttp2_session *s, nghttp2_frame *frame,
   (void)s;
   srv_conn *c = user;
   srv_stream *st = src->ptr;
-  if (tri_outq_stage(&c->out, framehd, 9)) return NGHTTP2_ERR_CALLBACK_FAILURE;
-  if (frame->data.padlen > 0) {
-    uint8_t pad = (uint8_t)(frame->data.padlen - 1);
-    if (tri_outq_stage(&c->out, &pad, 1)) return NGHTTP2_ERR_CALLBACK_FAILURE;
-  }
+  if (tri_h2_stage_data_head(&c->out, framehd, frame->data.padlen))
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
   tri_buf *h = st->q_head;
   if (length) {
     tri_outq_entry *e =
@@ -210,11 +208,8 @@ static int send_data_cb(nghttp2_session *s, nghttp2_frame *frame,
       st->q_ref = 0;
     }
   }
-  if (frame->data.padlen > 1) {
-    static const uint8_t zeros[256];
-    if (tri_outq_stage(&c->out, zeros, frame->data.padlen - 1))
-      return NGHTTP2_ERR_CALLBACK_FAILURE;
-  }
+  if (tri_h2_stage_data_tail(&c->out, frame->data.padlen))
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
   return 0;
 }
 
@@ -360,27 +355,6 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code,
   return 0;
 }
 
-static ssize_t read_length(nghttp2_session *s, uint8_t type, int32_t sid,
-                           int32_t conn_win, int32_t stream_win,
-                           uint32_t max_frame, void *user) {
-  (void)s, (void)type, (void)sid, (void)user;
-  int32_t n = conn_win < stream_win ? conn_win : stream_win;
-  if ((uint32_t)n > max_frame) n = (int32_t)max_frame;
-  return n > 0 ? n : 1;
-}
-
-static void *arena_malloc(size_t n, void *u) { return tri_arena_alloc(u, n); }
-
-static void arena_free(void *p, void *u) { tri_arena_free(u, p); }
-
-static void *arena_calloc(size_t n, size_t sz, void *u) {
-  return tri_arena_calloc(u, n, sz);
-}
-
-static void *arena_realloc(void *p, size_t n, void *u) {
-  return tri_arena_realloc(u, p, n);
-}
-
 /* Takes `fd` (closing it on failure). */
 static void conn_new(srv_worker *w, int fd) {
   tri_server *s = w->srv;
@@ -389,11 +363,7 @@ static void conn_new(srv_worker *w, int fd) {
   c->w = w;
   c->fd = fd;
   tri_arena_init(&c->arena, &s->stats);
-  c->mem.mem_user_data = &c->arena;
-  c->mem.malloc = arena_malloc;
-  c->mem.free = arena_free;
-  c->mem.calloc = arena_calloc;
-  c->mem.realloc = arena_realloc;
+  tri_h2_mem_init(&c->mem, &c->arena); /* nghttp2 allocates from the arena */
   tri_outq_entry *entries = tri_mem_alloc(&s->stats, 64 * sizeof(*entries));
   tri_buf *staging = tri_pool_get(&s->pool, 64u << 10, 0);
   if (!entries || !staging) {
@@ -559,11 +529,7 @@ static int next_timeout_ms(srv_worker *w) {
                    : 0,
           lg = next_linger(w);
   if (lg && (!at || lg < at)) at = lg;
-  if (!at) return -1;
-  int64_t left = at - tri__now();
-  if (left <= 0) return 0;
-  int64_t ms = (left + 999999) / 1000000;
-  return ms > INT_MAX ? INT_MAX : (int)ms;
+  return tri_clock_timeout_ms(at);
 }
 
 /* Takes the sockets the acceptor handed over. */
@@ -826,8 +792,8 @@ static int make_callbacks(srv_worker *w) {
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
   nghttp2_session_callbacks_set_send_data_callback(cb, send_data_cb);
-  nghttp2_session_callbacks_set_data_source_read_length_callback(cb,
-                                                                 read_length);
+  nghttp2_session_callbacks_set_data_source_read_length_callback(
+      cb, tri_h2_read_length);
   nghttp2_option_set_no_auto_window_update(w->opt, 1); /* see settle() */
   nghttp2_option_set_no_closed_streams(w->opt, 1);
   /* Accept values with outer blanks, as grpc-go and grpcio servers do. */
