@@ -38,15 +38,24 @@ static size_t gather(const tri_outq *q, uint8_t *out, size_t cap) {
   return n;
 }
 
+/* A queue over entries[0..cap) with a small staging buffer from `pool`
+ * (set up here, counting into `stats`). */
+static void queue_init(tri_outq *q, tri_outq_entry *entries, size_t cap,
+                       int growable, tri_pool *pool, tri_stats *stats) {
+  memset(stats, 0, sizeof(*stats));
+  tri_pool_init(pool, stats);
+  tri_outq_init(q, entries, cap, tri_pool_get(pool, 16, 0), pool, stats,
+                growable);
+}
+
 /* Staged bytes in a row share an entry; a reference entry sits between them
  * in order; partial writes advance the entry they end in. */
 static void order_and_partial_writes(void) {
-  tri_stats stats = {0};
+  tri_stats stats;
   tri_pool pool;
-  tri_pool_init(&pool, &stats);
   tri_outq_entry entries[8];
   tri_outq q;
-  tri_outq_init(&q, entries, 8, tri_pool_get(&pool, 16, 0), &pool, &stats, 0);
+  queue_init(&q, entries, 8, 0, &pool, &stats);
   static const uint8_t body[] = "BODYBODY";
   CHECK_EQ_INT(tri_outq_stage(&q, "hdr1", 4), 0);
   CHECK_EQ_INT(tri_outq_stage(&q, "hdr2", 4), 0);
@@ -81,12 +90,11 @@ static void order_and_partial_writes(void) {
  * first); a growable one doubles, keeping its entries, and hands each
  * entry's buffer back once written, empty entries included, in order. */
 static void capacity_and_buffers(void) {
-  tri_stats stats = {0};
+  tri_stats stats;
   tri_pool pool;
-  tri_pool_init(&pool, &stats);
   tri_outq_entry fixed[2];
   tri_outq q;
-  tri_outq_init(&q, fixed, 2, tri_pool_get(&pool, 16, 0), &pool, &stats, 0);
+  queue_init(&q, fixed, 2, 0, &pool, &stats);
   static const uint8_t a[] = "aaaa", b[] = "bbbb";
   CHECK(tri_outq_push(&q, a, 0, 4) != NULL);
   CHECK(tri_outq_push(&q, b, 0, 4) != NULL);
