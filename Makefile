@@ -9,7 +9,9 @@ PKGS := libnghttp2 openssl zlib libprotobuf-c
 CFLAGS_CORE = -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Icsrc -Icsrc/gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
-CORE_SRC := $(wildcard csrc/tri_*.c) csrc/gen/benchmark.pb-c.c csrc/gen/triple_wrapper.pb-c.c
+# The client core (csrc/tri_*.c) and the embedded server, a subsystem of its own (csrc/server/).
+CORE_SRC := $(wildcard csrc/tri_*.c csrc/server/*.c) csrc/gen/benchmark.pb-c.c csrc/gen/triple_wrapper.pb-c.c
+CORE_HDR = $(wildcard csrc/*.h csrc/server/*.h)
 CTEST_SRC := $(wildcard tests/c/*.c)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
@@ -26,15 +28,15 @@ csrc/gen/%.pb-c.c: proto/%.proto | bootstrap
 	mkdir -p csrc/gen
 	protoc-c --proto_path=proto --c_out=csrc/gen $<
 
-build/ctest: $(CORE_SRC) $(CTEST_SRC) $(wildcard csrc/*.h tests/c/*.h) | bootstrap
+build/ctest: $(CORE_SRC) $(CTEST_SRC) $(CORE_HDR) $(wildcard tests/c/*.h) | bootstrap
 	mkdir -p build
 	$(CC) $(CFLAGS_CORE) -Itests/c -o $@ $(CORE_SRC) $(CTEST_SRC) $(LIBS)
 
-build/ctest-asan: $(CORE_SRC) $(CTEST_SRC) $(wildcard csrc/*.h tests/c/*.h) | bootstrap
+build/ctest-asan: $(CORE_SRC) $(CTEST_SRC) $(CORE_HDR) $(wildcard tests/c/*.h) | bootstrap
 	mkdir -p build
 	$(CC) $(CFLAGS_CORE) $(SAN) -Itests/c -o $@ $(CORE_SRC) $(CTEST_SRC) $(LIBS)
 
-build/ctest-noseal: $(CORE_SRC) $(CTEST_SRC) $(wildcard csrc/*.h tests/c/*.h) | bootstrap
+build/ctest-noseal: $(CORE_SRC) $(CTEST_SRC) $(CORE_HDR) $(wildcard tests/c/*.h) | bootstrap
 	mkdir -p build
 	$(CC) $(CFLAGS_CORE) -DTRI_WRITER_BROKEN_SEAL -Itests/c -o $@ $(CORE_SRC) $(CTEST_SRC) $(LIBS)
 
@@ -113,12 +115,12 @@ clean:
 # new inputs go to build/fuzz/<target>/ so the committed corpus stays small.  Then the
 # benchmark text parser (Python) for as long, with the same layout.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := frame gzip tjson session
+FUZZ_TARGETS := frame gzip tjson session server
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -Icsrc -Icsrc/gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-FUZZ_CORE := $(filter-out csrc/tri_load.c csrc/tri_server.c csrc/tri_hist.c,$(CORE_SRC))
+FUZZ_CORE := $(filter-out csrc/tri_load.c csrc/tri_hist.c,$(CORE_SRC))
 
-build/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_SRC) $(wildcard csrc/*.h) | bootstrap
+build/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_SRC) $(CORE_HDR) | bootstrap
 	mkdir -p build
 	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_CORE) $(LIBS)
 
@@ -143,11 +145,11 @@ fuzz: $(addprefix build/fuzz_,$(FUZZ_TARGETS))
 # and a many-threads client stress run
 # against the embedded server (loopback), both must report no race.
 STRESS_SRC := $(CORE_SRC)
-build/ctest-tsan: $(CORE_SRC) $(CTEST_SRC) $(wildcard csrc/*.h tests/c/*.h) | bootstrap
+build/ctest-tsan: $(CORE_SRC) $(CTEST_SRC) $(CORE_HDR) $(wildcard tests/c/*.h) | bootstrap
 	mkdir -p build
 	clang $(CFLAGS_CORE) -fsanitize=thread -Itests/c -o $@ $(CORE_SRC) $(CTEST_SRC) $(LIBS)
 
-build/stress-tsan: tests/stress/stress_client.c $(STRESS_SRC) $(wildcard csrc/*.h) | bootstrap
+build/stress-tsan: tests/stress/stress_client.c $(STRESS_SRC) $(CORE_HDR) | bootstrap
 	mkdir -p build
 	clang $(CFLAGS_CORE) -fsanitize=thread -o $@ $< $(STRESS_SRC) $(LIBS)
 

@@ -1,7 +1,7 @@
 """Build script for triple_py: compiles the C core and binding into one extension.
 
-The C sources in csrc/ (core) and csrc/binding/ (CPython glue) are compiled straight
-into ``triple_py._triple``.  libnghttp2, OpenSSL, zlib and protobuf-c are found with
+The C sources in csrc/ (core), csrc/server/ (the embedded server) and csrc/binding/
+(CPython glue) are compiled straight into ``triple_py._triple``.  libnghttp2, OpenSSL, zlib and protobuf-c are found with
 pkg-config; ``proto/benchmark.proto`` is compiled with protoc-c into csrc/gen/ first.
 """
 import os
@@ -46,6 +46,7 @@ class BuildExt(build_ext):
 
 
 sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "csrc").glob("tri_*.c"))
+sources += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "csrc" / "server").glob("*.c"))
 sources += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "csrc" / "binding").glob("*.c"))
 extra = os.environ.get("TRIPLE_CFLAGS", "")
 

@@ -59,12 +59,6 @@ static void push_op(tri_call *c, tri_op *op, _Atomic int *flag) {
   }
 }
 
-int64_t tri__now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static int append_record(tri_pool *pool, tri_buf **bp, int kind, const void *k,
                          size_t kn, const void *v, size_t vn) {
   uint8_t h[REC_HDR];

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "tri_error.h"
+#include "tri_h2.h"
 #include "tri_thread.h"
 #include "tri_wire.h"
 
@@ -112,27 +113,35 @@ static void deadline_remove(tri_conn *conn, tri_call *c) {
 /* ---- output queue (I/O thread) ---------------------------------------- */
 
 static int staging_append(tri_conn *conn, const void *p, size_t n) {
-  size_t at = conn->staging->len;
-  int rv = tri_buf_append(&conn->ch->pool, &conn->staging, p, n);
-  if (rv) return rv;
-  tri_out *last = conn->out_n > conn->out_head ? &conn->out[conn->out_n - 1] : NULL;
-  if (last && !last->ptr && last->off + last->len == at) {
-    last->len += n; /* contiguous with the previous staged bytes */
-    return 0;
-  }
-  tri_out *e = &conn->out[conn->out_n++];
-  memset(e, 0, sizeof(*e));
-  e->off = at;
-  e->len = n;
-  return 0;
+  return tri_outq_stage(&conn->out, p, n);
 }
 
 /* A written (or discarded) entry that ends a request-stream chunk. */
-static void chunk_entry_done(tri_out *e) {
-  if (!e->chunk) return;
-  tri__call_chunk_written(e->owner, e->chunk);
-  tri__call_unref(e->owner);
-  e->chunk = NULL;
+static void chunk_entry_done(tri_outq_entry *e) {
+  if (!e->buf) return;
+  tri__call_chunk_written(e->buf_owner, e->buf);
+  tri__call_unref(e->buf_owner);
+  e->buf = NULL;
+}
+
+/* A written entry (tri_outq_written, and TLS's copy). */
+static void entry_written(tri_outq_entry *e, void *unused) {
+  tri_call *c = e->ref;
+  if (c) c->queued -= e->len;
+  chunk_entry_done(e);
+}
+
+/* The first n bytes of an entry were written. */
+static void entry_part_written(tri_outq_entry *e, size_t n, void *unused) {
+  tri_call *c = e->ref;
+  if (c) c->queued -= n;
+}
+
+/* A discarded entry (the connection died). */
+static void entry_dropped(tri_outq_entry *e, void *unused) {
+  tri_call *c = e->ref;
+  if (c) c->queued = 0;
+  chunk_entry_done(e);
 }
 
 void tri__conn_call_finished(tri_conn *conn, tri_call *c) {
@@ -140,30 +149,27 @@ void tri__conn_call_finished(tri_conn *conn, tri_call *c) {
   if (!c->queued) return;
   /* Copy the call's still-unwritten request bytes into staging so that the
    * caller may free them now.  Staging may move; entries use offsets. */
-  for (size_t i = conn->out_head; i < conn->out_n; i++) {
-    tri_out *e = &conn->out[i];
-    if (e->call != c) continue;
-    size_t at = conn->staging->len;
-    if (tri_buf_append(&conn->ch->pool, &conn->staging, e->ptr, e->len)) {
+  tri_outq *q = &conn->out;
+  for (size_t i = q->head; i < q->n; i++) {
+    tri_outq_entry *e = &q->e[i];
+    if (e->ref != c) continue;
+    size_t at = q->staging->len;
+    if (tri_buf_append(q->pool, &q->staging, e->ptr, e->len)) {
       /* Cannot keep the bytes: the stream's frames can't be completed, so
        * the connection cannot continue either. */
+      q->pending -= e->len;
       e->len = 0;
       atomic_store(&conn->unusable, 1);
     }
     e->ptr = NULL;
     e->off = at;
-    e->call = NULL;
+    e->ref = NULL;
   }
   c->queued = 0;
 }
 
 static void out_reset(tri_conn *conn) {
-  for (size_t i = conn->out_head; i < conn->out_n; i++) {
-    if (conn->out[i].call) conn->out[i].call->queued = 0;
-    chunk_entry_done(&conn->out[i]);
-  }
-  conn->out_n = conn->out_head = 0;
-  conn->staging->len = 0;
+  tri_outq_drop(&conn->out, entry_dropped, NULL);
 }
 
 /* ---- dying -------------------------------------------------------------- */
@@ -305,17 +311,16 @@ static ssize_t stream_read(nghttp2_session *s, int32_t stream_id, uint8_t *buf,
  * owns it until written. */
 static int send_stream_data(tri_conn *conn, tri_call *c, size_t length) {
   tri_buf *h = c->sendq;
-  tri_out *e = &conn->out[conn->out_n++];
-  memset(e, 0, sizeof(*e));
-  e->ptr = tri_buf_begin(h) + c->sendq_off;
-  e->len = length;
+  tri_outq_entry *e =
+      tri_outq_push(&conn->out, tri_buf_begin(h) + c->sendq_off, 0, length);
+  if (!e) return -1; /* not reached: send_data made room */
   c->sendq_off += length;
   if (c->sendq_off == h->len) {
     c->sendq = h->next;
     if (!c->sendq) c->sendq_tail = NULL;
     c->sendq_off = 0;
-    e->chunk = h;
-    e->owner = c;
+    e->buf = h;
+    e->buf_owner = c;
     atomic_fetch_add(&c->refs, 1);
   }
   return 0;
@@ -327,14 +332,12 @@ static int send_data(nghttp2_session *s, nghttp2_frame *frame,
   (void)s;
   tri_conn *conn = user;
   tri_call *c = src->ptr;
-  if (conn->out_n + 4 > conn->out_cap) return NGHTTP2_ERR_WOULDBLOCK;
-  if (staging_append(conn, framehd, 9)) return NGHTTP2_ERR_CALLBACK_FAILURE;
-  if (frame->data.padlen > 0) {
-    uint8_t pad = (uint8_t)(frame->data.padlen - 1);
-    if (staging_append(conn, &pad, 1)) return NGHTTP2_ERR_CALLBACK_FAILURE;
-  }
+  if (tri_outq_room(&conn->out) < 4) return NGHTTP2_ERR_WOULDBLOCK;
+  if (tri_h2_stage_data_head(&conn->out, framehd, frame->data.padlen))
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
   if (c->flags & TRI_CALL_CLIENT_STREAMING) {
-    if (length) send_stream_data(conn, c, length);
+    if (length && send_stream_data(conn, c, length))
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
     return 0;
   }
   /* The frame covers bytes [sent, sent+length) of seg0 || seg1.  The small
@@ -348,29 +351,16 @@ static int send_data(nghttp2_session *s, nghttp2_frame *frame,
     left -= n;
   }
   if (left) {
-    tri_out *e = &conn->out[conn->out_n++];
-    memset(e, 0, sizeof(*e));
-    e->ptr = c->seg1 + (pos - c->seg0_len);
-    e->len = left;
-    e->call = c;
+    tri_outq_entry *e =
+        tri_outq_push(&conn->out, c->seg1 + (pos - c->seg0_len), 0, left);
+    if (!e) return NGHTTP2_ERR_CALLBACK_FAILURE; /* not reached: see above */
+    e->ref = c;
     c->queued += left;
   }
-  if (frame->data.padlen > 1) {
-    static const uint8_t zeros[256];
-    if (staging_append(conn, zeros, frame->data.padlen - 1))
-      return NGHTTP2_ERR_CALLBACK_FAILURE;
-  }
+  if (tri_h2_stage_data_tail(&conn->out, frame->data.padlen))
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
   c->sent += length;
   return 0;
-}
-
-static ssize_t read_length(nghttp2_session *s, uint8_t type, int32_t sid,
-                           int32_t conn_win, int32_t stream_win,
-                           uint32_t max_frame, void *user) {
-  (void)s, (void)type, (void)sid, (void)user;
-  int32_t n = conn_win < stream_win ? conn_win : stream_win;
-  if ((uint32_t)n > max_frame) n = (int32_t)max_frame;
-  return n > 0 ? n : 1;
 }
 
 static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
@@ -505,17 +495,6 @@ static int on_frame_not_send(nghttp2_session *s, const nghttp2_frame *frame,
     tri__call_complete(c, TRI_CODE_UNAVAILABLE, "request not sent: %s",
                        nghttp2_strerror(lib_error));
   return 0;
-}
-
-/* nghttp2 allocates through the connection's arena (I/O thread only); a
- * failure shows in arena.failed (see nghttp2_oom). */
-static void *arena_malloc(size_t n, void *u) { return tri_arena_alloc(u, n); }
-static void arena_free(void *p, void *u) { tri_arena_free(u, p); }
-static void *arena_calloc(size_t n, size_t sz, void *u) {
-  return tri_arena_calloc(u, n, sz);
-}
-static void *arena_realloc(void *p, size_t n, void *u) {
-  return tri_arena_realloc(u, p, n);
 }
 
 /* ---- submitting (I/O thread) ------------------------------------------ */
@@ -765,18 +744,17 @@ static void write_blocked(tri_conn *conn) {
 /* TLS: the pending entries are copied into tls_out (encryption copies
  * anyway) and written with SSL_write.  Same return values as write_out. */
 static int write_out_tls(tri_conn *conn) {
-  for (size_t i = conn->out_head; i < conn->out_n; i++) {
-    tri_out *e = &conn->out[i];
-    const uint8_t *p = e->ptr ? e->ptr : tri_buf_begin(conn->staging) + e->off;
-    if (tri_buf_append(&conn->ch->pool, &conn->tls_out, p, e->len)) {
+  tri_outq *q = &conn->out;
+  for (size_t i = q->head; i < q->n; i++) {
+    tri_outq_entry *e = &q->e[i];
+    if (tri_buf_append(&conn->ch->pool, &conn->tls_out, tri_outq_bytes(q, e),
+                       e->len)) {
       die(conn, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
       return -1;
     }
-    if (e->call) e->call->queued -= e->len;
-    chunk_entry_done(e);
+    entry_written(e, NULL);
   }
-  conn->out_n = conn->out_head = 0;
-  conn->staging->len = 0;
+  tri_outq_clear(q);
   while (conn->tls_out_off < conn->tls_out->len) {
     ssize_t w = tri_tls_write(conn->ssl, tri_buf_begin(conn->tls_out) + conn->tls_out_off,
                               conn->tls_out->len - conn->tls_out_off,
@@ -800,24 +778,17 @@ static int write_out_tls(tri_conn *conn) {
   return 1;
 }
 
-/* The bytes still queued (detached connections' fake socket). */
-static size_t out_pending(const tri_conn *conn) {
-  size_t n = 0;
-  for (size_t i = conn->out_head; i < conn->out_n; i++) n += conn->out[i].len;
-  return n;
-}
-
 /* Writes pending output with one writev.  Returns 1 if all of it went,
  * 0 if the socket is full, -1 on error (the connection is then dead). */
 static int write_out(tri_conn *conn) {
   if (conn->ssl) return write_out_tls(conn);
-  if (conn->out_head == conn->out_n) {
+  if (tri_outq_empty(&conn->out)) {
     conn->write_since = 0;
     return 1;
   }
   ssize_t w;
   if (conn->detached) { /* test/fuzz hook: a fake socket that discards */
-    size_t pending = out_pending(conn);
+    size_t pending = conn->out.pending;
     w = (ssize_t)pending;
     if (conn->detached_budget >= 0 && (size_t)conn->detached_budget < pending)
       w = conn->detached_budget;
@@ -828,14 +799,8 @@ static int write_out(tri_conn *conn) {
     }
   } else {
     struct iovec iov[OUT_MAX + 8];
-    size_t n = 0;
-    for (size_t i = conn->out_head; i < conn->out_n && n < OUT_MAX + 8; i++) {
-      tri_out *e = &conn->out[i];
-      iov[n].iov_base =
-          (void *)(e->ptr ? e->ptr : tri_buf_begin(conn->staging) + e->off);
-      iov[n].iov_len = e->len;
-      n++;
-    }
+    size_t bytes;
+    size_t n = tri_outq_iov(&conn->out, iov, OUT_MAX + 8, &bytes);
     struct msghdr mh = {.msg_iov = iov, .msg_iovlen = n};
     do {
       w = sendmsg(conn->fd, &mh, MSG_NOSIGNAL);
@@ -853,24 +818,11 @@ static int write_out(tri_conn *conn) {
     TRI_STATS_ADD(conn->stats, write_syscalls, 1);
     TRI_STATS_ADD(conn->stats, bytes_written, w);
   }
-  size_t left = (size_t)w;
-  while (conn->out_head < conn->out_n) {
-    tri_out *e = &conn->out[conn->out_head];
-    if (e->len > left) {
-      if (e->ptr) e->ptr += left;
-      else e->off += left;
-      e->len -= left;
-      if (e->call) e->call->queued -= left;
-      conn->write_since = tri__now(); /* progress, and more waits */
-      return 0;
-    }
-    left -= e->len;
-    if (e->call) e->call->queued -= e->len;
-    chunk_entry_done(e);
-    conn->out_head++;
+  if (!tri_outq_written(&conn->out, (size_t)w, entry_written,
+                        entry_part_written, NULL)) {
+    conn->write_since = tri__now(); /* progress, and more waits */
+    return 0;
   }
-  conn->out_n = conn->out_head = 0;
-  conn->staging->len = 0;
   conn->write_since = 0;
   return 1;
 }
@@ -892,7 +844,7 @@ static void session_failed(tri_conn *conn, int err, const char *fmt) {
 static void flush(tri_conn *conn) {
   if (!conn->connected || conn->dead) return;
   conn->closed_since_flush = 0;
-  if (conn->out_head < conn->out_n ||
+  if (!tri_outq_empty(&conn->out) ||
       (conn->ssl && conn->tls_out_off < conn->tls_out->len)) {
     int rv = write_out(conn);
     if (rv <= 0) {
@@ -902,7 +854,7 @@ static void flush(tri_conn *conn) {
   }
   for (;;) {
     size_t pulled = 0;
-    while (conn->out_n + 8 < conn->out_cap && pulled < PULL_MAX_BYTES) {
+    while (tri_outq_room(&conn->out) > 8 && pulled < PULL_MAX_BYTES) {
       const uint8_t *p;
       ssize_t n = nghttp2_session_mem_send(conn->sess, &p);
       if (n < 0) {
@@ -916,7 +868,7 @@ static void flush(tri_conn *conn) {
       }
       pulled += (size_t)n;
     }
-    if (conn->out_n == conn->out_head) break; /* nothing to send */
+    if (tri_outq_empty(&conn->out)) break; /* nothing to send */
     int rv = write_out(conn);
     if (rv <= 0) {
       if (rv == 0) set_epollout(conn, 1);
@@ -1052,12 +1004,7 @@ static int64_t next_wakeup(const tri_conn *conn) {
 }
 
 static int next_timeout_ms(tri_conn *conn) {
-  int64_t at = next_wakeup(conn);
-  if (!at) return -1;
-  int64_t left = at - tri__now();
-  if (left <= 0) return 0;
-  int64_t ms = (left + 999999) / 1000000;
-  return ms > INT_MAX ? INT_MAX : (int)ms;
+  return tri_clock_timeout_ms(next_wakeup(conn));
 }
 
 /* Kills a connection that cannot make progress: an attempt that did not get
@@ -1215,8 +1162,8 @@ static int start_session(tri_conn *conn) {
                                                            on_frame_not_send);
   nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
   nghttp2_session_callbacks_set_send_data_callback(cbs, send_data);
-  nghttp2_session_callbacks_set_data_source_read_length_callback(cbs,
-                                                                 read_length);
+  nghttp2_session_callbacks_set_data_source_read_length_callback(
+      cbs, tri_h2_read_length);
   nghttp2_option *opt;
   if (nghttp2_option_new(&opt)) {
     nghttp2_session_callbacks_del(cbs);
@@ -1224,11 +1171,7 @@ static int start_session(tri_conn *conn) {
   }
   nghttp2_option_set_no_auto_window_update(opt, 1); /* see credit() */
   nghttp2_option_set_max_send_header_block_length(opt, 2 * MAX_HEADER_LIST);
-  conn->mem.mem_user_data = &conn->arena;
-  conn->mem.malloc = arena_malloc;
-  conn->mem.free = arena_free;
-  conn->mem.calloc = arena_calloc;
-  conn->mem.realloc = arena_realloc;
+  tri_h2_mem_init(&conn->mem, &conn->arena); /* nghttp2 allocates from the arena */
   int rv = nghttp2_session_client_new3(&conn->sess, cbs, conn, opt, &conn->mem);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
@@ -1301,12 +1244,12 @@ static void release_io_resources(tri_conn *conn) {
     if (fds[i] >= 0) close(fds[i]);
   tri__channel_spare_put(conn->ch, TRI_SPARE_RBUF, conn->rbuf);
   conn->rbuf = NULL;
-  tri_pool_put(&conn->ch->pool, conn->staging);
-  conn->staging = NULL;
+  tri_pool_put(&conn->ch->pool, conn->out.staging);
+  conn->out.staging = NULL;
   tri_pool_put(&conn->ch->pool, conn->tls_out);
   conn->tls_out = NULL;
-  tri__channel_spare_put(conn->ch, TRI_SPARE_OUT, conn->out);
-  conn->out = NULL;
+  tri__channel_spare_put(conn->ch, TRI_SPARE_OUT, conn->out.e);
+  conn->out.e = NULL;
   tri_deadlines_free(&conn->deadlines);
   /* The session is gone: its blocks serve the next connection. */
   tri__channel_arena_put(conn->ch, &conn->arena);
@@ -1412,10 +1355,10 @@ static tri_conn *conn_alloc(tri_channel *ch) {
   tri_mpsc_init(&conn->ops);
   tri_arena_init(&conn->arena, &ch->stats);
   tri__channel_arena_take(ch, &conn->arena);
-  conn->out_cap = OUT_MAX;
-  conn->out = tri__channel_spare_take(ch, TRI_SPARE_OUT);
-  if (!conn->out) conn->out = tri_mem_alloc(&ch->stats, conn->out_cap * sizeof(tri_out));
-  conn->staging = tri_pool_get(&ch->pool, 64 << 10, 0);
+  tri_outq_entry *entries = tri__channel_spare_take(ch, TRI_SPARE_OUT);
+  if (!entries) entries = tri_mem_alloc(&ch->stats, OUT_MAX * sizeof(*entries));
+  tri_outq_init(&conn->out, entries, OUT_MAX, tri_pool_get(&ch->pool, 64 << 10, 0),
+                &ch->pool, &ch->stats, 0);
   return conn;
 }
 
@@ -1430,7 +1373,7 @@ int tri__conn_new(tri_conn **out, tri_channel *ch, int64_t connect_deadline) {
   conn->epfd = epoll_create1(EPOLL_CLOEXEC);
   conn->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   conn->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-  if (!conn->out || !conn->staging || !conn->rbuf || conn->epfd < 0 ||
+  if (!conn->out.e || !conn->out.staging || !conn->rbuf || conn->epfd < 0 ||
       (ch->ssl_ctx && !conn->tls_out) ||
       conn->evfd < 0 || conn->tfd < 0)
     goto fail;
@@ -1447,9 +1390,9 @@ fail:
   if (conn->evfd >= 0) close(conn->evfd);
   if (conn->tfd >= 0) close(conn->tfd);
   tri__channel_spare_put(ch, TRI_SPARE_RBUF, conn->rbuf);
-  tri_pool_put(&ch->pool, conn->staging);
+  tri_pool_put(&ch->pool, conn->out.staging);
   tri_pool_put(&ch->pool, conn->tls_out);
-  tri__channel_spare_put(ch, TRI_SPARE_OUT, conn->out);
+  tri__channel_spare_put(ch, TRI_SPARE_OUT, conn->out.e);
   tri__channel_arena_put(ch, &conn->arena);
   tri_mem_free(conn);
   return TRI_ERR_SYSTEM;
@@ -1498,9 +1441,9 @@ int tri__conn_new_detached(tri_conn **out, tri_channel *ch) {
   tri_conn *conn = conn_alloc(ch);
   if (!conn) return TRI_ERR_NOMEM;
   conn->detached = 1;
-  if (!conn->out || !conn->staging || start_session(conn)) {
-    tri__channel_spare_put(ch, TRI_SPARE_OUT, conn->out);
-    tri_pool_put(&ch->pool, conn->staging);
+  if (!conn->out.e || !conn->out.staging || start_session(conn)) {
+    tri__channel_spare_put(ch, TRI_SPARE_OUT, conn->out.e);
+    tri_pool_put(&ch->pool, conn->out.staging);
     if (conn->sess) nghttp2_session_del(conn->sess);
     tri__channel_arena_put(ch, &conn->arena);
     tri_mem_free(conn);

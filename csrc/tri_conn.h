@@ -48,17 +48,8 @@
 #include "tri_dial.h"
 #include "tri_hpack_filter.h"
 #include "tri_int.h"
+#include "tri_outq.h"
 #include "tri_tls.h"
-
-typedef struct tri_out {
-  const uint8_t *ptr; /* NO_COPY bytes, or NULL: bytes are staging[off..] */
-  size_t off;
-  size_t len;
-  tri_call *call;  /* unary: whose borrowed request bytes `ptr` points into */
-  tri_buf *chunk;  /* streaming: the chunk this entry ends; released (and its
-                      call, `owner`, credited and unreferenced) once written */
-  tri_call *owner;
-} tri_out;
 
 struct tri_conn {
   tri_channel *ch; /* borrowed; outlives the connection */
@@ -102,9 +93,13 @@ struct tri_conn {
   int dead;
   int goaway;
   uint32_t local_goaway_error; /* error code of a GOAWAY we sent */
-  tri_out *out;            /* output queue: out[out_head..out_n) pending */
-  size_t out_n, out_head, out_cap;
-  tri_buf *staging;        /* copied frame bytes the queue refers to */
+  tri_outq out;            /* output queue (tri_outq.h).  An entry's `ref`
+                              is the unary call whose borrowed request bytes
+                              `ptr` points into; its `buf` is the streaming
+                              chunk it ends, released (and its call,
+                              `buf_owner`, credited and unreferenced) once
+                              written.  The entry array is the channel's
+                              spare (TRI_SPARE_OUT); the queue never grows */
   tri_deadlines deadlines; /* of the calls that have one */
   tri_hpack_filter hpack_filter; /* which request metadata to index */
   tri_call *inflight;      /* calls the session knows, linked io_next */

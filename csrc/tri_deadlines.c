@@ -24,7 +24,7 @@ static int grow(tri_deadlines *d) {
   size_t cap = d->cap ? 2 * d->cap : 64;
   if (cap > UINT32_MAX) return TRI_ERR_NOMEM;
   tri_deadline *heap = tri_mem_alloc(d->stats, cap * sizeof(*heap));
-  struct tri_call **owner = tri_mem_alloc(d->stats, cap * sizeof(*owner));
+  void **owner = tri_mem_alloc(d->stats, cap * sizeof(*owner));
   uint32_t *pos = tri_mem_alloc(d->stats, cap * sizeof(*pos));
   uint32_t *free_slots = tri_mem_alloc(d->stats, cap * sizeof(*free_slots));
   if (!heap || !owner || !pos || !free_slots) {
@@ -87,13 +87,21 @@ static void sift_down(tri_deadlines *d, size_t i) {
   place(d, i, e);
 }
 
-int tri_deadlines_add(tri_deadlines *d, struct tri_call *call, int64_t at) {
+/* Restores the heap after heap[i] changed. */
+static void resift(tri_deadlines *d, size_t i) {
+  if (i > 0 && d->heap[(i - 1) / 2].at > d->heap[i].at)
+    sift_up(d, i);
+  else
+    sift_down(d, i);
+}
+
+int tri_deadlines_add(tri_deadlines *d, void *owner, int64_t at) {
   if (!d->nfree) {
     int rv = grow(d);
     if (rv) return rv;
   }
   uint32_t slot = d->free_slots[--d->nfree];
-  d->owner[slot] = call;
+  d->owner[slot] = owner;
   d->heap[d->n] = (tri_deadline){at, slot};
   sift_up(d, d->n++);
   return (int)slot;
@@ -105,8 +113,11 @@ void tri_deadlines_remove(tri_deadlines *d, int slot) {
   d->free_slots[d->nfree++] = (uint32_t)slot;
   if (--d->n == i) return;
   d->heap[i] = d->heap[d->n];
-  if (i > 0 && d->heap[(i - 1) / 2].at > d->heap[i].at)
-    sift_up(d, i);
-  else
-    sift_down(d, i);
+  resift(d, i);
+}
+
+void tri_deadlines_update(tri_deadlines *d, int slot, int64_t at) {
+  size_t i = d->pos[slot];
+  d->heap[i].at = at;
+  resift(d, i);
 }

@@ -16,6 +16,7 @@
 #include "tri_buf.h"
 #include "tri_call.h"
 #include "tri_channel.h"
+#include "tri_clock.h"
 #include "tri_frame.h"
 #include "tri_gzip.h"
 #include "tri_hpack_filter.h"
@@ -175,8 +176,6 @@ struct tri_channel {
 };
 
 /* Internal API between the three files. */
-
-int64_t tri__now(void); /* CLOCK_MONOTONIC in ns */
 
 /* Call: invoked by the I/O thread. */
 void tri__call_complete(tri_call *c, int code, const char *fmt, ...);

@@ -26,6 +26,7 @@
 #include "tri_buf.h"
 #include "tri_call.h"
 #include "tri_channel.h"
+#include "tri_clock.h"
 #include "tri_error.h"
 #include "tri_frame.h"
 #include "tri_mem.h"
@@ -146,12 +147,6 @@ struct tri_load {
   int64_t *s_p99;
   tri_load_result res;
 };
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
 
 static int64_t thread_cpu_ns(void) {
   struct timespec ts;
@@ -562,7 +557,7 @@ static int start_call(worker *w, int64_t intended, int warm) {
   s->writes_left = l->cfg.mode == TRI_LOAD_BIDI ? l->cfg.stream_messages
                    : l->cfg.mode == TRI_LOAD_UNARY_STREAM_PATH ? 1 : 0;
   s->writing = l->cfg.mode != TRI_LOAD_UNARY;
-  s->t_start = w->t_last_start = now_ns();
+  s->t_start = w->t_last_start = tri__now();
   s->t_intended = intended < 0 ? s->t_start : intended;
   tri_call_start(c);
   if (s->writing) service_writes(w, s);
@@ -715,7 +710,7 @@ static int wait_ready(worker *w, int prime_rv, const char *why) {
   pthread_mutex_lock(&l->lock);
   if (prime_rv) set_error_locked(l, prime_rv, "%s", why);
   if (++l->ready == l->nthreads && !l->err) {
-    int64_t now = now_ns();
+    int64_t now = tri__now();
     l->t0 = now > l->cfg.start_at_ns ? now : l->cfg.start_at_ns;
     l->late_ns = l->cfg.start_at_ns && now > l->cfg.start_at_ns
                      ? now - l->cfg.start_at_ns : 0;
@@ -747,7 +742,7 @@ static int step(worker *w, int64_t *sleep_ns) {
     return 1;
   }
   /* One clock for the batch: its calls were all read by the same read(). */
-  int64_t now = now_ns();
+  int64_t now = tri__now();
   for (int i = 0; i < n; i++) complete(w, (slot *)w->tokens[i], now);
   w->started_done = 0;
   if (!w->stopping) {
@@ -809,7 +804,7 @@ static int step(worker *w, int64_t *sleep_ns) {
   } else if (w->stopping) {
     to = IDLE_POLL_NS;
   } else if (l->open_loop && w->nfree > 0) {
-    to = w->next_intended - now_ns();
+    to = w->next_intended - tri__now();
     if (to > l->deadline - now) to = l->deadline - now;
   } else {
     to = l->deadline - now;
@@ -836,7 +831,7 @@ static int io_pass(void *arg) {
   int ms = -1;
   if (!atomic_load(&w->finished)) {
     int64_t to;
-    atomic_store(&w->last_pass, now_ns());
+    atomic_store(&w->last_pass, tri__now());
     if (step(w, &to)) atomic_store(&w->finished, 1);
     else ms = to <= 0 ? 0 : (int)((to + 999999) / 1000000);
   }
@@ -857,12 +852,12 @@ static void run_on_io(worker *w) {
   w->on_io = 1;
   w->hook.fn = io_pass;
   w->hook.arg = w;
-  atomic_store(&w->last_pass, now_ns());
+  atomic_store(&w->last_pass, tri__now());
   tri_channel_set_io_hook(w->ch, &w->hook);
   while (!atomic_load(&w->finished)) {
     struct timespec nap = {0, DRIVER_NAP_NS};
     nanosleep(&nap, NULL);
-    if (now_ns() - atomic_load(&w->last_pass) > STALE_PASS_NS) io_pass(w);
+    if (tri__now() - atomic_load(&w->last_pass) > STALE_PASS_NS) io_pass(w);
   }
   tri_channel_set_io_hook(w->ch, NULL);
   pthread_mutex_lock(&w->pass_lock); /* a pass still running ends first */
@@ -878,8 +873,8 @@ static int io_driven(const tri_load *l) {
 /* Sleeps until the clock's start (start_at_ns), waking every
  * DRIVER_NAP_NS to see tri_load_stop. */
 static void sleep_until_start(tri_load *l) {
-  for (int64_t left = l->t0 - now_ns(); left > 0 && !atomic_load(&l->stop);
-       left = l->t0 - now_ns()) {
+  for (int64_t left = l->t0 - tri__now(); left > 0 && !atomic_load(&l->stop);
+       left = l->t0 - tri__now()) {
     int64_t nap = left < DRIVER_NAP_NS ? left : DRIVER_NAP_NS;
     struct timespec ts = {nap / NS, nap % NS};
     nanosleep(&ts, NULL);

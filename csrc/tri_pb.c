@@ -43,16 +43,6 @@ int tri_pb_pack_then_copy(tri_pool *pool, const ProtobufCMessage *msg,
   return 0;
 }
 
-/* Reads a base-128 varint; returns bytes used or 0 when malformed. */
-static size_t varint(const uint8_t *p, size_t n, uint64_t *v) {
-  *v = 0;
-  for (size_t i = 0; i < n && i < 10; i++) {
-    *v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-    if (!(p[i] & 0x80)) return i + 1;
-  }
-  return 0;
-}
-
 int tri_pb_pack_wrapper_request(tri_pool *pool, const char *serialize_type,
                                 const uint8_t *const *args,
                                 const size_t *arg_lens, const char *const *types,
@@ -130,12 +120,12 @@ static int each_bytes_field(const uint8_t *p, size_t n,
   size_t i = 0;
   while (i < n) {
     uint64_t key, v;
-    size_t k = varint(p + i, n - i, &key);
+    size_t k = tri_pb_varint_get(p + i, n - i, &key);
     if (!k) return TRI_ERR_FRAME;
     i += k;
     switch (key & 7) {
     case 0: /* varint */
-      if (!(k = varint(p + i, n - i, &v))) return TRI_ERR_FRAME;
+      if (!(k = tri_pb_varint_get(p + i, n - i, &v))) return TRI_ERR_FRAME;
       i += k;
       break;
     case 1: /* 64-bit */
@@ -143,7 +133,7 @@ static int each_bytes_field(const uint8_t *p, size_t n,
       i += 8;
       break;
     case 2: /* length-delimited */
-      if (!(k = varint(p + i, n - i, &v)) || v > n - i - k)
+      if (!(k = tri_pb_varint_get(p + i, n - i, &v)) || v > n - i - k)
         return TRI_ERR_FRAME;
       i += k;
       visit((uint32_t)(key >> 3), p + i, (size_t)v, ctx);

@@ -13,6 +13,45 @@
 
 #include "tri_buf.h"
 
+/* Base-128 varints, the protobuf wire's integers: the one copy that the
+ * client, the JSON error reader and the embedded server use.  Inline: the
+ * client reads one per field of every response. */
+
+/* Reads a varint from p[0..n) into *v.  Returns the bytes used, or 0 when
+ * it is truncated or longer than 64 bits (then *v is unchanged). */
+static inline size_t tri_pb_varint_get(const uint8_t *p, size_t n,
+                                       uint64_t *v) {
+  uint64_t x = 0;
+  for (size_t i = 0; i < n && i < 10; i++) {
+    uint8_t b = p[i];
+    if (i == 9 && (b & 0x7e)) return 0; /* over 64 bits */
+    x |= (uint64_t)(b & 0x7f) << (7 * i);
+    if (!(b & 0x80)) {
+      *v = x;
+      return i + 1;
+    }
+  }
+  return 0;
+}
+
+/* The bytes tri_pb_varint_put writes for v (1..10). */
+static inline size_t tri_pb_varint_len(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) v >>= 7, n++;
+  return n;
+}
+
+/* Writes v at out (tri_pb_varint_len(v) bytes).  Returns that length. */
+static inline size_t tri_pb_varint_put(uint8_t *out, uint64_t v) {
+  size_t n = 0;
+  while (v >= 0x80) {
+    out[n++] = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  out[n++] = (uint8_t)v;
+  return n;
+}
+
 /* Packs `msg` into a new buffer from `pool` with `headroom` bytes in front.
  * Returns 0 and the buffer (owned by the caller) in *out, or TRI_ERR_NOMEM. */
 int tri_pb_pack(tri_pool *pool, const ProtobufCMessage *msg, size_t headroom,

@@ -10,7 +10,7 @@
  *   /benchmark.BenchmarkService/StreamCall  echoes each message as it
  *                                           arrives, until the half-close
  * and grpc.testing.TestService, the standard gRPC interop service
- * (proto/grpc/testing/; messages coded by hand, see tri_ts_* below):
+ * (proto/grpc/testing/; messages coded by hand, see server/ts_codec.h):
  *   EmptyCall            Empty -> Empty
  *   UnaryCall            SimpleRequest -> SimpleResponse{payload: response_size
  *                        zero bytes}
@@ -198,53 +198,5 @@ const tri_stats *tri_server_stats(const tri_server *s);
 /* Why the last failing tri_server_start failed ("" when it did not).
  * Borrowed; valid until the next start or tri_server_del. */
 const char *tri_server_errstr(const tri_server *s);
-
-/* ---- grpc.testing messages ------------------------------------------------
- * The hand-written protobuf coding of the TestService (no protoc): only the
- * fields the server uses are read, unknown fields are skipped, and every
- * output borrows from the input.  Exposed for the C tests. */
-
-/* What the server reads from a SimpleRequest, StreamingOutputCallRequest or
- * StreamingInputCallRequest (fields a message type lacks stay at defaults). */
-typedef struct tri_ts_request {
-  int32_t response_type;       /* PayloadType (0 COMPRESSABLE) */
-  int32_t response_size;       /* SimpleRequest.response_size */
-  size_t payload_len;          /* payload.body length */
-  int response_compressed;     /* BoolValue: -1 absent, else its value */
-  int expect_compressed;       /* BoolValue: -1 absent, else its value */
-  int has_status;              /* response_status present */
-  int32_t status_code;
-  const uint8_t *status_msg;   /* response_status.message (UTF-8) */
-  size_t status_msg_len;
-  int fill_username, fill_oauth_scope;
-  size_t nparams;              /* response_parameters seen */
-} tri_ts_request;
-
-/* One ResponseParameters. */
-typedef struct tri_ts_params {
-  int32_t size;
-  int32_t interval_us;
-  int compressed; /* BoolValue: -1 absent, else its value */
-} tri_ts_params;
-
-/* Each returns 0, or -1 when p[0..n) is not a valid message of that type. */
-int tri_ts_decode_simple(const uint8_t *p, size_t n, tri_ts_request *r);
-int tri_ts_decode_output(const uint8_t *p, size_t n, tri_ts_request *r);
-int tri_ts_decode_input(const uint8_t *p, size_t n, tri_ts_request *r);
-
-/* The response_parameters of a StreamingOutputCallRequest, one per call
- * from *off (start at 0): 1 with *out, 0 after the last, -1 if malformed. */
-int tri_ts_next_params(const uint8_t *p, size_t n, size_t *off,
-                       tri_ts_params *out);
-
-/* {1: Payload{1: type (when nonzero), 2: `size` zero bytes}}: a
- * SimpleResponse or StreamingOutputCallResponse.  _len gives its size;
- * _put writes it to out (that many bytes) and returns the size. */
-size_t tri_ts_payload_msg_len(uint32_t size, int32_t type);
-size_t tri_ts_payload_msg_put(uint8_t *out, uint32_t size, int32_t type);
-
-/* StreamingInputCallResponse{1: aggregated_payload_size} into out (at most
- * 11 bytes); returns its size (0 for a zero total). */
-size_t tri_ts_aggregated_put(uint8_t *out, int32_t total);
 
 #endif

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "tri_pb.h"
 #include "tri_wire.h"
 
 static const char *const names[] = {
@@ -15,11 +16,9 @@ const char *tri_tjson_code_name(int code) {
   return code >= 0 && code <= 16 ? names[code] : "unknown";
 }
 
-typedef struct {
-  const char *p, *end;
-} cursor;
+typedef tri_tjson_cur cursor;
 
-static void ws(cursor *c) {
+void tri_tjson_ws(cursor *c) {
   while (c->p < c->end &&
          (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
     c->p++;
@@ -62,9 +61,14 @@ static size_t put_utf8(char *out, unsigned cp) {
   return 4;
 }
 
-/* Reads a JSON string; decoded bytes go to out (NULL: skip).  A decoded
- * string is never longer than its source, so out needs the source length. */
-static int string(cursor *c, char *out, size_t *len) {
+int tri_tjson_lit(cursor *c, const char *lit) {
+  size_t k = strlen(lit);
+  if ((size_t)(c->end - c->p) < k || memcmp(c->p, lit, k)) return -1;
+  c->p += k;
+  return 0;
+}
+
+int tri_tjson_string(cursor *c, char *out, size_t cap, size_t *len) {
   size_t o = 0;
   if (c->p >= c->end || *c->p != '"') return -1;
   c->p++;
@@ -72,7 +76,7 @@ static int string(cursor *c, char *out, size_t *len) {
     unsigned char ch = (unsigned char)*c->p++;
     if (ch < 0x20) return -1;
     if (ch != '\\') {
-      if (out) out[o] = (char)ch;
+      if (out && o < cap) out[o] = (char)ch;
       o++;
       continue;
     }
@@ -82,7 +86,7 @@ static int string(cursor *c, char *out, size_t *len) {
              : e == 'b' ? '\b' : e == 'f' ? '\f'
              : (e == '"' || e == '\\' || e == '/') ? e : 0;
     if (lit) {
-      if (out) out[o] = lit;
+      if (out && o < cap) out[o] = lit;
       o++;
       continue;
     }
@@ -101,8 +105,8 @@ static int string(cursor *c, char *out, size_t *len) {
     /* \uXXXX is 6 source bytes and at most 4 output bytes (12 for a pair). */
     char tmp[4];
     size_t k = put_utf8(tmp, cp);
-    if (out) memcpy(out + o, tmp, k);
-    o += k;
+    for (size_t i = 0; i < k; i++, o++)
+      if (out && o < cap) out[o] = tmp[i];
   }
   if (c->p >= c->end) return -1;
   c->p++;
@@ -110,25 +114,23 @@ static int string(cursor *c, char *out, size_t *len) {
   return 0;
 }
 
-static int value(cursor *c, int depth);
-
 static int skip_container(cursor *c, char open, char close, int depth) {
   if (depth > 64) return -1;
   c->p++;
-  ws(c);
+  tri_tjson_ws(c);
   if (c->p < c->end && *c->p == close) {
     c->p++;
     return 0;
   }
   for (;;) {
-    ws(c);
+    tri_tjson_ws(c);
     if (open == '{') {
-      if (string(c, NULL, NULL)) return -1;
-      ws(c);
+      if (tri_tjson_string(c, NULL, SIZE_MAX, NULL)) return -1;
+      tri_tjson_ws(c);
       if (c->p >= c->end || *c->p++ != ':') return -1;
     }
-    if (value(c, depth + 1)) return -1;
-    ws(c);
+    if (tri_tjson_skip(c, depth + 1)) return -1;
+    tri_tjson_ws(c);
     if (c->p >= c->end) return -1;
     if (*c->p == ',') {
       c->p++;
@@ -142,11 +144,11 @@ static int skip_container(cursor *c, char open, char close, int depth) {
   }
 }
 
-static int value(cursor *c, int depth) {
-  ws(c);
+int tri_tjson_skip(cursor *c, int depth) {
+  tri_tjson_ws(c);
   if (c->p >= c->end) return -1;
   char ch = *c->p;
-  if (ch == '"') return string(c, NULL, NULL);
+  if (ch == '"') return tri_tjson_string(c, NULL, SIZE_MAX, NULL);
   if (ch == '{') return skip_container(c, '{', '}', depth);
   if (ch == '[') return skip_container(c, '[', ']', depth);
   static const char *const lits[] = {"true", "false", "null"};
@@ -162,16 +164,6 @@ static int value(cursor *c, int depth) {
     return 0;
   }
   return -1;
-}
-
-static size_t put_varint(uint8_t *out, uint64_t v) {
-  size_t n = 0;
-  while (v >= 0x80) {
-    out[n++] = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  out[n++] = (uint8_t)v;
-  return n;
 }
 
 static int code_from_name(const char *s, size_t n) {
@@ -208,7 +200,7 @@ static int status_value(cursor *c, int *code) {
   if (c->p < c->end && *c->p == '"') {
     const char *vs = c->p + 1;
     size_t vl;
-    if (string(c, NULL, &vl)) return -1;
+    if (tri_tjson_string(c, NULL, SIZE_MAX, &vl)) return -1;
     if ((size_t)(c->p - 1 - vs) != vl) vl = 0; /* escapes: not digits */
     int http = vl == 3 ? tri_parse_status(vs, vl) : -1;
     *code = http >= 100 ? code_from_java_http(http) : code_from_name(vs, vl);
@@ -227,13 +219,13 @@ static int status_value(cursor *c, int *code) {
 /* One {"type":..., "value":...} detail, appended to pb as an Any (field 3).
  * The Any is written after a 5-byte gap so its length can be filled in. */
 static int detail(cursor *c, uint8_t *pb, size_t *pb_len, int depth) {
-  ws(c);
-  if (c->p >= c->end || *c->p != '{') return value(c, depth);
+  tri_tjson_ws(c);
+  if (c->p >= c->end || *c->p != '{') return tri_tjson_skip(c, depth);
   size_t start = *pb_len, at = start + 6; /* tag + up to 5 length bytes */
   char key[16];
   c->p++;
   for (;;) {
-    ws(c);
+    tri_tjson_ws(c);
     if (c->p < c->end && *c->p == '}') {
       c->p++;
       break;
@@ -241,7 +233,7 @@ static int detail(cursor *c, uint8_t *pb, size_t *pb_len, int depth) {
     const char *ks = c->p;
     size_t kl;
     cursor probe = *c;
-    if (string(&probe, NULL, &kl)) return -1;
+    if (tri_tjson_string(&probe, NULL, SIZE_MAX, &kl)) return -1;
     if (kl < sizeof(key) && (size_t)(probe.p - ks) == kl + 2) {
       memcpy(key, ks + 1, kl);
       key[kl] = 0;
@@ -249,9 +241,9 @@ static int detail(cursor *c, uint8_t *pb, size_t *pb_len, int depth) {
       key[0] = 0;
     }
     c->p = probe.p;
-    ws(c);
+    tri_tjson_ws(c);
     if (c->p >= c->end || *c->p++ != ':') return -1;
-    ws(c);
+    tri_tjson_ws(c);
     if (strcmp(key, "type") == 0 || strcmp(key, "value") == 0) {
       /* Decode the string 6 + 20 bytes ahead (room for the field header and
        * the type URL prefix), then put the field in place. */
@@ -259,7 +251,7 @@ static int detail(cursor *c, uint8_t *pb, size_t *pb_len, int depth) {
       const size_t plen = sizeof(prefix) - 1;
       uint8_t *tmp = pb + at + 6 + plen;
       size_t slen;
-      if (string(c, (char *)tmp, &slen)) return -1;
+      if (tri_tjson_string(c, (char *)tmp, SIZE_MAX, &slen)) return -1;
       size_t clen;
       if (key[0] == 't') {
         int has = slen >= plen && memcmp(tmp, prefix, plen) == 0;
@@ -277,14 +269,14 @@ static int detail(cursor *c, uint8_t *pb, size_t *pb_len, int depth) {
       uint8_t hdr[6];
       size_t h = 0;
       hdr[h++] = key[0] == 't' ? 0x0a : 0x12;
-      h += put_varint(hdr + h, clen);
+      h += tri_pb_varint_put(hdr + h, clen);
       memmove(pb + at + h, tmp, clen);
       memcpy(pb + at, hdr, h);
       at += h + clen;
-    } else if (value(c, depth + 1)) {
+    } else if (tri_tjson_skip(c, depth + 1)) {
       return -1;
     }
-    ws(c);
+    tri_tjson_ws(c);
     if (c->p < c->end && *c->p == ',') c->p++;
   }
   /* Close the gap: tag 3 (length-delimited) and the Any's length. */
@@ -292,11 +284,60 @@ static int detail(cursor *c, uint8_t *pb, size_t *pb_len, int depth) {
   uint8_t hdr[6];
   size_t h = 0;
   hdr[h++] = 0x1a;
-  h += put_varint(hdr + h, body);
+  h += tri_pb_varint_put(hdr + h, body);
   memmove(pb + start + h, pb + start + 6, body);
   memcpy(pb + start, hdr, h);
   *pb_len = start + h + body;
   return 0;
+}
+
+int tri_tjson_int32(cursor *c, int32_t *out) {
+  tri_tjson_ws(c);
+  int quoted = c->p < c->end && *c->p == '"';
+  if (quoted) c->p++;
+  int neg = c->p < c->end && *c->p == '-';
+  if (neg) c->p++;
+  int64_t x = 0;
+  const char *b = c->p;
+  while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
+    x = x * 10 + (*c->p++ - '0');
+    if (x > (int64_t)INT32_MAX + 1) return -1;
+  }
+  if (c->p == b || (quoted && tri_tjson_lit(c, "\""))) return -1;
+  x = neg ? -x : x;
+  if (x > INT32_MAX) return -1;
+  *out = (int32_t)x;
+  return 0;
+}
+
+int tri_tjson_bool(cursor *c, int *out) {
+  tri_tjson_ws(c);
+  if (tri_tjson_lit(c, "true") == 0) *out = 1;
+  else if (tri_tjson_lit(c, "false") == 0) *out = 0;
+  else if (tri_tjson_lit(c, "null") == 0) *out = -1;
+  else return -1;
+  return 0;
+}
+
+int tri_tjson_object(cursor *c,
+                     int (*member)(cursor *, const char *, size_t, void *),
+                     void *arg) {
+  tri_tjson_ws(c);
+  if (tri_tjson_lit(c, "{")) return -1;
+  tri_tjson_ws(c);
+  if (tri_tjson_lit(c, "}") == 0) return 0;
+  for (;;) {
+    char key[TRI_TJSON_KEY_MAX];
+    size_t kl;
+    tri_tjson_ws(c);
+    if (tri_tjson_string(c, key, sizeof(key), &kl)) return -1;
+    if (kl > sizeof(key)) kl = 0; /* a long key: not the caller's */
+    tri_tjson_ws(c);
+    if (tri_tjson_lit(c, ":") || member(c, key, kl, arg)) return -1;
+    tri_tjson_ws(c);
+    if (tri_tjson_lit(c, ",") == 0) continue;
+    return tri_tjson_lit(c, "}");
+  }
 }
 
 int tri_tjson_error_parse(const char *json, size_t n, int *code, char *msg,
@@ -306,26 +347,26 @@ int tri_tjson_error_parse(const char *json, size_t n, int *code, char *msg,
   size_t detail_len = 0;
   uint8_t *details = pb + n + 64; /* built after the room the header needs */
   *msg_len = 0;
-  ws(&c);
+  tri_tjson_ws(&c);
   if (c.p >= c.end || *c.p != '{') return -1;
   c.p++;
   for (;;) {
-    ws(&c);
+    tri_tjson_ws(&c);
     if (c.p < c.end && *c.p == '}') {
       c.p++;
       break;
     }
     const char *ks = c.p;
     size_t kl;
-    if (string(&c, NULL, &kl)) return -1;
+    if (tri_tjson_string(&c, NULL, SIZE_MAX, &kl)) return -1;
     const char *kname = ks + 1;
-    ws(&c);
+    tri_tjson_ws(&c);
     if (c.p >= c.end || *c.p++ != ':') return -1;
-    ws(&c);
+    tri_tjson_ws(&c);
     if (kl == 4 && memcmp(kname, "code", 4) == 0) {
       const char *vs = c.p + 1;
       size_t vl;
-      if (string(&c, NULL, &vl)) return -1;
+      if (tri_tjson_string(&c, NULL, SIZE_MAX, &vl)) return -1;
       *code = code_from_name(vs, (size_t)(c.p - 1 - vs) == vl ? vl : 0);
       have_code = 2; /* a "code" wins over a "status" */
     } else if (kl == 6 && memcmp(kname, "status", 6) == 0) {
@@ -334,34 +375,34 @@ int tri_tjson_error_parse(const char *json, size_t n, int *code, char *msg,
       if (have_code < 2) *code = v;
       if (!have_code) have_code = 1;
     } else if (kl == 7 && memcmp(kname, "message", 7) == 0) {
-      if (string(&c, msg, msg_len)) return -1;
+      if (tri_tjson_string(&c, msg, SIZE_MAX, msg_len)) return -1;
     } else if (kl == 7 && memcmp(kname, "details", 7) == 0) {
       if (c.p >= c.end || *c.p != '[') return -1;
       c.p++;
       for (;;) {
-        ws(&c);
+        tri_tjson_ws(&c);
         if (c.p < c.end && *c.p == ']') {
           c.p++;
           break;
         }
         if (detail(&c, details, &detail_len, 1)) return -1;
-        ws(&c);
+        tri_tjson_ws(&c);
         if (c.p < c.end && *c.p == ',') c.p++;
       }
-    } else if (value(&c, 1)) {
+    } else if (tri_tjson_skip(&c, 1)) {
       return -1;
     }
-    ws(&c);
+    tri_tjson_ws(&c);
     if (c.p < c.end && *c.p == ',') c.p++;
   }
   if (!have_code) return -1;
   /* google.rpc.Status{1: code, 2: message, 3: details...} */
   size_t o = 0;
   pb[o++] = 0x08;
-  o += put_varint(pb + o, (uint64_t)*code);
+  o += tri_pb_varint_put(pb + o, (uint64_t)*code);
   if (*msg_len) {
     pb[o++] = 0x12;
-    o += put_varint(pb + o, *msg_len);
+    o += tri_pb_varint_put(pb + o, *msg_len);
     memcpy(pb + o, msg, *msg_len);
     o += *msg_len;
   }

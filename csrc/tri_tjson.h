@@ -20,6 +20,10 @@
  * what gRPC callers find in grpc-status-details-bin.  Unknown keys (such as
  * "debug") are skipped.  It never allocates; every output goes into caller
  * memory sized from the input.
+ *
+ * Its reader of untrusted JSON is the library's only one: the embedded
+ * server reads protojson requests with the same functions (below), so the
+ * fuzzer of this file covers both.
  */
 #ifndef TRI_TJSON_H
 #define TRI_TJSON_H
@@ -41,5 +45,37 @@ int tri_tjson_error_parse(const char *json, size_t n, int *code, char *msg,
 
 /* The Connect name of a code ("canceled", "invalid_argument", ...). */
 const char *tri_tjson_code_name(int code);
+
+/* ---- the reader: a cursor over untrusted JSON ---------------------------
+ * Each function reads one token or value at c->p and moves past it; on -1
+ * the input is not valid there and c->p is anywhere in [start, end].
+ * Nothing allocates; the cursor borrows the text. */
+typedef struct tri_tjson_cur {
+  const char *p, *end;
+} tri_tjson_cur;
+
+/* Longest object key tri_tjson_object hands to `member` (longer: klen 0). */
+#define TRI_TJSON_KEY_MAX 64
+
+/* Skips blanks (space, tab, CR, LF). */
+void tri_tjson_ws(tri_tjson_cur *c);
+/* The exact bytes `lit` (no blanks skipped): 0, or -1 with c unmoved. */
+int tri_tjson_lit(tri_tjson_cur *c, const char *lit);
+/* A string: its UTF-8 into out[0..cap) (truncated; out may be NULL) and the
+ * full decoded length in *len (len may be NULL).  A decoded string is never
+ * longer than its source. */
+int tri_tjson_string(tri_tjson_cur *c, char *out, size_t cap, size_t *len);
+/* Skips one value of any kind (nesting deeper than 64 is refused). */
+int tri_tjson_skip(tri_tjson_cur *c, int depth);
+/* An int32 as protojson writes it: a number or a decimal string. */
+int tri_tjson_int32(tri_tjson_cur *c, int32_t *out);
+/* true (1), false (0) or null (-1: a BoolValue left unset). */
+int tri_tjson_bool(tri_tjson_cur *c, int *out);
+/* An object: member(c, key, klen, arg) reads each member's value (klen 0
+ * for keys over TRI_TJSON_KEY_MAX bytes); member returns 0 or -1. */
+int tri_tjson_object(tri_tjson_cur *c,
+                     int (*member)(tri_tjson_cur *c, const char *key,
+                                   size_t klen, void *arg),
+                     void *arg);
 
 #endif

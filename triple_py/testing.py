@@ -10,7 +10,7 @@ StreamCall echoes each message until the client half-closes) on the gRPC wire an
 Triple unary wire, over h2c. It honours the control metadata of tests/peers/README.md
 (``x-echo-*``, ``x-status``, ``x-message``, ``x-message-bin``, ``x-delay-ms``,
 ``x-response-size``) plus ``x-reset: 1`` (RST_STREAM CANCEL instead of an answer). It runs
-on C threads of its own (csrc/tri_server.c) and never takes the GIL, so a client in the
+on C threads of its own (csrc/server/) and never takes the GIL, so a client in the
 same process measures the client, not a Python server.
 
 ``FaultProxy`` is a loopback TCP proxy to put between a client and a server, with faults

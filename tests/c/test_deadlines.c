@@ -101,8 +101,39 @@ static void growth_and_reuse_order(void) {
   tri_deadlines_free(&d);
 }
 
+/* An entry moved later or earlier keeps its slot and owner and is found
+ * where its new deadline puts it (the server moves a stream from its delay
+ * to its next job or deadline this way). */
+static void update_moves_entries(void) {
+  enum { N = 100 };
+  tri_deadlines d;
+  tri_deadlines_init(&d, NULL);
+  int slot[N];
+  for (int i = 0; i < N; i++) slot[i] = tri_deadlines_add(&d, fake(i), 10 * i);
+  CHECK(tri_deadlines_first(&d) == fake(0));
+  tri_deadlines_update(&d, slot[0], 10 * N); /* the earliest becomes the last */
+  CHECK(consistent(&d));
+  CHECK(tri_deadlines_first(&d) == fake(1));
+  tri_deadlines_update(&d, slot[77], -1); /* one from the middle goes first */
+  CHECK(consistent(&d));
+  CHECK(tri_deadlines_first(&d) == fake(77));
+  CHECK_EQ_INT(tri_deadlines_first_slot(&d), slot[77]);
+  int64_t last = INT64_MIN;
+  int seen_zero_last = 0;
+  while (tri_deadlines_count(&d)) {
+    int64_t at = tri_deadlines_first_at(&d);
+    CHECK(at >= last);
+    last = at;
+    seen_zero_last = tri_deadlines_first(&d) == fake(0);
+    tri_deadlines_remove(&d, tri_deadlines_first_slot(&d));
+  }
+  CHECK(seen_zero_last);
+  tri_deadlines_free(&d);
+}
+
 void test_deadlines(void) {
   earliest_first();
   churn_reuses_slots();
   growth_and_reuse_order();
+  update_moves_entries();
 }

@@ -24,6 +24,7 @@ void test_hist(void);
 void test_load(void);
 void test_backoff(void);
 void test_deadlines(void);
+void test_outq(void);
 void test_conn(void);
 void test_thread(void);
 void test_connectivity(void);
@@ -48,6 +49,7 @@ static const struct {
               {"load", test_load},
               {"backoff", test_backoff},
               {"deadlines", test_deadlines},
+              {"outq", test_outq},
               {"conn", test_conn},
               {"thread", test_thread},
               {"connectivity", test_connectivity},

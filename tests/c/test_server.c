@@ -17,6 +17,8 @@
 #include "tri_error.h"
 #include "tri_frame.h"
 #include "tri_gzip.h"
+#include "server/runtime.h"
+#include "server/ts_codec.h"
 #include "tri_server.h"
 #include "tri_test.h"
 
@@ -1399,6 +1401,51 @@ static void robustness(int port) {
   tc_close(&cl);
 }
 
+/* The fuzzers' hook (tri__server_feed): a request fed as bytes is parsed,
+ * routed and answered by a server that never started, and a second, broken
+ * connection after it is refused without harm. */
+static void feed_hook(void) {
+  tri_server_opts o;
+  tri_server_opts_init(&o);
+  tri_server *srv;
+  CHECK_EQ_INT(tri_server_new(&srv, &o), 0);
+  nghttp2_hd_deflater *dfl;
+  CHECK_EQ_INT(nghttp2_hd_deflate_new(&dfl, 4096), 0);
+#define NV(n, v) {(uint8_t *)n, (uint8_t *)v, sizeof(n) - 1, sizeof(v) - 1, 0}
+  nghttp2_nv nv[] = {NV(":method", "POST"), NV(":scheme", "http"),
+                     NV(":path", "/benchmark.BenchmarkService/UnaryCall"),
+                     NV(":authority", "x"), NV("content-type", "application/grpc"),
+                     NV("x-response-size", "3000")};
+#undef NV
+  static const char hello[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+                              "\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+  uint8_t in[512];
+  size_t n = sizeof(hello) - 1;
+  memcpy(in, hello, n);
+  ssize_t hl = nghttp2_hd_deflate_hd(dfl, in + n + 9, 256, nv, 6);
+  CHECK(hl > 0);
+  const uint8_t hh[9] = {0, 0, (uint8_t)hl, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS,
+                         0, 0, 0, 1};
+  memcpy(in + n, hh, 9);
+  n += 9 + (size_t)hl;
+  uint8_t env[16];
+  size_t el = grpc_frame(env, "ab", 2);
+  const uint8_t dh[9] = {0, 0, (uint8_t)el, NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM,
+                         0, 0, 0, 1};
+  memcpy(in + n, dh, 9);
+  memcpy(in + n + 9, env, el);
+  n += 9 + el;
+  nghttp2_hd_deflate_del(dfl);
+  CHECK_EQ_INT(tri__server_feed(srv, in, n), 0);
+  const tri_stats *stats = tri_server_stats(srv);
+  CHECK_EQ_INT(stats->calls, 1);
+  CHECK(stats->bytes_written > 3000); /* the generated answer went out */
+  CHECK_EQ_INT(tri__server_feed(srv, (const uint8_t *)"GET / HTTP/1.1\r\n\r\n", 18), 0);
+  CHECK_EQ_INT(stats->connects, 2);
+  CHECK_EQ_INT(stats->calls, 1);
+  tri_server_del(srv);
+}
+
 void test_server(void) {
   tri_server_opts o;
   tri_server_opts_init(&o);
@@ -1424,6 +1471,7 @@ void test_server(void) {
   misbehave_goaway(port);
   misbehave_frames(port);
   robustness(port);
+  feed_hook();
   CHECK(tri_server_stats(srv)->connects >= 8);
 
   /* Stop with a connection open and a call waiting on its delay. */

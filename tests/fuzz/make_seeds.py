@@ -50,6 +50,63 @@ def other_seeds() -> None:
     save("tjson", b'{"status":"404","message":"Invoker not found"}')  # Dubbo Java
 
 
+def server_seeds() -> None:
+    """fuzz_server: byte 0 picks a decoder (0-3) or the request path (4: HTTP/2 frames
+    that follow the client preface and an empty SETTINGS)."""
+    # SimpleRequest{response_type 1, response_size 5, payload{body "ab"},
+    # response_compressed{true}, response_status{code 3, message "m"}, expect_compressed{}}
+    simple = b"\x08\x01\x10\x05\x1a\x04\x12\x02ab\x32\x02\x08\x01\x3a\x05\x08\x03\x12\x01m\x42\x00"
+    save("server", b"\x00" + simple)
+    # StreamingOutputCallRequest{response_parameters{size 3, interval 10, compressed{}} x2}
+    params = b"\x12\x06\x08\x03\x10\x0a\x1a\x00"
+    save("server", b"\x01\x08\x00" + params + params + b"\x1a\x02\x12\x00")
+    save("server", b"\x02\x0a\x04\x12\x02ab\x12\x02\x08\x01")
+    save("server", b'\x03{"responseSize":3,"payload":{"body":"AAA="},"responseStatus":'
+                   b'{"code":"5","message":"caf\\u00e9"},"expect_compressed":null,"x":[1,{}]}')
+
+    def request(sid: int, path: str, headers: list, body: bytes, end: bool = True) -> bytes:
+        enc = hpack.Encoder()
+        block = enc.encode([(":method", "POST"), (":scheme", "http"), (":path", path),
+                            (":authority", "f")] + headers)
+        out = frame(1, 4, sid, block)
+        return out + frame(0, 1 if end else 0, sid, body) if body or end else out
+
+    grpc = [("content-type", "application/grpc"), ("te", "trailers")]
+    bench = "/benchmark.BenchmarkService/"
+    ts = "/grpc.testing.TestService/"
+    save("server", b"\x04" + request(1, bench + "UnaryCall", grpc + [("grpc-timeout", "1S")],
+                                      envelope(b"\x0a\x03abc")))
+    save("server", b"\x04" + request(1, bench + "StreamCall", grpc + [("x-response-size", "7")],
+                                      envelope(b"\x0a\x01a") + envelope(b"\x0a\x01b")))
+    save("server", b"\x04" + request(1, bench + "unaryCall",
+                                      [("content-type", "application/proto"),
+                                       ("triple-protocol-version", "0.1.0"),
+                                       ("x-echo-a", "1"), ("x-status", "0")], b"\x0a\x01z"))
+    save("server", b"\x04" + request(1, bench + "UnaryCall",
+                                      [("content-type", "application/json"),
+                                       ("x-response-size", "4")], b'{"payload":"YQ=="}'))
+    save("server", b"\x04" + request(1, ts + "UnaryCall",
+                                      grpc + [("grpc-encoding", "gzip"),
+                                              ("grpc-accept-encoding", "gzip")],
+                                      envelope(gzip.compress(simple), 1)))
+    save("server", b"\x04" + request(1, ts + "UnaryCall", [("content-type", "application/json")],
+                                      b'{"responseSize":2,"responseCompressed":true}'))
+    save("server", b"\x04" + request(1, ts + "FullDuplexCall", grpc,
+                                      envelope(b"\x12\x02\x08\x02" + b"\x12\x02\x08\x01")))
+    save("server", b"\x04" + request(1, ts + "StreamingInputCall", grpc,
+                                      envelope(b"\x0a\x04\x12\x02ab") + envelope(b"")))
+    save("server", b"\x04" + request(1, ts + "StreamingOutputCall", grpc,
+                                      envelope(b"\x12\x02\x08\x05\x3a\x05\x08\x02\x12\x01e")))
+    for mode in ("rst-mid-response", "goaway", "bad-hpack", "bad-grpc-status",
+                 "wrong-content-type", "tiny-window", "never-answer"):
+        save("server", b"\x04" + request(3, bench + "UnaryCall", grpc + [("x-misbehave", mode)],
+                                          envelope(b"\x0a\x01q")))
+    save("server", b"\x04" + request(1, bench + "UnaryCall",
+                                      grpc + [("x-message-bin", "bW9v"), ("x-status", "9"),
+                                              ("x-delay-ms", "0")], envelope(b"")))
+
+
 if __name__ == "__main__":
     session_seeds()
     other_seeds()
+    server_seeds()

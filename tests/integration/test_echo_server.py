@@ -1,4 +1,4 @@
-"""The embedded echo server (triple_py.testing.EchoServer, csrc/tri_server.c) against
+"""The embedded echo server (triple_py.testing.EchoServer, csrc/server/) against
 reference clients: grpcio on the gRPC wire, a small python3-h2 client on the Triple unary
 wire, h2load for a smoke run, and `python -m triple_py.server` as a process."""
 from __future__ import annotations
