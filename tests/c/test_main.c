@@ -29,6 +29,7 @@ void test_thread(void);
 void test_connectivity(void);
 void test_ring(void);
 void test_sched(void);
+void test_options(void);
 
 static const struct {
   const char *name;
@@ -50,7 +51,8 @@ static const struct {
               {"thread", test_thread},
               {"connectivity", test_connectivity},
               {"ring", test_ring},
-              {"sched", test_sched}};
+              {"sched", test_sched},
+              {"options", test_options}};
 
 /* Runs every suite, or only those named on the command line. */
 int main(int argc, char **argv) {
