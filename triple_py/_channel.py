@@ -311,9 +311,7 @@ class Channel:
         if credentials is not None and not local:
             tls = dict(tls=True, root_certificates=credentials.root_certificates,
                        private_key=credentials.private_key,
-                       certificate_chain=credentials.certificate_chain,
-                       server_name=self._options.ssl_target_name_override,
-                       tls_skip_verify=self._options.tls_skip_verify)
+                       certificate_chain=credentials.certificate_chain)
         self._core = _triple.Channel(host, port, **self._options.core_kwargs(), **tls)
         self._connectivity = ConnectivityWatcher(self._core)
         self._dispatcher = CompletionDispatcher(self._core)
