@@ -150,7 +150,7 @@ def _spec(arm: str, mode: str, address: str, request: bytes, n: int, concurrency
     return RunSpec(arm=arm, mode=mode, target=address, method=STREAM_METHOD,
                    payload_size=len(request), concurrency=concurrency, connections=1,
                    duration=duration, warmup=warmup, stream_messages=n,
-                   write_buffer_size=0 if arm == "writer-off" else 32768,
+                   write_buffer_size=0 if arm == "writer-off" else RunSpec.write_buffer_size,
                    timeout=STREAM_TIMEOUT, request=request, options={"threads": threads})
 
 
