@@ -114,8 +114,8 @@ class UnaryUnaryMultiCallable(_MultiCallable):
         """Starts a call without per-call credentials or wait_for_ready."""
         payload = serialize(self._serialize, request)
         if self._direct:
-            return self._core.call(self._method, payload, timeout, metadata, wait, notify, 0,
-                                   _compression(compression))
+            return self._core.call(self._method, payload, timeout, metadata, wait=wait,
+                                   notify=notify, compression=_compression(compression))
         return self._start_other(payload, timeout, metadata, wait, notify, compression, None,
                                  None)
 
@@ -140,8 +140,8 @@ class UnaryUnaryMultiCallable(_MultiCallable):
     def _start_payload(self, payload: Any, timeout: Optional[float], metadata: MetadataType,
                        wait: bool, notify: int, compression: Any) -> Any:
         if self._fast_path:
-            return self._core.call(self._method, payload, timeout, metadata, wait, notify, 0,
-                                   _compression(compression))
+            return self._core.call(self._method, payload, timeout, metadata, wait=wait,
+                                   notify=notify, compression=_compression(compression))
         return self._start_streamed(payload, timeout, metadata, wait, notify, compression)
 
     def _start_streamed(self, payload: Any, timeout: Optional[float], metadata: MetadataType,

@@ -88,6 +88,18 @@ struct tri_ring_entry;
 int tri_py_requests(PyObject *requests, struct tri_ring_entry **entries, size_t *n);
 void tri_py_free_requests(struct tri_ring_entry *entries);
 
+/* Matches the arguments of a METH_FASTCALL | METH_KEYWORDS method `fn` with
+ * parameters `names` (n of them; at most `positional` given by position, the
+ * first `required` mandatory): out[i] is the borrowed argument for names[i],
+ * or NULL when not given.  Returns 0, or -1 with TypeError (fastcall.c). */
+int tri_py_fastcall_args(const char *fn, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames, const char *const *names, int n,
+                         int positional, int required, PyObject **out);
+
+/* An optional int argument (NULL: `dflt`), as the "i" format converts it:
+ * 0, or -1 with TypeError/OverflowError. */
+int tri_py_int_arg(PyObject *o, int dflt, int *out);
+
 /* The channel options' table (csrc/tri_options.h) for Python (options.c). */
 #define TRI_PY_MAX_PEMS 4
 typedef struct {

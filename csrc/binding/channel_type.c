@@ -145,17 +145,29 @@ static int timeout_to_ns(PyObject *timeout, int64_t *ns) {
   return 0;
 }
 
-static PyObject *channel_call(ChannelObject *self, PyObject *args,
-                              PyObject *kw) {
-  static char *kwlist[] = {"path", "request", "timeout", "metadata",
-                           "wait", "notify",  "flags",   "compression", NULL};
-  const char *path;
+/* call(path, request=None, timeout=None, metadata=None, *, wait=False,
+ *      notify=0, flags=0, compression=-1): the per-call path, so METH_FASTCALL
+ * (no argument tuple or keyword dict per call). */
+static PyObject *channel_call(ChannelObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames) {
+  static const char *const names[] = {"path",   "request", "timeout", "metadata",
+                                      "wait",   "notify",  "flags",   "compression"};
+  PyObject *a[8];
+  if (tri_py_fastcall_args("call", args, nargs, kwnames, names, 8, 4, 1, a) < 0)
+    return NULL;
   Py_ssize_t path_len;
-  PyObject *request = Py_None, *timeout = Py_None, *md = Py_None;
-  int wait = 0, notify = 0, flags = 0, compress = -1;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "s#|OOOpiii", kwlist, &path,
-                                   &path_len, &request, &timeout, &md, &wait,
-                                   &notify, &flags, &compress))
+  const char *path = PyUnicode_Check(a[0]) ? PyUnicode_AsUTF8AndSize(a[0], &path_len) : NULL;
+  if (!path) {
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_TypeError, "call() argument 'path' must be str, not %.100s",
+                   Py_TYPE(a[0])->tp_name);
+    return NULL;
+  }
+  PyObject *request = a[1] ? a[1] : Py_None, *timeout = a[2] ? a[2] : Py_None,
+           *md = a[3] ? a[3] : Py_None;
+  int wait = a[4] ? PyObject_IsTrue(a[4]) : 0, notify, flags, compress;
+  if (wait < 0 || tri_py_int_arg(a[5], 0, &notify) < 0 ||
+      tri_py_int_arg(a[6], 0, &flags) < 0 || tri_py_int_arg(a[7], -1, &compress) < 0)
     return NULL;
   if ((flags & TRI_CALL_CLIENT_STREAMING) && request != Py_None) {
     PyErr_SetString(PyExc_ValueError,
@@ -395,9 +407,9 @@ static PyObject *channel_is_closed(ChannelObject *self, void *closure) {
 
 static PyMethodDef channel_methods[] = {
     {"call", (PyCFunction)(void (*)(void))channel_call,
-     METH_VARARGS | METH_KEYWORDS,
-     "call(path, request=None, timeout=None, metadata=None, wait=False, "
-     "notify=False, flags=0) -> Call\n\nStarts a call.  Without "
+     METH_FASTCALL | METH_KEYWORDS,
+     "call(path, request=None, timeout=None, metadata=None, *, wait=False, "
+     "notify=0, flags=0, compression=-1) -> Call\n\nStarts a call.  Without "
      "CLIENT_STREAMING in flags, `request` (bytes-like) is the one request "
      "message, sent without a copy on the unary fast path.  With wait, "
      "blocks (GIL released) until the call completes."},

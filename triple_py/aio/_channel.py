@@ -77,8 +77,8 @@ class _MultiCallable:
         payload = None
         if request is not None:
             payload = serialize(self._serialize, request, local_error)
-        return core.call(self._method, payload, timeout, metadata, False, events, flags,
-                         _compression(compression))
+        return core.call(self._method, payload, timeout, metadata, notify=events, flags=flags,
+                         compression=_compression(compression))
 
     def _start_request_stream(self, call_class: type, flags: int, requests: Any,
                               serializer: Serializer, timeout: Optional[float],
