@@ -54,8 +54,9 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     host, port = split_target(target)
     try:
         raw = _triple.run_load(
-            host, port, method, C_MODES[mode], payload_size, concurrency // connections,
-            connections, duration, warmup, count=count, rate=rate or 0.0,
+            host, port, path=method, mode=C_MODES[mode], payload_size=payload_size,
+            concurrency=concurrency // connections, connections=connections,
+            duration=duration, warmup=warmup, count=count, rate=rate or 0.0,
             stream_messages=stream_messages if mode == "bidi" else 1,
             write_buffer_size=write_buffer_size, write_buffer_delay_us=write_buffer_delay_us,
             timeout=timeout, shared_request=shared_request, hist_digits=hist_digits,
