@@ -375,6 +375,22 @@ class Channel:
         """Stops the calls to ``callback`` (grpcio's ``Channel.unsubscribe``)."""
         self._connectivity.unsubscribe(callback)
 
+    @property
+    def core_channel(self) -> _triple.Channel:
+        """The C core's channel under this one (``_triple.Channel``), for
+        ``triple_py.aio`` and tools that drive the core directly."""
+        return self._core
+
+    @property
+    def options(self) -> ChannelOptions:
+        """The options this channel was built with, resolved to their defaults."""
+        return self._options
+
+    @property
+    def has_call_credentials(self) -> bool:
+        """True when the channel's credentials add call credentials to every call."""
+        return bool(self._call_plugins)
+
     def stats(self) -> dict[str, int]:
         """This channel's counters: calls, write_syscalls, bytes_written, allocations,
         pool_hits, pool_misses and more."""

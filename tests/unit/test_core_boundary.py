@@ -53,3 +53,15 @@ def test_channel_call_takes_its_switches_by_keyword_only() -> None:
             ch.call(b"/s/m", b"")
     finally:
         ch.close()
+
+
+def test_aio_uses_the_sync_channels_public_accessors() -> None:
+    """triple_py.aio reaches the sync channel through its public accessors (core_channel,
+    options, has_call_credentials), never through its private attributes."""
+    import re
+    reach_ins = []
+    for path in sorted((ROOT / "triple_py" / "aio").glob("*.py")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"_sync\._\w|(?<!self)\._core\b", line):
+                reach_ins.append(f"{path.name}:{n}: {line.strip()}")
+    assert reach_ins == []
