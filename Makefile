@@ -13,7 +13,7 @@ CORE_SRC := $(wildcard csrc/tri_*.c) csrc/gen/benchmark.pb-c.c csrc/gen/triple_w
 CTEST_SRC := $(wildcard tests/c/*.c)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all bootstrap build notebook test test-fresh ctest ctest-asan ctest-reverse pytest bench bench-peers clean fuzz test-tsan test-valgrind test-asan microbench soak interop
+.PHONY: all bootstrap build notebook test check-python-h test-fresh ctest ctest-asan ctest-reverse pytest bench bench-peers clean fuzz test-tsan test-valgrind test-asan microbench soak interop
 
 all: build
 
@@ -61,7 +61,11 @@ notebook: bootstrap
 pytest: bootstrap
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
-test: ctest pytest
+# The core builds without Python: no Python.h outside csrc/binding/.
+check-python-h:
+	tools/check_python_h.sh
+
+test: check-python-h ctest pytest
 
 # `make test` as the first command in a minimal Debian 12 root (tools/test_fresh.sh): fails
 # when the project needs a package that tools/bootstrap.sh does not install.  Needs root.
