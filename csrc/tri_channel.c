@@ -24,7 +24,7 @@
 
 void tri_channel_opts_init(tri_channel_opts *o) {
   memset(o, 0, sizeof(*o));
-  tri_channel_options_defaults(o); /* the defaults are the table's (tri_options.c) */
+  tri_channel_options_defaults(o); /* the table's (tri_options.c) */
 }
 
 int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {

@@ -44,8 +44,8 @@ typedef struct tri_channel_opts {
   uint32_t conn_window;      /* our connection window */
   uint32_t max_frame_size;   /* our SETTINGS_MAX_FRAME_SIZE */
   const char *user_agent;    /* copied; default TRI_USER_AGENT */
-  uint32_t write_buffer_size;  /* coalescing watermark; 0 = off
-                                  (default TRI_WRITER_DEFAULT_WATERMARK) */
+  uint32_t write_buffer_size;     /* coalescing watermark; 0 = off
+                                     (default TRI_WRITER_DEFAULT_WATERMARK) */
   uint32_t write_buffer_delay_us; /* longest wait of a partial chunk (200) */
   int wire;                    /* TRI_WIRE_GRPC (default) or TRI_WIRE_TRIPLE */
   int dialect;                 /* Triple wire headers: TRI_DIALECT_AUTO (default),

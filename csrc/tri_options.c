@@ -15,7 +15,9 @@
 #define FIELD_SIZE(field) sizeof(((tri_channel_opts *)0)->field)
 #define AT(field) offsetof(tri_channel_opts, field), FIELD_SIZE(field), 0
 
-/* One row per option: ROW_<TYPE>(key, name, field, ...). */
+/* One row per option: ROW_<TYPE>(key, name, field, ...).  The rows are kept
+ * one per line where they fit, as a table, not as clang-format would wrap them. */
+/* clang-format off */
 #define ROW_NUM(type, key, name, field, lo, hi, def) \
   {key, name, type, 0, lo, hi, def, NULL, NULL, AT(field)}
 #define ROW_INT(key, name, field, lo, hi, def) ROW_NUM(TRI_OPT_INT, key, name, field, lo, hi, def)
@@ -87,21 +89,23 @@ const tri_option tri_channel_options[] = {
     ROW_MS("grpc.min_reconnect_backoff_ms", "min_reconnect_backoff_ms",
            min_connect_timeout_ms, TRI_BACKOFF_MIN_CONNECT_TIMEOUT_MS),
 };
+/* clang-format on */
 
 size_t tri_channel_option_count(void) {
   return sizeof(tri_channel_options) / sizeof(tri_channel_options[0]);
 }
 
 const char *tri_option_type_name(tri_option_type type) {
-  static const char *const names[] = {"int", "limit", "ms",     "count",
-                                      "bool", "str",  "choice", "pem"};
+  static const char *const names[] = {"int",  "limit", "ms",     "count",
+                                      "bool", "str",   "choice", "pem"};
   return (size_t)type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
 }
 
 const tri_option *tri_channel_option_find(const char *name, size_t len) {
   for (size_t i = 0; i < tri_channel_option_count(); i++) {
     const tri_option *opt = &tri_channel_options[i];
-    if (strlen(opt->name) == len && memcmp(opt->name, name, len) == 0) return opt;
+    if (strlen(opt->name) == len && memcmp(opt->name, name, len) == 0)
+      return opt;
   }
   return NULL;
 }
@@ -131,7 +135,8 @@ int64_t tri_option_get_int(const tri_channel_opts *o, const tri_option *opt) {
     memcpy(&v, cfield(o, opt), sizeof(v));
     return v;
   }
-  if (opt->type == TRI_OPT_MS || opt->type == TRI_OPT_COUNT || opt->type == TRI_OPT_INT) {
+  if (opt->type == TRI_OPT_MS || opt->type == TRI_OPT_COUNT ||
+      opt->type == TRI_OPT_INT) {
     uint32_t u; /* uint32_t fields, or an int holding a small non-negative value */
     memcpy(&u, cfield(o, opt), sizeof(u));
     return opt->type == TRI_OPT_INT && opt->min < 0 ? (int32_t)u : (int64_t)u;
@@ -143,32 +148,33 @@ int64_t tri_option_get_int(const tri_channel_opts *o, const tri_option *opt) {
 
 int tri_option_set_int(tri_channel_opts *o, const tri_option *opt, int64_t v) {
   switch (opt->type) {
-  case TRI_OPT_INT:
-  case TRI_OPT_BOOL:
-  case TRI_OPT_CHOICE:
-    if (v < opt->min || v > opt->max) return TRI_ERR_INVALID;
-    break;
-  case TRI_OPT_LIMIT:
-    if (v > opt->max) return TRI_ERR_INVALID;
-    if (v < 0) v = -1;
-    break;
-  case TRI_OPT_MS:
-  case TRI_OPT_COUNT:
-    if (v < opt->min) return TRI_ERR_INVALID;
-    if (v > opt->max) v = opt->max;
-    break;
-  default:
-    return TRI_ERR_INVALID;
+    case TRI_OPT_INT:
+    case TRI_OPT_BOOL:
+    case TRI_OPT_CHOICE:
+      if (v < opt->min || v > opt->max) return TRI_ERR_INVALID;
+      break;
+    case TRI_OPT_LIMIT:
+      if (v > opt->max) return TRI_ERR_INVALID;
+      if (v < 0) v = -1;
+      break;
+    case TRI_OPT_MS:
+    case TRI_OPT_COUNT:
+      if (v < opt->min) return TRI_ERR_INVALID;
+      if (v > opt->max) v = opt->max;
+      break;
+    default: return TRI_ERR_INVALID;
   }
   put(o, opt, v);
   return 0;
 }
 
-int tri_option_set_str(tri_channel_opts *o, const tri_option *opt, const char *s,
-                       size_t len) {
-  if (opt->type != TRI_OPT_STR && opt->type != TRI_OPT_PEM) return TRI_ERR_INVALID;
+int tri_option_set_str(tri_channel_opts *o, const tri_option *opt,
+                       const char *s, size_t len) {
+  if (opt->type != TRI_OPT_STR && opt->type != TRI_OPT_PEM)
+    return TRI_ERR_INVALID;
   memcpy(field(o, opt), &s, sizeof(s));
-  if (opt->type == TRI_OPT_PEM) memcpy((char *)o + opt->len_offset, &len, sizeof(len));
+  if (opt->type == TRI_OPT_PEM)
+    memcpy((char *)o + opt->len_offset, &len, sizeof(len));
   return 0;
 }
 
@@ -188,9 +194,7 @@ int tri_option_choice(const tri_option *opt, const char *name) {
 void tri_channel_options_defaults(tri_channel_opts *o) {
   for (size_t i = 0; i < tri_channel_option_count(); i++) {
     const tri_option *opt = &tri_channel_options[i];
-    if (opt->type == TRI_OPT_STR)
-      tri_option_set_str(o, opt, opt->def_str, 0);
-    else if (opt->type != TRI_OPT_PEM)
-      put(o, opt, opt->def);
+    if (opt->type == TRI_OPT_STR) tri_option_set_str(o, opt, opt->def_str, 0);
+    else if (opt->type != TRI_OPT_PEM) put(o, opt, opt->def);
   }
 }

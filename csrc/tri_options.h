@@ -36,12 +36,12 @@
 #include "tri_channel.h"
 
 typedef enum tri_option_type {
-  TRI_OPT_INT,    /* an integer in [min, max] (uint32_t or int field) */
-  TRI_OPT_LIMIT,  /* a byte limit in [min, max] or -1: unlimited (int64_t field) */
-  TRI_OPT_MS,     /* a duration in ms >= min; above max means max (uint32_t) */
-  TRI_OPT_COUNT,  /* a count >= min; above max means max (uint32_t) */
-  TRI_OPT_BOOL,   /* 0 or 1 (int field) */
-  TRI_OPT_STR,    /* const char * field, copied by tri_channel_new; NULL: unset */
+  TRI_OPT_INT,   /* an integer in [min, max] (uint32_t or int field) */
+  TRI_OPT_LIMIT, /* a byte limit in [min, max] or -1: unlimited (int64_t field) */
+  TRI_OPT_MS,    /* a duration in ms >= min; above max means max (uint32_t) */
+  TRI_OPT_COUNT, /* a count >= min; above max means max (uint32_t) */
+  TRI_OPT_BOOL,  /* 0 or 1 (int field) */
+  TRI_OPT_STR, /* const char * field, copied by tri_channel_new; NULL: unset */
   TRI_OPT_CHOICE, /* int field: the index of one of `choices` */
   TRI_OPT_PEM,    /* const char * + size_t at len_offset: PEM bytes, borrowed
                      during tri_channel_new only */
@@ -63,9 +63,9 @@ typedef struct tri_option {
   int64_t def;         /* integer types: the default; CHOICE: its index */
   const char *def_str; /* STR: the default (NULL: none) */
   const char *const *choices; /* CHOICE: names, NULL-terminated, index = value */
-  size_t offset;       /* of the field in tri_channel_opts */
-  size_t size;         /* of the field */
-  size_t len_offset;   /* PEM: of its size_t length field */
+  size_t offset;              /* of the field in tri_channel_opts */
+  size_t size;                /* of the field */
+  size_t len_offset;          /* PEM: of its size_t length field */
 } tri_option;
 
 /* The rows, in tri_channel_opts order; tri_channel_option_count() of them. */
@@ -90,8 +90,8 @@ int64_t tri_option_get_int(const tri_channel_opts *o, const tri_option *opt);
 /* Sets a STR row to `s` (borrowed: it must stay valid until tri_channel_new
  * copied it) or a PEM row to `len` bytes at `s` (borrowed during
  * tri_channel_new).  Other rows: TRI_ERR_INVALID.  Returns 0. */
-int tri_option_set_str(tri_channel_opts *o, const tri_option *opt, const char *s,
-                       size_t len);
+int tri_option_set_str(tri_channel_opts *o, const tri_option *opt,
+                       const char *s, size_t len);
 
 /* A STR or PEM row's pointer in `o` (borrowed). */
 const char *tri_option_get_str(const tri_channel_opts *o, const tri_option *opt);

@@ -114,7 +114,8 @@ typedef struct {
  * views go to `pems`, which the caller releases with tri_py_release_pems, on
  * failure too. */
 struct tri_channel_opts;
-int tri_py_set_channel_options(struct tri_channel_opts *o, PyObject *kw, tri_py_pems *pems);
+int tri_py_set_channel_options(struct tri_channel_opts *o, PyObject *kw,
+                               tri_py_pems *pems);
 void tri_py_release_pems(tri_py_pems *pems);
 
 /* _triple.CHANNEL_OPTIONS: a tuple of (key, name, type, min, max, default,

@@ -148,18 +148,21 @@ static int timeout_to_ns(PyObject *timeout, int64_t *ns) {
 /* call(path, request=None, timeout=None, metadata=None, *, wait=False,
  *      notify=0, flags=0, compression=-1): the per-call path, so METH_FASTCALL
  * (no argument tuple or keyword dict per call). */
-static PyObject *channel_call(ChannelObject *self, PyObject *const *args, Py_ssize_t nargs,
-                              PyObject *kwnames) {
-  static const char *const names[] = {"path",   "request", "timeout", "metadata",
-                                      "wait",   "notify",  "flags",   "compression"};
+static PyObject *channel_call(ChannelObject *self, PyObject *const *args,
+                              Py_ssize_t nargs, PyObject *kwnames) {
+  static const char *const names[] = {"path",     "request",    "timeout",
+                                      "metadata", "wait",       "notify",
+                                      "flags",    "compression"};
   PyObject *a[8];
   if (tri_py_fastcall_args("call", args, nargs, kwnames, names, 8, 4, 1, a) < 0)
     return NULL;
   Py_ssize_t path_len;
-  const char *path = PyUnicode_Check(a[0]) ? PyUnicode_AsUTF8AndSize(a[0], &path_len) : NULL;
+  const char *path =
+      PyUnicode_Check(a[0]) ? PyUnicode_AsUTF8AndSize(a[0], &path_len) : NULL;
   if (!path) {
     if (!PyErr_Occurred())
-      PyErr_Format(PyExc_TypeError, "call() argument 'path' must be str, not %.100s",
+      PyErr_Format(PyExc_TypeError,
+                   "call() argument 'path' must be str, not %.100s",
                    Py_TYPE(a[0])->tp_name);
     return NULL;
   }
@@ -167,7 +170,8 @@ static PyObject *channel_call(ChannelObject *self, PyObject *const *args, Py_ssi
            *md = a[3] ? a[3] : Py_None;
   int wait = a[4] ? PyObject_IsTrue(a[4]) : 0, notify, flags, compress;
   if (wait < 0 || tri_py_int_arg(a[5], 0, &notify) < 0 ||
-      tri_py_int_arg(a[6], 0, &flags) < 0 || tri_py_int_arg(a[7], -1, &compress) < 0)
+      tri_py_int_arg(a[6], 0, &flags) < 0 ||
+      tri_py_int_arg(a[7], -1, &compress) < 0)
     return NULL;
   if ((flags & TRI_CALL_CLIENT_STREAMING) && request != Py_None) {
     PyErr_SetString(PyExc_ValueError,
@@ -449,8 +453,9 @@ static PyType_Slot channel_slots[] = {
     {Py_tp_methods, channel_methods},
     {Py_tp_getset, channel_getset},
     {Py_tp_members, channel_members},
-    {Py_tp_doc, "Channel(host, port, /, **options): the C core's channel; the options "
-                "are the names of CHANNEL_OPTIONS."},
+    {Py_tp_doc,
+     "Channel(host, port, /, **options): the C core's channel; the options "
+     "are the names of CHANNEL_OPTIONS."},
     {0, NULL}};
 
 static PyType_Spec channel_spec = {

@@ -22,10 +22,11 @@ int tri_py_fastcall_args(const char *fn, PyObject *const *args, Py_ssize_t nargs
                          int positional, int required, PyObject **out) {
   for (int i = 0; i < n; i++) out[i] = NULL;
   if (nargs > positional) {
-    PyErr_Format(PyExc_TypeError,
-                 "%s() takes at most %d positional arguments (%zd given); pass the "
-                 "others by keyword",
-                 fn, positional, nargs);
+    PyErr_Format(
+        PyExc_TypeError,
+        "%s() takes at most %d positional arguments (%zd given); pass the "
+        "others by keyword",
+        fn, positional, nargs);
     return -1;
   }
   for (Py_ssize_t i = 0; i < nargs; i++) out[i] = args[i];
@@ -35,19 +36,21 @@ int tri_py_fastcall_args(const char *fn, PyObject *const *args, Py_ssize_t nargs
     int i = 0;
     while (i < n && !key_is(key, names[i])) i++;
     if (i == n) {
-      PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%S'", fn, key);
+      PyErr_Format(PyExc_TypeError,
+                   "%s() got an unexpected keyword argument '%S'", fn, key);
       return -1;
     }
     if (out[i]) {
-      PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", fn,
-                   names[i]);
+      PyErr_Format(PyExc_TypeError,
+                   "%s() got multiple values for argument '%s'", fn, names[i]);
       return -1;
     }
     out[i] = args[nargs + k];
   }
   for (int i = 0; i < required; i++)
     if (!out[i]) {
-      PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", fn, names[i]);
+      PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", fn,
+                   names[i]);
       return -1;
     }
   return 0;
@@ -61,7 +64,8 @@ int tri_py_int_arg(PyObject *o, int dflt, int *out) {
   long v = PyLong_AsLong(o);
   if (v == -1 && PyErr_Occurred()) return -1;
   if (v < INT_MIN || v > INT_MAX) {
-    PyErr_SetString(PyExc_OverflowError, "signed integer is greater than maximum");
+    PyErr_SetString(PyExc_OverflowError,
+                    "signed integer is greater than maximum");
     return -1;
   }
   *out = (int)v;

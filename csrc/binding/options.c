@@ -22,12 +22,13 @@ static int set_number(tri_channel_opts *o, const tri_option *opt, PyObject *v) {
     int i = s ? tri_option_choice(opt, s) : -1;
     if (i >= 0) return tri_option_set_int(o, opt, i), 0;
     if (!PyErr_Occurred())
-      PyErr_Format(PyExc_ValueError, "channel option %s: unknown value %R", opt->name, v);
+      PyErr_Format(PyExc_ValueError, "channel option %s: unknown value %R",
+                   opt->name, v);
     return -1;
   }
   if (!PyLong_Check(v)) {
-    PyErr_Format(PyExc_TypeError, "channel option %s must be an int, not %.100s", opt->name,
-                 Py_TYPE(v)->tp_name);
+    PyErr_Format(PyExc_TypeError, "channel option %s must be an int, not %.100s",
+                 opt->name, Py_TYPE(v)->tp_name);
     return -1;
   }
   int overflow;
@@ -35,8 +36,9 @@ static int set_number(tri_channel_opts *o, const tri_option *opt, PyObject *v) {
   if (x == -1 && PyErr_Occurred()) return -1;
   if (overflow) x = overflow > 0 ? LLONG_MAX : LLONG_MIN;
   if (tri_option_set_int(o, opt, x) == 0) return 0;
-  PyErr_Format(PyExc_ValueError, "channel option %s must be in [%lld, %lld], not %R",
-               opt->name, (long long)opt->min, (long long)opt->max, v);
+  PyErr_Format(PyExc_ValueError,
+               "channel option %s must be in [%lld, %lld], not %R", opt->name,
+               (long long)opt->min, (long long)opt->max, v);
   return -1;
 }
 
@@ -49,8 +51,9 @@ static int set_text(tri_channel_opts *o, const tri_option *opt, PyObject *v,
     const char *s = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
     if (!s) {
       if (!PyErr_Occurred())
-        PyErr_Format(PyExc_TypeError, "channel option %s must be a str, not %.100s",
-                     opt->name, Py_TYPE(v)->tp_name);
+        PyErr_Format(PyExc_TypeError,
+                     "channel option %s must be a str, not %.100s", opt->name,
+                     Py_TYPE(v)->tp_name);
       return -1;
     }
     return tri_option_set_str(o, opt, s, strlen(s)), 0;
@@ -65,18 +68,21 @@ static int set_text(tri_channel_opts *o, const tri_option *opt, PyObject *v,
   return tri_option_set_str(o, opt, view->buf, (size_t)view->len), 0;
 }
 
-int tri_py_set_channel_options(tri_channel_opts *o, PyObject *kw, tri_py_pems *pems) {
+int tri_py_set_channel_options(tri_channel_opts *o, PyObject *kw,
+                               tri_py_pems *pems) {
   if (!kw) return 0;
   PyObject *key, *value;
   Py_ssize_t pos = 0;
   while (PyDict_Next(kw, &pos, &key, &value)) {
     Py_ssize_t len;
-    const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &len) : NULL;
-    if (!name) return -1; /* keywords are str: only a failed encoding gets here */
+    const char *name =
+        PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &len) : NULL;
+    if (!name)
+      return -1; /* keywords are str: only a failed encoding gets here */
     const tri_option *opt = tri_channel_option_find(name, (size_t)len);
     if (!opt) {
-      PyErr_Format(PyExc_TypeError, "Channel() got an unexpected keyword argument '%s'",
-                   name);
+      PyErr_Format(PyExc_TypeError,
+                   "Channel() got an unexpected keyword argument '%s'", name);
       return -1;
     }
     if (value == Py_None) continue; /* None: the default */
@@ -96,23 +102,23 @@ void tri_py_release_pems(tri_py_pems *pems) {
 /* A row's range as Python ints, or None for the types without one. */
 static PyObject *range_end(const tri_option *opt, int64_t v) {
   switch (opt->type) {
-  case TRI_OPT_INT:
-  case TRI_OPT_LIMIT:
-  case TRI_OPT_MS:
-  case TRI_OPT_COUNT: return PyLong_FromLongLong(v);
-  default: Py_RETURN_NONE;
+    case TRI_OPT_INT:
+    case TRI_OPT_LIMIT:
+    case TRI_OPT_MS:
+    case TRI_OPT_COUNT: return PyLong_FromLongLong(v);
+    default: Py_RETURN_NONE;
   }
 }
 
 static PyObject *default_of(const tri_option *opt) {
   switch (opt->type) {
-  case TRI_OPT_BOOL: return PyBool_FromLong((long)opt->def);
-  case TRI_OPT_CHOICE: return PyUnicode_FromString(opt->choices[opt->def]);
-  case TRI_OPT_STR:
-    if (opt->def_str) return PyUnicode_FromString(opt->def_str);
-    Py_RETURN_NONE;
-  case TRI_OPT_PEM: Py_RETURN_NONE;
-  default: return PyLong_FromLongLong(opt->def);
+    case TRI_OPT_BOOL: return PyBool_FromLong((long)opt->def);
+    case TRI_OPT_CHOICE: return PyUnicode_FromString(opt->choices[opt->def]);
+    case TRI_OPT_STR:
+      if (opt->def_str) return PyUnicode_FromString(opt->def_str);
+      Py_RETURN_NONE;
+    case TRI_OPT_PEM: Py_RETURN_NONE;
+    default: return PyLong_FromLongLong(opt->def);
   }
 }
 
@@ -138,8 +144,8 @@ static PyObject *row_tuple(const tri_option *opt) {
   PyObject *def = default_of(opt), *choices = choices_of(opt);
   PyObject *row = NULL;
   if (key && lo && hi && def && choices)
-    row = Py_BuildValue("(OssOOOON)", key, opt->name, tri_option_type_name(opt->type), lo,
-                        hi, def, choices,
+    row = Py_BuildValue("(OssOOOON)", key, opt->name,
+                        tri_option_type_name(opt->type), lo, hi, def, choices,
                         PyBool_FromLong(opt->flags & TRI_OPT_FROM_CREDENTIALS));
   Py_XDECREF(key);
   Py_XDECREF(lo);

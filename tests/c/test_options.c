@@ -44,7 +44,8 @@ static void rows(void) {
     CHECK(opt->offset + opt->size <= sizeof(o));
     CHECK(tri_channel_option_find(opt->name, strlen(opt->name)) == opt);
     CHECK(strcmp(tri_option_type_name(opt->type), "?") != 0);
-    for (size_t j = 0; j < i; j++) CHECK(tri_channel_options[j].offset != opt->offset);
+    for (size_t j = 0; j < i; j++)
+      CHECK(tri_channel_options[j].offset != opt->offset);
     if (opt->type == TRI_OPT_STR)
       CHECK(tri_option_get_str(&o, opt) == opt->def_str);
     else if (opt->type != TRI_OPT_PEM)
