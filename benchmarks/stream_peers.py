@@ -5,7 +5,7 @@ concurrent streams (C). Every stream calls /benchmark.BenchmarkService/StreamCal
 grpc-go peer (tests/peers/go/echo_server.go), sends N BenchmarkRequest messages, half-closes,
 then drains the N echoed responses and the final status. Each arm uses ONE connection:
 
-  writer-on   triple_py.insecure_channel(addr): the default coalescing writer (32 KiB)
+  writer-on   triple_py.insecure_channel(addr): the default coalescing writer (the core's)
   writer-off  the same with options=[("triple.write_buffer_size", 0)]
   grpcio-aio  C asyncio tasks on one grpc.aio channel, stream_stream with call.write /
               done_writing / read

@@ -100,9 +100,10 @@ enum { TRI_COMPRESS_NONE = 0, TRI_COMPRESS_DEFLATE = 1, TRI_COMPRESS_GZIP = 2 };
 
 /* Fills `o` with the defaults, the rows of tri_channel_options (tri_options.c,
  * the one place they are written): 4 MiB receive limit, no send limit, 16 MiB-1
- * stream window, 1 GiB-1 connection window, 64 KiB frames, a 32 KiB / 200 us
- * coalescing writer, a 10 s write-stall timeout, no keepalive, grpcio's
- * reconnect backoff.  A new option is a field here plus one row there. */
+ * stream window, 1 GiB-1 connection window, 64 KiB frames, the coalescing
+ * writer on (TRI_WRITER_DEFAULT_WATERMARK), a 10 s write-stall timeout, no
+ * keepalive, grpcio's reconnect backoff.  A new option is a field here plus
+ * one row there (see tri_options.h). */
 void tri_channel_opts_init(tri_channel_opts *o);
 
 /* Creates a channel; nothing is connected yet.  Returns 0, TRI_ERR_INVALID (a
