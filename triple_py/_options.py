@@ -10,8 +10,8 @@ counts, -1 for unlimited), ``grpc.primary_user_agent`` prepending to the default
 """
 from __future__ import annotations
 
-from dataclasses import field, make_dataclass
-from typing import Any, Callable, Iterable, NamedTuple, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Optional, TypeVar
 
 from . import __version__, _triple
 
@@ -32,6 +32,7 @@ class CoreOption(NamedTuple):
 CORE_OPTIONS: tuple[CoreOption, ...] = tuple(CoreOption(*row) for row in _triple.CHANNEL_OPTIONS)
 _BY_NAME = {o.name: o for o in CORE_OPTIONS}
 INT_MAX = 2**31 - 1
+_T = TypeVar("_T")
 
 
 def core_default(name: str) -> Any:
@@ -103,22 +104,17 @@ def _converter(row: CoreOption) -> Callable[[Any], Any]:
     if row.type == "limit":
         assert row.min is not None and row.max is not None
         return _in_range(row.min, row.max, unlimited=-1)
-    return {"ms": _milliseconds, "count": _count, "bool": bool, "str": str,
-            "choice": str}[row.type]
+    rules: dict[str, Callable[[Any], Any]] = {
+        "ms": _milliseconds, "count": _count, "bool": bool, "str": str, "choice": str}
+    return rules[row.type]
 
 
 _PY_TYPES = {"int": int, "limit": int, "ms": int, "count": int, "bool": bool,
              "str": Optional[str], "choice": str}
-# The ChannelOptions fields: every row but the TLS material from credentials, then the
-# Python layer's own.  Unary calls take the fast path (one op: headers and the whole
-# request at once) unless unary_fast_path is False: they then go through the
-# client-streaming machinery (start, write, done_writing: dubbo-go's duplex path), the
-# baseline of an A/B and a fallback.  On the Triple wire the one request goes out as
-# the bare body (TRI_CALL_UNARY_BODY).
+# The ChannelOptions fields: every row but the TLS material from credentials.
 _CORE_FIELDS = tuple(o for o in CORE_OPTIONS if not o.from_credentials)
 _DEFAULTS = {o.name: o.default for o in _CORE_FIELDS}
 _DEFAULTS["user_agent"] = f"{_DEFAULTS['user_agent']}/{__version__}"
-_PYTHON_FIELDS: list[tuple[str, Any, Any]] = [("unary_fast_path", bool, True)]
 
 # Option key -> (ChannelOptions field, converter), for the keys that map one to one.
 _FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
@@ -127,39 +123,56 @@ _FIELDS[UNARY_FAST_PATH] = ("unary_fast_path", _flag)
 _CHOICES = {o.key: o.choices for o in _CORE_FIELDS if o.type == "choice"}
 
 
-def _from_pairs(cls: type, options: Optional[Iterable[tuple[str, Any]]]) -> Any:
-    """Reads grpcio-style ``[(key, value), ...]``; unknown keys are ignored, as grpcio does."""
-    o = cls()
-    for key, value in options or ():
-        if key == PRIMARY_USER_AGENT:
-            o.user_agent = f"{value} {o.user_agent}"
-        elif key in _CHOICES and value not in _CHOICES[key]:
-            raise ValueError(f"{key} must be one of {sorted(_CHOICES[key])}, not {value!r}")
-        elif key in _FIELDS:
-            name, kind = _FIELDS[key]
-            try:
-                setattr(o, name, kind(value))
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"option {key!r}: {exc}") from None
-    return o
+def _with_table_fields(cls: type[_T]) -> type[_T]:
+    """Makes ``cls`` a dataclass whose fields are the table's rows (their defaults and
+    Python types) followed by the fields ``cls`` declares itself."""
+    own = cls.__dict__.get("__annotations__", {})
+    cls.__annotations__ = {**{o.name: _PY_TYPES[o.type] for o in _CORE_FIELDS}, **own}
+    for o in _CORE_FIELDS:
+        setattr(cls, o.name, _DEFAULTS[o.name])
+    return dataclass(cls)
 
 
-def _core_kwargs(self: Any) -> dict[str, Any]:
-    """Keyword arguments for ``_triple.Channel``: one per row of the table."""
-    kwargs = {o.name: getattr(self, o.name) for o in _CORE_FIELDS}
-    if kwargs["keepalive_time_ms"] >= INT_MAX:  # grpcio's "never"
-        kwargs["keepalive_time_ms"] = 0
-    return kwargs
+@_with_table_fields
+class ChannelOptions:
+    """The options a channel was built with, resolved to their defaults.
 
+    One field per row of ``_triple.CHANNEL_OPTIONS`` but the TLS material (named as the
+    row: ``max_receive``, ``write_buffer_size``...), then ``unary_fast_path``."""
 
-ChannelOptions = make_dataclass(
-    "ChannelOptions",
-    [(o.name, _PY_TYPES[o.type], field(default=_DEFAULTS[o.name])) for o in _CORE_FIELDS]
-    + [(name, kind, field(default=default)) for name, kind, default in _PYTHON_FIELDS],
-    namespace={"from_pairs": classmethod(_from_pairs), "core_kwargs": _core_kwargs,
-               "__module__": __name__})
-ChannelOptions.__doc__ = """The options a channel was built with, resolved to their defaults.
+    # Unary calls take the fast path (one op: headers and the whole request at once)
+    # unless False: they then go through the client-streaming machinery (start, write,
+    # done_writing: dubbo-go's duplex path), the baseline of an A/B and a fallback. On
+    # the Triple wire the one request goes out as the bare body (TRI_CALL_UNARY_BODY).
+    unary_fast_path: bool = True
 
-One field per row of ``_triple.CHANNEL_OPTIONS`` (but the TLS material), named as the
-row; ``from_pairs`` reads grpcio-style options, ``core_kwargs`` gives the keywords of
-``_triple.Channel``."""
+    if TYPE_CHECKING:
+        def __init__(self, **fields: Any) -> None: ...
+        def __getattr__(self, name: str) -> Any: ...  # the table's fields
+        def __setattr__(self, name: str, value: Any) -> None: ...
+
+    @classmethod
+    def from_pairs(cls, options: Optional[Iterable[tuple[str, Any]]]) -> "ChannelOptions":
+        """Reads grpcio-style ``[(key, value), ...]``; unknown keys are ignored, as grpcio
+        does."""
+        o = cls()
+        for key, value in options or ():
+            if key == PRIMARY_USER_AGENT:
+                o.user_agent = f"{value} {o.user_agent}"
+            elif key in _CHOICES and value not in _CHOICES[key]:
+                raise ValueError(
+                    f"{key} must be one of {sorted(_CHOICES[key])}, not {value!r}")
+            elif key in _FIELDS:
+                name, kind = _FIELDS[key]
+                try:
+                    setattr(o, name, kind(value))
+                except (TypeError, ValueError) as exc:
+                    raise type(exc)(f"option {key!r}: {exc}") from None
+        return o
+
+    def core_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``_triple.Channel``: one per row of the table."""
+        kwargs = {o.name: getattr(self, o.name) for o in _CORE_FIELDS}
+        if kwargs["keepalive_time_ms"] >= INT_MAX:  # grpcio's "never"
+            kwargs["keepalive_time_ms"] = 0
+        return kwargs

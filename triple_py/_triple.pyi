@@ -3,7 +3,7 @@
 Kept in step with the binding by tests/unit/test_triple_stub.py: every public name of
 the module is declared here and every name declared here exists in the module.
 """
-from typing_extensions import Buffer
+from _typeshed import ReadableBuffer as Buffer
 from typing import Any, Final, Optional, Sequence, Union
 
 # Response and request metadata: (key, value) pairs; values of "-bin" keys are bytes.

@@ -4,6 +4,9 @@ exists, so type checkers see the real boundary."""
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -55,3 +58,43 @@ def test_the_stub_ships_with_the_package() -> None:
     assert (package / "py.typed").is_file()
     pyproject = (package.parent / "pyproject.toml").read_text()
     assert '"_triple.pyi"' in pyproject and '"py.typed"' in pyproject
+
+
+GOOD = '''
+from triple_py import _triple
+
+ch = _triple.Channel("127.0.0.1", "50051", max_send=5, wire="triple")
+call = ch.call("/s/m", b"x", 1.0, None, wait=True, notify=_triple.EV_DONE)
+code: int = call.code()
+initial, trailing = call.metadata()
+names = [row[1] for row in _triple.CHANNEL_OPTIONS]
+p: int = _triple.Histogram(3).percentile(99)
+'''
+BAD = '''
+from triple_py import _triple
+
+ch = _triple.Channel("127.0.0.1", "50051")
+call = ch.call("/s/m", b"x", 1.0, None, True)
+text: str = call.code()
+ch.call(path=b"/s/m")
+'''
+
+
+def _mypy(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
+    (tmp_path / "consumer.py").write_text(source)
+    env = {**os.environ, "MYPYPATH": str(STUB.parents[1])}
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--follow-imports=silent", "--no-incremental",
+         "--python-version", "3.11", "consumer.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_mypy_checks_callers_against_the_stub(tmp_path: Path) -> None:
+    """A type checker (Debian's mypy, tools/bootstrap.sh) reads the stub: right use of
+    the core passes, and each misuse is reported on its line."""
+    good = _mypy(tmp_path, GOOD)
+    assert good.returncode == 0, good.stdout
+    bad = _mypy(tmp_path, BAD)
+    assert "consumer.py:5: error: Too many positional arguments" in bad.stdout
+    assert "consumer.py:6: error: Incompatible types in assignment" in bad.stdout
+    assert 'consumer.py:7: error: Argument "path"' in bad.stdout
