@@ -88,12 +88,20 @@ struct tri_ring_entry;
 int tri_py_requests(PyObject *requests, struct tri_ring_entry **entries, size_t *n);
 void tri_py_free_requests(struct tri_ring_entry *entries);
 
+/* A parameter name of a METH_FASTCALL | METH_KEYWORDS method, with its
+ * length: TRI_PY_KW("path"). */
+typedef struct {
+  const char *name;
+  Py_ssize_t len;
+} tri_py_kw;
+#define TRI_PY_KW(s) {s, (Py_ssize_t)sizeof(s) - 1}
+
 /* Matches the arguments of a METH_FASTCALL | METH_KEYWORDS method `fn` with
  * parameters `names` (n of them; at most `positional` given by position, the
  * first `required` mandatory): out[i] is the borrowed argument for names[i],
  * or NULL when not given.  Returns 0, or -1 with TypeError (fastcall.c). */
 int tri_py_fastcall_args(const char *fn, PyObject *const *args, Py_ssize_t nargs,
-                         PyObject *kwnames, const char *const *names, int n,
+                         PyObject *kwnames, const tri_py_kw *names, int n,
                          int positional, int required, PyObject **out);
 
 /* An optional int argument (NULL: `dflt`), as the "i" format converts it:

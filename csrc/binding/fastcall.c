@@ -7,18 +7,17 @@
  */
 #include "binding.h"
 
-/* 1 when the str `key` spells `name`: compact ASCII keywords (every literal
- * keyword in Python source) are compared as bytes. */
-static int key_is(PyObject *key, const char *name) {
-  if (PyUnicode_IS_COMPACT_ASCII(key)) {
-    size_t n = (size_t)PyUnicode_GET_LENGTH(key);
-    return strlen(name) == n && memcmp(PyUnicode_DATA(key), name, n) == 0;
-  }
-  return PyUnicode_CompareWithASCIIString(key, name) == 0;
+/* 1 when the str `key` spells `kw`: compact ASCII keywords (every literal
+ * keyword in Python source) are compared by length, then bytes. */
+static int key_is(PyObject *key, const tri_py_kw *kw) {
+  if (PyUnicode_IS_COMPACT_ASCII(key))
+    return PyUnicode_GET_LENGTH(key) == kw->len &&
+           memcmp(PyUnicode_DATA(key), kw->name, (size_t)kw->len) == 0;
+  return PyUnicode_CompareWithASCIIString(key, kw->name) == 0;
 }
 
 int tri_py_fastcall_args(const char *fn, PyObject *const *args, Py_ssize_t nargs,
-                         PyObject *kwnames, const char *const *names, int n,
+                         PyObject *kwnames, const tri_py_kw *names, int n,
                          int positional, int required, PyObject **out) {
   for (int i = 0; i < n; i++) out[i] = NULL;
   if (nargs > positional) {
@@ -34,7 +33,7 @@ int tri_py_fastcall_args(const char *fn, PyObject *const *args, Py_ssize_t nargs
   for (Py_ssize_t k = 0; k < nkw; k++) {
     PyObject *key = PyTuple_GET_ITEM(kwnames, k);
     int i = 0;
-    while (i < n && !key_is(key, names[i])) i++;
+    while (i < n && !key_is(key, &names[i])) i++;
     if (i == n) {
       PyErr_Format(PyExc_TypeError,
                    "%s() got an unexpected keyword argument '%S'", fn, key);
@@ -42,7 +41,7 @@ int tri_py_fastcall_args(const char *fn, PyObject *const *args, Py_ssize_t nargs
     }
     if (out[i]) {
       PyErr_Format(PyExc_TypeError,
-                   "%s() got multiple values for argument '%s'", fn, names[i]);
+                   "%s() got multiple values for argument '%s'", fn, names[i].name);
       return -1;
     }
     out[i] = args[nargs + k];
@@ -50,7 +49,7 @@ int tri_py_fastcall_args(const char *fn, PyObject *const *args, Py_ssize_t nargs
   for (int i = 0; i < required; i++)
     if (!out[i]) {
       PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", fn,
-                   names[i]);
+                   names[i].name);
       return -1;
     }
   return 0;
