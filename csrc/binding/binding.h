@@ -94,7 +94,8 @@ typedef struct {
   const char *name;
   Py_ssize_t len;
 } tri_py_kw;
-#define TRI_PY_KW(s) {s, (Py_ssize_t)sizeof(s) - 1}
+#define TRI_PY_KW(s) \
+  { s, (Py_ssize_t)sizeof(s) - 1 }
 
 /* Matches the arguments of a METH_FASTCALL | METH_KEYWORDS method `fn` with
  * parameters `names` (n of them; at most `positional` given by position, the

@@ -151,9 +151,9 @@ static int timeout_to_ns(PyObject *timeout, int64_t *ns) {
 static PyObject *channel_call(ChannelObject *self, PyObject *const *args,
                               Py_ssize_t nargs, PyObject *kwnames) {
   static const tri_py_kw names[] = {
-      TRI_PY_KW("path"), TRI_PY_KW("request"), TRI_PY_KW("timeout"),
-      TRI_PY_KW("metadata"), TRI_PY_KW("wait"), TRI_PY_KW("notify"),
-      TRI_PY_KW("flags"), TRI_PY_KW("compression")};
+      TRI_PY_KW("path"),     TRI_PY_KW("request"),    TRI_PY_KW("timeout"),
+      TRI_PY_KW("metadata"), TRI_PY_KW("wait"),       TRI_PY_KW("notify"),
+      TRI_PY_KW("flags"),    TRI_PY_KW("compression")};
   PyObject *a[8];
   if (tri_py_fastcall_args("call", args, nargs, kwnames, names, 8, 4, 1, a) < 0)
     return NULL;

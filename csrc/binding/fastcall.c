@@ -40,8 +40,8 @@ int tri_py_fastcall_args(const char *fn, PyObject *const *args, Py_ssize_t nargs
       return -1;
     }
     if (out[i]) {
-      PyErr_Format(PyExc_TypeError,
-                   "%s() got multiple values for argument '%s'", fn, names[i].name);
+      PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'",
+                   fn, names[i].name);
       return -1;
     }
     out[i] = args[nargs + k];
