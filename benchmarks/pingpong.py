@@ -5,8 +5,8 @@ ONE /benchmark.BenchmarkService/StreamCall stream, makes --warmup-trips unmeasur
 then times --trips round trips (default 1,000) of a 128 B BenchmarkRequest: write one
 message, read its echo. Then it half-closes and checks the final status.
 
-  writer-on   triple_py.insecure_channel(addr): the default coalescing writer (32 KiB,
-              200 us delay); pending bytes must be flushed before a read blocks
+  writer-on   triple_py.insecure_channel(addr): the default coalescing writer (watermark
+              and delay from the core's options table); pending bytes must be flushed before a read blocks
   writer-off  the same with options=[("triple.write_buffer_size", 0)]
 
 Rounds interleave the two arms and reverse their order every other round. Per arm: the

@@ -5,7 +5,7 @@ concurrent streams (C). Every stream calls /benchmark.BenchmarkService/StreamCal
 grpc-go peer (tests/peers/go/echo_server.go), sends N BenchmarkRequest messages, half-closes,
 then drains the N echoed responses and the final status. Each arm uses ONE connection:
 
-  writer-on   triple_py.insecure_channel(addr): the default coalescing writer (32 KiB)
+  writer-on   triple_py.insecure_channel(addr): the default coalescing writer (the core's)
   writer-off  the same with options=[("triple.write_buffer_size", 0)]
   grpcio-aio  C asyncio tasks on one grpc.aio channel, stream_stream with call.write /
               done_writing / read
@@ -150,7 +150,7 @@ def _spec(arm: str, mode: str, address: str, request: bytes, n: int, concurrency
     return RunSpec(arm=arm, mode=mode, target=address, method=STREAM_METHOD,
                    payload_size=len(request), concurrency=concurrency, connections=1,
                    duration=duration, warmup=warmup, stream_messages=n,
-                   write_buffer_size=0 if arm == "writer-off" else 32768,
+                   write_buffer_size=0 if arm == "writer-off" else RunSpec.write_buffer_size,
                    timeout=STREAM_TIMEOUT, request=request, options={"threads": threads})
 
 

@@ -15,6 +15,7 @@
 #include "tri_error.h"
 #include "tri_fork.h"
 #include "tri_int.h"
+#include "tri_options.h"
 #include "tri_wire.h"
 #include "tri_writer.h"
 #include "tri_tls.h"
@@ -23,20 +24,7 @@
 
 void tri_channel_opts_init(tri_channel_opts *o) {
   memset(o, 0, sizeof(*o));
-  o->max_recv_bytes = 4 << 20;
-  o->max_send_bytes = -1;
-  o->stream_window = (16u << 20) - 1;
-  o->conn_window = (1u << 30) - 1;
-  o->max_frame_size = 64u << 10;
-  o->user_agent = TRI_USER_AGENT;
-  o->write_buffer_size = TRI_WRITER_DEFAULT_WATERMARK;
-  o->write_buffer_delay_us = 200;
-  o->write_stall_timeout_ms = 10000;
-  o->keepalive_timeout_ms = 20000;
-  o->max_pings_without_data = 2;
-  o->initial_reconnect_backoff_ms = TRI_BACKOFF_INITIAL_MS;
-  o->max_reconnect_backoff_ms = TRI_BACKOFF_MAX_MS;
-  o->min_connect_timeout_ms = TRI_BACKOFF_MIN_CONNECT_TIMEOUT_MS;
+  tri_channel_options_defaults(o); /* the table's (tri_options.c) */
 }
 
 int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {

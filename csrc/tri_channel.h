@@ -44,7 +44,8 @@ typedef struct tri_channel_opts {
   uint32_t conn_window;      /* our connection window */
   uint32_t max_frame_size;   /* our SETTINGS_MAX_FRAME_SIZE */
   const char *user_agent;    /* copied; default TRI_USER_AGENT */
-  uint32_t write_buffer_size;  /* coalescing watermark; 0 = off (default 32 KiB) */
+  uint32_t write_buffer_size;     /* coalescing watermark; 0 = off
+                                     (default TRI_WRITER_DEFAULT_WATERMARK) */
   uint32_t write_buffer_delay_us; /* longest wait of a partial chunk (200) */
   int wire;                    /* TRI_WIRE_GRPC (default) or TRI_WIRE_TRIPLE */
   int dialect;                 /* Triple wire headers: TRI_DIALECT_AUTO (default),
@@ -97,9 +98,12 @@ enum { TRI_DIALECT_AUTO = 0, TRI_DIALECT_GO = 1, TRI_DIALECT_SPEC = 2 };
  * any other value (TRI_ERR_INVALID). */
 enum { TRI_COMPRESS_NONE = 0, TRI_COMPRESS_DEFLATE = 1, TRI_COMPRESS_GZIP = 2 };
 
-/* Fills `o` with the defaults: 4 MiB receive limit, no send limit, 16 MiB-1
- * stream window, 1 GiB-1 connection window, 64 KiB frames, a 10 s write-stall
- * timeout, no keepalive, grpcio's reconnect backoff. */
+/* Fills `o` with the defaults, the rows of tri_channel_options (tri_options.c,
+ * the one place they are written): 4 MiB receive limit, no send limit, 16 MiB-1
+ * stream window, 1 GiB-1 connection window, 64 KiB frames, the coalescing
+ * writer on (TRI_WRITER_DEFAULT_WATERMARK), a 10 s write-stall timeout, no
+ * keepalive, grpcio's reconnect backoff.  A new option is a field here plus
+ * one row there (see tri_options.h). */
 void tri_channel_opts_init(tri_channel_opts *o);
 
 /* Creates a channel; nothing is connected yet.  Returns 0, TRI_ERR_INVALID (a

@@ -181,8 +181,10 @@ void tri_load_config_init(tri_load_config *c) {
   c->duration_s = 10;
   c->payload_size = 128;
   c->stream_messages = 1;
-  c->write_buffer_size = 32u << 10;
-  c->write_buffer_delay_us = 200;
+  tri_channel_opts channel; /* the channel options' defaults (tri_options.c) */
+  tri_channel_opts_init(&channel);
+  c->write_buffer_size = channel.write_buffer_size;
+  c->write_buffer_delay_us = channel.write_buffer_delay_us;
   c->timeout_s = 10;
 }
 

@@ -189,7 +189,8 @@ typedef struct tri_load_config {
 } tri_load_config;
 
 /* Defaults: UNARY on 127.0.0.1:50051, 1 x 1, 10 s, no warm-up, 128 B,
- * K = 1, 32 KiB / 200 us writer, 10 s timeout, closed loop. */
+ * K = 1, the channel options' default writer (tri_options.c), 10 s timeout,
+ * closed loop. */
 void tri_load_config_init(tri_load_config *c);
 
 /* NULL when `c` is acceptable, else a static description of its first bad

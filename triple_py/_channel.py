@@ -114,8 +114,8 @@ class UnaryUnaryMultiCallable(_MultiCallable):
         """Starts a call without per-call credentials or wait_for_ready."""
         payload = serialize(self._serialize, request)
         if self._direct:
-            return self._core.call(self._method, payload, timeout, metadata, wait, notify, 0,
-                                   _compression(compression))
+            return self._core.call(self._method, payload, timeout, metadata, wait=wait,
+                                   notify=notify, compression=_compression(compression))
         return self._start_other(payload, timeout, metadata, wait, notify, compression, None,
                                  None)
 
@@ -140,8 +140,8 @@ class UnaryUnaryMultiCallable(_MultiCallable):
     def _start_payload(self, payload: Any, timeout: Optional[float], metadata: MetadataType,
                        wait: bool, notify: int, compression: Any) -> Any:
         if self._fast_path:
-            return self._core.call(self._method, payload, timeout, metadata, wait, notify, 0,
-                                   _compression(compression))
+            return self._core.call(self._method, payload, timeout, metadata, wait=wait,
+                                   notify=notify, compression=_compression(compression))
         return self._start_streamed(payload, timeout, metadata, wait, notify, compression)
 
     def _start_streamed(self, payload: Any, timeout: Optional[float], metadata: MetadataType,
@@ -311,9 +311,7 @@ class Channel:
         if credentials is not None and not local:
             tls = dict(tls=True, root_certificates=credentials.root_certificates,
                        private_key=credentials.private_key,
-                       certificate_chain=credentials.certificate_chain,
-                       server_name=self._options.ssl_target_name_override,
-                       tls_skip_verify=self._options.tls_skip_verify)
+                       certificate_chain=credentials.certificate_chain)
         self._core = _triple.Channel(host, port, **self._options.core_kwargs(), **tls)
         self._connectivity = ConnectivityWatcher(self._core)
         self._dispatcher = CompletionDispatcher(self._core)
@@ -376,6 +374,22 @@ class Channel:
     def unsubscribe(self, callback: Subscriber) -> None:
         """Stops the calls to ``callback`` (grpcio's ``Channel.unsubscribe``)."""
         self._connectivity.unsubscribe(callback)
+
+    @property
+    def core_channel(self) -> _triple.Channel:
+        """The C core's channel under this one (``_triple.Channel``), for
+        ``triple_py.aio`` and tools that drive the core directly."""
+        return self._core
+
+    @property
+    def options(self) -> ChannelOptions:
+        """The options this channel was built with, resolved to their defaults."""
+        return self._options
+
+    @property
+    def has_call_credentials(self) -> bool:
+        """True when the channel's credentials add call credentials to every call."""
+        return bool(self._call_plugins)
 
     def stats(self) -> dict[str, int]:
         """This channel's counters: calls, write_syscalls, bytes_written, allocations,

@@ -88,6 +88,49 @@ struct tri_ring_entry;
 int tri_py_requests(PyObject *requests, struct tri_ring_entry **entries, size_t *n);
 void tri_py_free_requests(struct tri_ring_entry *entries);
 
+/* A parameter name of a METH_FASTCALL | METH_KEYWORDS method, with its
+ * length: TRI_PY_KW("path"). */
+typedef struct {
+  const char *name;
+  Py_ssize_t len;
+} tri_py_kw;
+#define TRI_PY_KW(s) \
+  { s, (Py_ssize_t)sizeof(s) - 1 }
+
+/* Matches the arguments of a METH_FASTCALL | METH_KEYWORDS method `fn` with
+ * parameters `names` (n of them; at most `positional` given by position, the
+ * first `required` mandatory): out[i] is the borrowed argument for names[i],
+ * or NULL when not given.  Returns 0, or -1 with TypeError (fastcall.c). */
+int tri_py_fastcall_args(const char *fn, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames, const tri_py_kw *names, int n,
+                         int positional, int required, PyObject **out);
+
+/* An optional int argument (NULL: `dflt`), as the "i" format converts it:
+ * 0, or -1 with TypeError/OverflowError. */
+int tri_py_int_arg(PyObject *o, int dflt, int *out);
+
+/* The channel options' table (csrc/tri_options.h) for Python (options.c). */
+#define TRI_PY_MAX_PEMS 4
+typedef struct {
+  Py_buffer views[TRI_PY_MAX_PEMS]; /* PEM options, pinned during tri_channel_new */
+  int n;
+} tri_py_pems;
+
+/* Sets the options in `kw` (a dict of keyword arguments, or NULL; None values
+ * keep the default) on `o` by walking the table: 0, or -1 with TypeError for an
+ * unknown keyword or a wrong type and ValueError outside a row's range.  STR
+ * options point into `kw`'s values (which must outlive the use of `o`); PEM
+ * views go to `pems`, which the caller releases with tri_py_release_pems, on
+ * failure too. */
+struct tri_channel_opts;
+int tri_py_set_channel_options(struct tri_channel_opts *o, PyObject *kw,
+                               tri_py_pems *pems);
+void tri_py_release_pems(tri_py_pems *pems);
+
+/* _triple.CHANNEL_OPTIONS: a tuple of (key, name, type, min, max, default,
+ * choices, from_credentials) per row, in table order (a new reference). */
+PyObject *tri_py_channel_options_table(void);
+
 /* _triple.run_load(...) (load.c): the C load generator, GIL released. */
 PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs);
 extern const char tri_run_load_doc[];

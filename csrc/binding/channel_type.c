@@ -2,84 +2,25 @@
 #include "binding.h"
 #include "../tri_connectivity.h"
 
+/* Channel(host, port, /, **options): the options are the rows of the table
+ * (csrc/tri_options.h, _triple.CHANNEL_OPTIONS), by name; None keeps a default. */
 static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"host",          "port",          "authority",
-                           "max_receive",   "max_send",      "stream_window",
-                           "conn_window",   "max_frame_size", "user_agent",
-                           "write_buffer_size", "write_buffer_delay_us",
-                           "wire",          "compression",   "service_group",
-                           "service_version", "triple_codec", "tls",
-                           "root_certificates", "private_key", "certificate_chain",
-                           "server_name", "write_stall_timeout_ms",
-                           "keepalive_time_ms", "keepalive_timeout_ms",
-                           "keepalive_permit_without_calls", "max_pings_without_data",
-                           "initial_reconnect_backoff_ms", "max_reconnect_backoff_ms",
-                           "min_reconnect_backoff_ms", "dialect", "tls_skip_verify", NULL};
-  const char *host, *port, *authority = NULL, *ua = NULL;
+  const char *host, *port;
+  if (!PyArg_ParseTuple(args, "ss:Channel", &host, &port)) return -1;
+  if (self->ch) {
+    PyErr_SetString(PyExc_RuntimeError, "Channel already initialised");
+    return -1;
+  }
   tri_channel_opts o;
   tri_channel_opts_init(&o);
-  long long max_recv = o.max_recv_bytes, max_send = o.max_send_bytes;
-  unsigned int sw = o.stream_window, cw = o.conn_window, mf = o.max_frame_size;
-  unsigned int wbs = o.write_buffer_size, wbd = o.write_buffer_delay_us;
-  int wire = TRI_WIRE_GRPC, compress = TRI_COMPRESS_NONE, dialect = TRI_DIALECT_AUTO;
-  const char *group = NULL, *version = NULL, *codec = NULL, *sni = NULL;
-  int tls = 0, skip_verify = 0;
-  unsigned int stall = o.write_stall_timeout_ms, ka_time = o.keepalive_time_ms,
-               ka_timeout = o.keepalive_timeout_ms, ka_pings = o.max_pings_without_data,
-               bo_initial = o.initial_reconnect_backoff_ms,
-               bo_max = o.max_reconnect_backoff_ms, bo_min = o.min_connect_timeout_ms;
-  int ka_permit = o.keepalive_permit_without_calls;
-  Py_buffer roots = {0}, key = {0}, chain = {0};
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zLLIIIzIIiizzzpz*z*z*zIIIpIIIIip", kwlist,
-                                   &host, &port, &authority, &max_recv, &max_send,
-                                   &sw, &cw, &mf, &ua, &wbs, &wbd, &wire,
-                                   &compress, &group, &version, &codec, &tls,
-                                   &roots, &key, &chain, &sni, &stall, &ka_time,
-                                   &ka_timeout, &ka_permit, &ka_pings, &bo_initial,
-                                   &bo_max, &bo_min, &dialect, &skip_verify))
-    return -1;
-  o.write_stall_timeout_ms = stall;
-  o.keepalive_time_ms = ka_time;
-  o.keepalive_timeout_ms = ka_timeout;
-  o.keepalive_permit_without_calls = ka_permit;
-  o.max_pings_without_data = ka_pings;
-  o.initial_reconnect_backoff_ms = bo_initial;
-  o.max_reconnect_backoff_ms = bo_max;
-  o.min_connect_timeout_ms = bo_min;
-  o.tls = tls;
-  o.tls_roots = roots.buf;
-  o.tls_roots_len = (size_t)roots.len;
-  o.tls_key = key.buf;
-  o.tls_key_len = (size_t)key.len;
-  o.tls_chain = chain.buf;
-  o.tls_chain_len = (size_t)chain.len;
-  o.tls_server_name = sni;
-  o.tls_skip_verify = skip_verify;
+  tri_py_pems pems = {.n = 0};
+  int rv = -1;
+  if (tri_py_set_channel_options(&o, kw, &pems) < 0) goto out;
   char err[256] = "";
   o.error_out = err;
   o.error_out_len = sizeof(err);
-  int rv = -1;
-  if (self->ch) {
-    PyErr_SetString(PyExc_RuntimeError, "Channel already initialised");
-    goto out;
-  }
   o.host = host;
   o.port = port;
-  o.authority = authority;
-  o.max_recv_bytes = max_recv < 0 ? -1 : max_recv;
-  o.max_send_bytes = max_send < 0 ? -1 : max_send;
-  o.stream_window = sw;
-  o.conn_window = cw;
-  o.max_frame_size = mf;
-  if (ua) o.user_agent = ua;
-  o.write_buffer_size = wbs;
-  o.write_buffer_delay_us = wbd;
-  o.wire = wire;
-  o.dialect = dialect;
-  o.compress = compress;
-  o.service_group = group;
-  o.service_version = version;
-  o.triple_codec = codec;
   int err_code = tri_channel_new(&self->ch, &o);
   if (err_code) {
     PyErr_Format(err_code == TRI_ERR_NOMEM ? PyExc_MemoryError : PyExc_ValueError,
@@ -89,9 +30,7 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   rv = 0;
 out:
   /* The PEM bytes were copied into OpenSSL objects (or not needed). */
-  if (roots.obj) PyBuffer_Release(&roots);
-  if (key.obj) PyBuffer_Release(&key);
-  if (chain.obj) PyBuffer_Release(&chain);
+  tri_py_release_pems(&pems);
   return rv;
 }
 
@@ -206,17 +145,34 @@ static int timeout_to_ns(PyObject *timeout, int64_t *ns) {
   return 0;
 }
 
-static PyObject *channel_call(ChannelObject *self, PyObject *args,
-                              PyObject *kw) {
-  static char *kwlist[] = {"path", "request", "timeout", "metadata",
-                           "wait", "notify",  "flags",   "compression", NULL};
-  const char *path;
+/* call(path, request=None, timeout=None, metadata=None, *, wait=False,
+ *      notify=0, flags=0, compression=-1): the per-call path, so METH_FASTCALL
+ * (no argument tuple or keyword dict per call). */
+static PyObject *channel_call(ChannelObject *self, PyObject *const *args,
+                              Py_ssize_t nargs, PyObject *kwnames) {
+  static const tri_py_kw names[] = {
+      TRI_PY_KW("path"),     TRI_PY_KW("request"),    TRI_PY_KW("timeout"),
+      TRI_PY_KW("metadata"), TRI_PY_KW("wait"),       TRI_PY_KW("notify"),
+      TRI_PY_KW("flags"),    TRI_PY_KW("compression")};
+  PyObject *a[8];
+  if (tri_py_fastcall_args("call", args, nargs, kwnames, names, 8, 4, 1, a) < 0)
+    return NULL;
   Py_ssize_t path_len;
-  PyObject *request = Py_None, *timeout = Py_None, *md = Py_None;
-  int wait = 0, notify = 0, flags = 0, compress = -1;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "s#|OOOpiii", kwlist, &path,
-                                   &path_len, &request, &timeout, &md, &wait,
-                                   &notify, &flags, &compress))
+  const char *path =
+      PyUnicode_Check(a[0]) ? PyUnicode_AsUTF8AndSize(a[0], &path_len) : NULL;
+  if (!path) {
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_TypeError,
+                   "call() argument 'path' must be str, not %.100s",
+                   Py_TYPE(a[0])->tp_name);
+    return NULL;
+  }
+  PyObject *request = a[1] ? a[1] : Py_None, *timeout = a[2] ? a[2] : Py_None,
+           *md = a[3] ? a[3] : Py_None;
+  int wait = a[4] ? PyObject_IsTrue(a[4]) : 0, notify, flags, compress;
+  if (wait < 0 || tri_py_int_arg(a[5], 0, &notify) < 0 ||
+      tri_py_int_arg(a[6], 0, &flags) < 0 ||
+      tri_py_int_arg(a[7], -1, &compress) < 0)
     return NULL;
   if ((flags & TRI_CALL_CLIENT_STREAMING) && request != Py_None) {
     PyErr_SetString(PyExc_ValueError,
@@ -456,9 +412,9 @@ static PyObject *channel_is_closed(ChannelObject *self, void *closure) {
 
 static PyMethodDef channel_methods[] = {
     {"call", (PyCFunction)(void (*)(void))channel_call,
-     METH_VARARGS | METH_KEYWORDS,
-     "call(path, request=None, timeout=None, metadata=None, wait=False, "
-     "notify=False, flags=0) -> Call\n\nStarts a call.  Without "
+     METH_FASTCALL | METH_KEYWORDS,
+     "call(path, request=None, timeout=None, metadata=None, *, wait=False, "
+     "notify=0, flags=0, compression=-1) -> Call\n\nStarts a call.  Without "
      "CLIENT_STREAMING in flags, `request` (bytes-like) is the one request "
      "message, sent without a copy on the unary fast path.  With wait, "
      "blocks (GIL released) until the call completes."},
@@ -498,7 +454,9 @@ static PyType_Slot channel_slots[] = {
     {Py_tp_methods, channel_methods},
     {Py_tp_getset, channel_getset},
     {Py_tp_members, channel_members},
-    {Py_tp_doc, "Channel(host, port, ...): the C core's channel."},
+    {Py_tp_doc,
+     "Channel(host, port, /, **options): the C core's channel; the options "
+     "are the names of CHANNEL_OPTIONS."},
     {0, NULL}};
 
 static PyType_Spec channel_spec = {

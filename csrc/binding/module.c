@@ -141,6 +141,11 @@ static int mod_exec(PyObject *m) {
       PyModule_AddIntConstant(m, "EV_WRITABLE", TRI_EV_WRITABLE) < 0 ||
       PyModule_AddIntConstant(m, "QUIET_START", TRI_EV_QUIET_START) < 0)
     return -1;
+  PyObject *table = tri_py_channel_options_table();
+  if (!table || PyModule_AddObject(m, "CHANNEL_OPTIONS", table) < 0) {
+    Py_XDECREF(table);
+    return -1;
+  }
   Py_ssize_t count = 0;
   while (tri_stats_names[count]) count++;
   PyObject *names = PyTuple_New(count);

@@ -32,6 +32,7 @@ void test_ring(void);
 void test_hpack_filter(void);
 void test_sched(void);
 void test_failmalloc(void);
+void test_options(void);
 
 static const struct {
   const char *name;
@@ -56,7 +57,8 @@ static const struct {
               {"ring", test_ring},
               {"hpack_filter", test_hpack_filter},
               {"sched", test_sched},
-              {"failmalloc", test_failmalloc}};
+              {"failmalloc", test_failmalloc},
+              {"options", test_options}};
 
 /* Runs every suite, or only those named on the command line. */
 int main(int argc, char **argv) {

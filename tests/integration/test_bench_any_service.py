@@ -38,8 +38,9 @@ def peer(tmp_path_factory):
 
 def _load(peer, path, ring, count, mode="unary", **kw):
     host, port = peer.address.rsplit(":", 1)
-    return _triple.run_load(host, int(port), path, mode, 0, 1, 1, 0.0, 0.0, count=count,
-                            requests=ring, **kw)
+    return _triple.run_load(host, int(port), path=path, mode=mode, payload_size=0,
+                            concurrency=1, connections=1, duration=0.0, warmup=0.0,
+                            count=count, requests=ring, **kw)
 
 
 def test_ring_entries_are_distinct_and_match_the_message(place):

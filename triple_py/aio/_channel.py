@@ -27,12 +27,13 @@ class _MultiCallable:
     def __init__(self, channel: "Channel", method: str, serializer: Serializer,
                  deserializer: Deserializer) -> None:
         self._channel = channel
+        self._core = channel._sync.core_channel  # the C core's channel: fixed for the channel
         self._method = method
         self._serialize = serializer
         self._deserialize = deserializer
         # Interceptors or call credentials on the channel: every call is deferred.
         self._interceptors = channel._interceptors_of(self._SHAPE)
-        self._deferred_always = bool(self._interceptors) or bool(channel._sync._call_plugins)
+        self._deferred_always = bool(self._interceptors) or channel._sync.has_call_credentials
 
     def __call__(self, request: Any = None, *, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
@@ -56,7 +57,7 @@ class _MultiCallable:
             target = self if d.method == self._method else type(self)(
                 self._channel, d.method, self._serialize, self._deserialize)
             if d.credentials is None and not d.wait_for_ready and \
-                    not self._channel._sync._call_plugins:
+                    not self._channel._sync.has_call_credentials:
                 return target._invoke(req, d.timeout, d.metadata, compression)
 
             async def start() -> Any:
@@ -73,12 +74,11 @@ class _MultiCallable:
 
     def _start(self, request: Any, timeout: Optional[float], metadata: MetadataType,
                compression: Any, flags: int, events: int) -> Any:
-        core = self._channel._sync._core
         payload = None
         if request is not None:
             payload = serialize(self._serialize, request, local_error)
-        return core.call(self._method, payload, timeout, metadata, False, events, flags,
-                         _compression(compression))
+        return self._core.call(self._method, payload, timeout, metadata, notify=events, flags=flags,
+                         compression=_compression(compression))
 
     def _start_request_stream(self, call_class: type, flags: int, requests: Any,
                               serializer: Serializer, timeout: Optional[float],
@@ -99,7 +99,7 @@ class UnaryUnaryMultiCallable(_MultiCallable):
     def __init__(self, channel: "Channel", method: str, serializer: Serializer,
                  deserializer: Deserializer) -> None:
         super().__init__(channel, method, serializer, deserializer)
-        self._fast_path = channel._sync._options.unary_fast_path  # fixed for the channel
+        self._fast_path = channel._sync.options.unary_fast_path  # fixed for the channel
         self._direct = self._fast_path and not self._deferred_always  # fixed too
 
     def __call__(self, request: Any, *, timeout: Optional[float] = None,
@@ -198,7 +198,7 @@ class Channel:
                                    "channel per event loop")
             if r is not None:
                 r.close()
-            r = self._reactor_obj = Reactor(self._sync._core, loop)
+            r = self._reactor_obj = Reactor(self._sync.core_channel, loop)
         return r
 
     def _pump(self, call: Any, requests: Any) -> None:
@@ -235,15 +235,15 @@ class Channel:
 
     def get_state(self, try_to_connect: bool = False) -> ChannelConnectivity:
         """The connectivity state now; ``try_to_connect`` connects an IDLE channel."""
-        return state_of(self._sync._core, try_to_connect)
+        return state_of(self._sync.core_channel, try_to_connect)
 
     async def wait_for_state_change(self, last_observed_state: ChannelConnectivity) -> None:
         """Returns once the state differs from ``last_observed_state``."""
-        await wait_for_change(self._sync._core, last_observed_state)
+        await wait_for_change(self._sync.core_channel, last_observed_state)
 
     async def channel_ready(self) -> None:
         """Connects if needed and returns once the channel is READY."""
-        await wait_ready_async(self._sync._core)
+        await wait_ready_async(self._sync.core_channel)
 
     def stats(self) -> dict[str, int]:
         """The channel's counters (see ``triple_py.Channel.stats``)."""

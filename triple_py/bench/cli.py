@@ -25,6 +25,7 @@ from typing import Callable, Iterator, Optional, Sequence
 from .arms import KINDS
 from .errors import BenchError, ConfigError
 from .matrix import BUILTIN
+from .spec import WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE
 from .units import parse_duration, parse_size
 
 __all__ = ["main"]
@@ -142,10 +143,10 @@ def _parser() -> argparse.ArgumentParser:
                           "spec's (Java, dubbo-js); go or spec only one pair (auto)")
     run.add_argument("--stream-messages", type=POSITIVE, default=1,
                      help="K, messages each way per stream, bidi modes (1)")
-    run.add_argument("--write-buffer", type=SIZE, default=32768,
-                     help="coalescing writer watermark in bytes, 0: off (32768)")
-    run.add_argument("--write-buffer-delay", type=NON_NEGATIVE, default=200,
-                     help="coalescing writer delay in µs (200)")
+    run.add_argument("--write-buffer", type=SIZE, default=WRITE_BUFFER_SIZE,
+                     help=f"coalescing writer watermark in bytes, 0: off ({WRITE_BUFFER_SIZE})")
+    run.add_argument("--write-buffer-delay", type=NON_NEGATIVE, default=WRITE_BUFFER_DELAY_US,
+                     help=f"coalescing writer delay in µs ({WRITE_BUFFER_DELAY_US})")
     run.add_argument("-t", "--timeout", type=DURATION, default=10.0,
                      help="per-call deadline (10s)")
     run.add_argument("--json", metavar="OUT", type=Path,

@@ -14,7 +14,7 @@ from .._options import DIALECTS, WIRES
 from .errors import ConfigError, TargetError
 from .result import BenchResult, Latency, status_name
 from .schedules import Schedule
-from .spec import RunSpec
+from .spec import WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec
 from .target import split_target
 
 __all__ = ["C_MODES", "run_c_load", "run_c_spec", "result_from_load"]
@@ -26,7 +26,8 @@ C_MODES = {"fastpath": "unary", "stream-path": "unary_stream_path", "bidi": "bid
 def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: int,
                concurrency: int, connections: int, duration: float, warmup: float,
                count: int = 0, rate: Optional[float] = None, stream_messages: int = 1,
-               write_buffer_size: int = 32768, write_buffer_delay_us: int = 200,
+               write_buffer_size: int = WRITE_BUFFER_SIZE,
+               write_buffer_delay_us: int = WRITE_BUFFER_DELAY_US,
                timeout: float = 10.0, shared_request: bool = False,
                hist_digits: int = 3, driver_threads: bool = False, start_at_ns: int = 0,
                phase_ns: int = 0, wire: str = "grpc", dialect: str = "auto",
@@ -53,8 +54,9 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     host, port = split_target(target)
     try:
         raw = _triple.run_load(
-            host, port, method, C_MODES[mode], payload_size, concurrency // connections,
-            connections, duration, warmup, count=count, rate=rate or 0.0,
+            host, port, path=method, mode=C_MODES[mode], payload_size=payload_size,
+            concurrency=concurrency // connections, connections=connections,
+            duration=duration, warmup=warmup, count=count, rate=rate or 0.0,
             stream_messages=stream_messages if mode == "bidi" else 1,
             write_buffer_size=write_buffer_size, write_buffer_delay_us=write_buffer_delay_us,
             timeout=timeout, shared_request=shared_request, hist_digits=hist_digits,

@@ -40,7 +40,7 @@ The format (every key but ``arms``/``mode`` and ``[scenarios]`` is optional)::
     connections = [1]           # HTTP/2 connections; concurrency is spread over them
     stream_messages = [1]       # K, messages each way per stream (bidi kinds only)
     rate = [0]                  # open loop calls/s (C kinds only); 0: closed loop
-    write_buffer_size = [32768] # C core coalescing writer; 0: off
+    write_buffer_size = [65536] # C core coalescing writer watermark; 0: off
 
     [arm.writer-off]            # a named arm: a kind plus overrides
     mode = "bidi"               # the arm kind (see triple_py.bench.arms)
@@ -84,7 +84,7 @@ from .arms import KINDS, canonical_mode, kind_of
 from .call_setup import CallSetup
 from .matrix_capacity import CapacitySpec, parse_capacity
 from .errors import ConfigError
-from .spec import WIRES, RunSpec
+from .spec import WIRES, WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec
 from .units import format_size, parse_duration, parse_size
 
 __all__ = ["Matrix", "ArmSpec", "Scenario", "BUILTIN", "load_matrix", "parse_matrix",
@@ -161,11 +161,11 @@ write_buffer_size = 0
 
 [arm.writer-on]
 mode = "bidi"
-write_buffer_size = 32768
+write_buffer_size = {WRITE_BUFFER_SIZE}
 
 [arm.grpcio-aio]
 mode = "grpcio-aio-bidi"
-'''
+'''.replace("{WRITE_BUFFER_SIZE}", str(WRITE_BUFFER_SIZE))  # the core's default
 
 HEADLINE = '''\
 # make bench: every headline comparison of the project in one matrix that concludes on a
@@ -333,8 +333,8 @@ class Matrix:
             payload_size=scenario.payload, concurrency=scenario.concurrency,
             connections=scenario.connections, duration=self.duration, warmup=self.warmup,
             rate=scenario.rate or None, stream_messages=scenario.stream_messages,
-            write_buffer_size=32768 if write_buffer is None else write_buffer,
-            write_buffer_delay_us=o.get("write_buffer_delay_us", 200),
+            write_buffer_size=WRITE_BUFFER_SIZE if write_buffer is None else write_buffer,
+            write_buffer_delay_us=o.get("write_buffer_delay_us", WRITE_BUFFER_DELAY_US),
             timeout=o.get("timeout", self.timeout), wire=o.get("wire", self.wire),
             shared_request=o.get("shared_request", False),
             options={k: o[k] for k in _OPTION_KEYS if k in o})

@@ -12,7 +12,7 @@ from .live import auto_progress
 from .messages import benchmark_request
 from .progress import Progress
 from .result import BenchResult
-from .spec import RunSpec
+from .spec import WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec
 from .target import embedded_server, split_target
 
 __all__ = ["run", "spec_of", "spec_target", "preflight", "check_result", "target_or_embedded"]
@@ -33,7 +33,8 @@ def spec_of(target: Optional[str] = None, method: Optional[str] = None,
             payload_size: int = 128, mode: str = "fastpath", concurrency: int = 50,
             connections: int = 1, duration: float = 3.0, warmup: float = 0.5,
             rate: Optional[float] = None, stream_messages: int = 1,
-            write_buffer_size: int = 32768, write_buffer_delay_us: int = 200,
+            write_buffer_size: int = WRITE_BUFFER_SIZE,
+            write_buffer_delay_us: int = WRITE_BUFFER_DELAY_US,
             timeout: float = 10.0, count: int = 0, *, wire: str = "grpc",
             arm: Optional[str] = None, shared_request: bool = False, hist_digits: int = 3,
             options: Optional[Dict[str, Any]] = None) -> RunSpec:

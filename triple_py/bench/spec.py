@@ -5,15 +5,18 @@ import dataclasses
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
-from .._options import DIALECTS
+from .._options import DIALECTS, core_default
 from .errors import ConfigError
 from .schedules import Schedule
 from .messages import STREAM_METHOD, UNARY_METHOD, benchmark_request, normalize_method
 from .units import MAX_PAYLOAD
 
-__all__ = ["RunSpec", "WIRES"]
+__all__ = ["RunSpec", "WIRES", "WRITE_BUFFER_SIZE", "WRITE_BUFFER_DELAY_US"]
 
 WIRES = ("grpc", "triple")
+# The C core's coalescing writer defaults (its table of channel options).
+WRITE_BUFFER_SIZE: int = core_default("write_buffer_size")
+WRITE_BUFFER_DELAY_US: int = core_default("write_buffer_delay_us")
 
 
 @dataclasses.dataclass
@@ -46,8 +49,8 @@ class RunSpec:
     count: int = 0
     rate: Optional[float] = None
     stream_messages: int = 1
-    write_buffer_size: int = 32768
-    write_buffer_delay_us: int = 200
+    write_buffer_size: int = WRITE_BUFFER_SIZE
+    write_buffer_delay_us: int = WRITE_BUFFER_DELAY_US
     timeout: float = 10.0
     wire: str = "grpc"
     shared_request: bool = False
