@@ -216,3 +216,31 @@ def test_without_retries_a_refused_call_fails():
             unary(channel)(b"", timeout=TIMEOUT, metadata=[("x-misbehave", "goaway")])
         assert info.value.code() is Code.UNAVAILABLE
         assert "GOAWAY" in info.value.details()
+
+
+def test_server_stream_is_retried_before_its_first_message():
+    """A server stream that fails before any response is started again; the grpcio
+    server fails the first attempt of each x-id, then streams three messages."""
+    attempts: collections.Counter = collections.Counter()
+
+    def stream(request, context):
+        key = dict(context.invocation_metadata()).get("x-id", "")
+        attempts[key] += 1
+        if attempts[key] == 1:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "first attempt fails")
+        for _ in range(3):
+            yield request
+    server = grpc.server(futures.ThreadPoolExecutor(4))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+        "benchmark.BenchmarkService",
+        {"StreamingFromServer": grpc.unary_stream_rpc_method_handler(stream)}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with triple_py.insecure_channel(f"127.0.0.1:{port}", options=[
+                ("grpc.service_config", config())]) as channel:
+            call = channel.unary_stream("/benchmark.BenchmarkService/StreamingFromServer")
+            assert list(call(b"s", timeout=TIMEOUT, metadata=[("x-id", "s1")])) == [b"s"] * 3
+        assert attempts["s1"] == 2
+    finally:
+        server.stop(0)

@@ -7,7 +7,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from .. import _triple
 from .._channel import Channel as _SyncChannel
-from .._channel import _compression, _min_timeout
+from .._channel import _compression, _method_retries, _min_timeout
 from .._retry import Retries
 from .._codec import serialize
 from .._connectivity import ChannelConnectivity, state_of, wait_for_change, wait_ready_async
@@ -104,12 +104,7 @@ class UnaryUnaryMultiCallable(_MultiCallable):
         super().__init__(channel, method, serializer, deserializer)
         self._fast_path = channel._sync._options.unary_fast_path  # fixed for the channel
         self._direct = self._fast_path and not self._deferred_always  # fixed too
-        sync = channel._sync
-        config = sync._service_config.method(method)
-        self._cfg_timeout = config.timeout  # the service config's timeout for the method
-        self._retries = sync._options.enable_retries  # transparent retries too
-        self._retry_policy = config.retry if self._retries else None
-        self._throttle = sync._service_config.throttle if self._retry_policy else None
+        _method_retries(self, channel._sync, method)
 
     def __call__(self, request: Any, *, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
