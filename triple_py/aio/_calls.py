@@ -282,25 +282,26 @@ class UnaryUnaryCall(UnaryResponseCall):
 class RetryingUnaryUnaryCall(UnaryUnaryCall):
     """A unary call that starts further attempts while ``_retry.Retries`` says so
     (the service config's retryPolicy, transparent retry): awaiting it awaits the
-    last attempt."""
+    last attempt.  ``owner`` (the multi-callable) makes the attempts:
+    ``owner._next_attempt(again, timeout_left)`` and ``owner._retries_for(first)``."""
 
     def __init__(self, reactor: Any, core_call: Any, deserializer: Deserializer,
-                 restart: Callable[[Optional[float]], Any], retries: Callable[[], Any]) -> None:
+                 owner: Any, again: tuple) -> None:
         super().__init__(reactor, core_call, None, deserializer)
-        self._restart = restart  # timeout left -> the next attempt's core call
-        self._retries_of = retries  # -> a fresh Retries, made at the first failure
+        self._owner = owner
+        self._again = again  # what the next attempt sends
 
     async def _result(self) -> Any:
         await self._wait_done(cancel_rpc=True)
         retries = None
         while self._core.code() != 0 and not self._cancelled:
-            retries = retries or self._retries_of()
+            retries = retries or self._owner._retries_for(self._core)
             delay = retries.delay(self._core)
             if delay is None:
                 break
             if delay:
                 await asyncio.sleep(delay)
-            self._core = self._restart(retries.timeout_left())
+            self._core = self._owner._next_attempt(self._again, retries.timeout_left())
             self._reactor.register(self._core, self)
             await self._wait_done(cancel_rpc=True)
             if self._core.code() == 0:

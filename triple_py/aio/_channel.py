@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, Iterable, Optional, Sequence
 
 from .. import _triple
 from .._channel import Channel as _SyncChannel
 from .._channel import _compression, _method_retries, _min_timeout
-from .._retry import Retries
+from .._retry import Retries, deadline_of
 from .._codec import serialize
 from .._connectivity import ChannelConnectivity, state_of, wait_for_change, wait_ready_async
 from .._credentials import ChannelCredentials
@@ -136,13 +135,19 @@ class UnaryUnaryMultiCallable(_MultiCallable):
         core_call = self._start(request, timeout, metadata, compression, 0, _triple.EV_DONE)
         if not self._retries:
             return UnaryUnaryCall(self._channel._reactor(), core_call, None, self._deserialize)
-        deadline = None if timeout is None else time.monotonic() + timeout
 
-        def restart(left: Optional[float]) -> Any:
-            return self._start(request, left, metadata, compression, 0, _triple.EV_DONE)
-        return RetryingUnaryUnaryCall(
-            self._channel._reactor(), core_call, self._deserialize, restart,
-            lambda: Retries(self._retry_policy, self._throttle, deadline))
+        return RetryingUnaryUnaryCall(self._channel._reactor(), core_call, self._deserialize,
+                                      self, (request, metadata, compression))
+
+    def _next_attempt(self, again: tuple, timeout: Optional[float]) -> Any:
+        """Another attempt of a RetryingUnaryUnaryCall: ``again`` is (request, metadata,
+        compression), ``timeout`` what is left of the first attempt's deadline."""
+        request, metadata, compression = again
+        return self._start(request, timeout, metadata, compression, 0, _triple.EV_DONE)
+
+    def _retries_for(self, first: Any) -> Retries:
+        """The retry bookkeeping of a call whose first attempt was ``first``."""
+        return Retries(self._retry_policy, self._throttle, deadline_of(first))
 
 
 class UnaryStreamMultiCallable(_MultiCallable):
