@@ -200,6 +200,12 @@ class UnaryUnaryMultiCallable(_MultiCallable):
 
         The GIL is released while the call is in flight; Ctrl-C cancels it.
         """
+        if credentials is None and not wait_for_ready and self._cfg_timeout is None:
+            core_call = self._start(request, timeout, metadata, True, False, compression)
+            if core_call.code() == 0 and self._throttle is None:  # the common case, inline
+                return deserialize(self._deserialize, core_call.response())
+            return self._response(self._finished(core_call, request, metadata, None, None,
+                                                 compression))
         return self._response(self._blocking(request, timeout, metadata, credentials,
                                              wait_for_ready, compression))
 
@@ -212,9 +218,17 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                      if credentials is None and not wait_for_ready else
                      self._start_with(request, timeout, metadata, True, False, compression,
                                       credentials, wait_for_ready))
-        if core_call.code() != 0 and self._retries:
-            core_call = self._retried(core_call, request, metadata, credentials,
-                                      wait_for_ready, compression)
+        return self._finished(core_call, request, metadata, credentials, wait_for_ready,
+                              compression)
+
+    def _finished(self, core_call: Any, request: Any, metadata: MetadataType,
+                  credentials: Any, wait_for_ready: Optional[bool], compression: Any) -> Any:
+        """The first attempt ended: retried if it failed and may be, and the retry
+        throttle told of a success.  Returns the last attempt."""
+        if core_call.code() != 0:
+            if self._retries:
+                return self._retried(core_call, request, metadata, credentials,
+                                     wait_for_ready, compression)
         elif self._throttle is not None:
             self._throttle.on_success()
         return core_call
