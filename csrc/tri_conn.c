@@ -261,6 +261,16 @@ static void die(tri_conn *conn, int code, const char *why) {
   }
 }
 
+/* The target as error messages name it: host:port, or unix:path. */
+static const char *target_name(const tri_channel_opts *o, char *buf, size_t n) {
+  if (o->address_kind == TRI_ADDRESS_TCP)
+    snprintf(buf, n, "%s:%s", o->host, o->port);
+  else
+    snprintf(buf, n, "%s:%s", o->address_kind == TRI_ADDRESS_UNIX ? "unix" : "unix-abstract",
+             o->host);
+  return buf;
+}
+
 /* ---- nghttp2 callbacks (I/O thread, inside mem_send / mem_recv) -------- */
 
 static tri_call *stream_call(tri_conn *conn, int32_t stream_id) {
@@ -1060,9 +1070,10 @@ static void check_watchdogs(tri_conn *conn) {
     const char *stage = conn->handshaking ? "TLS handshake"
                         : !conn->connected ? "TCP connect"
                                            : "waiting for the server's HTTP/2 SETTINGS";
+    char where[300];
     snprintf(conn->errstr, sizeof(conn->errstr),
-             "connection attempt to %s:%s timed out after %lld ms (%s)", o->host,
-             o->port, (long long)((now - conn->attempt_start) / MS), stage);
+             "connection attempt to %s timed out after %lld ms (%s)",
+             target_name(o, where, sizeof(where)), (long long)((now - conn->attempt_start) / MS), stage);
     die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
     return;
   }
@@ -1142,8 +1153,9 @@ static void after_events(tri_conn *conn) {
 static void dial_failed(tri_conn *conn) {
   const tri_channel_opts *o = &conn->ch->opts;
   int tried = conn->dial.tried;
-  snprintf(conn->errstr, sizeof(conn->errstr), "failed to connect to %s:%s%s: %s", o->host,
-           o->port, tried > 1 ? " (every address)" : "",
+  char where[300];
+  snprintf(conn->errstr, sizeof(conn->errstr), "failed to connect to %s%s: %s",
+           target_name(o, where, sizeof(where)), tried > 1 ? " (every address)" : "",
            strerror(tri_dial_error(&conn->dial) ? tri_dial_error(&conn->dial) : ECONNREFUSED));
 }
 
@@ -1258,8 +1270,9 @@ static void check_connected(tri_conn *conn) {
   getsockopt(conn->fd, SOL_SOCKET, SO_ERROR, &err, &len);
   if (err) {
     const tri_channel_opts *o = &conn->ch->opts;
+    char where[300];
     snprintf(conn->errstr, sizeof(conn->errstr),
-             "failed to connect to %s:%s: %s", o->host, o->port,
+             "failed to connect to %s: %s", target_name(o, where, sizeof(where)),
              strerror(err));
     die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
     return;

@@ -149,6 +149,14 @@ def test_unix_socket_path_too_long_is_unavailable():
     assert "unix socket path" in info.value.details()
 
 
+def test_a_missing_unix_socket_is_unavailable_and_named():
+    with triple_py.insecure_channel("unix:/nonexistent-tri25/x.sock") as channel:
+        with pytest.raises(triple_py.RpcError) as info:
+            unary(channel)(b"u", timeout=TIMEOUT)
+    assert info.value.code() is triple_py.StatusCode.UNAVAILABLE
+    assert "failed to connect to unix:/nonexistent-tri25/x.sock" in info.value.details()
+
+
 def test_futures_and_aio_over_round_robin(servers):
     target = ipv4_list(servers)
     before = calls_of(servers)
