@@ -240,10 +240,16 @@ static void die(tri_conn *conn, int code, const char *why) {
   if (why && why != conn->errstr)
     snprintf(conn->errstr, sizeof(conn->errstr), "%s", why);
   atomic_store(&conn->unusable, 1);
-  for (tri_call *c = conn->inflight; c; c = c->io_next)
+  /* Before the server's SETTINGS no request reached its application. */
+  int established = atomic_load(&conn->established);
+  for (tri_call *c = conn->inflight; c; c = c->io_next) {
+    if (!c->completed && !established) c->unprocessed = TRI_UNPROCESSED_NO_CONNECTION;
     tri__call_complete(c, code, "%s", conn->errstr);
+  }
   while (conn->held) {
     tri_call *c = conn->held;
+    if (!c->completed) /* never submitted */
+      c->unprocessed = established ? TRI_UNPROCESSED_REFUSED : TRI_UNPROCESSED_NO_CONNECTION;
     tri__call_complete(c, code, "%s", conn->errstr);
     held_remove(conn, c);
     io_release(conn, c);
@@ -260,6 +266,16 @@ static void die(tri_conn *conn, int code, const char *why) {
     c->in_session = 0;
     io_release(conn, c);
   }
+}
+
+/* The target as error messages name it: host:port, or unix:path. */
+static const char *target_name(const tri_channel_opts *o, char *buf, size_t n) {
+  if (o->address_kind == TRI_ADDRESS_TCP)
+    snprintf(buf, n, "%s:%s", o->host, o->port);
+  else
+    snprintf(buf, n, "%s:%s", o->address_kind == TRI_ADDRESS_UNIX ? "unix" : "unix-abstract",
+             o->host);
+  return buf;
 }
 
 /* ---- nghttp2 callbacks (I/O thread, inside mem_send / mem_recv) -------- */
@@ -489,11 +505,13 @@ static int on_frame_not_send(nghttp2_session *s, const nghttp2_frame *frame,
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   tri_call *c = stream_call(conn, frame->hd.stream_id);
   if (!c) return 0;
-  if (nghttp2_oom(conn))
+  if (nghttp2_oom(conn)) {
     tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "%s", OOM_HTTP2);
-  else
-    tri__call_complete(c, TRI_CODE_UNAVAILABLE, "request not sent: %s",
-                       nghttp2_strerror(lib_error));
+    return 0;
+  }
+  if (!c->completed) c->unprocessed = TRI_UNPROCESSED_REFUSED;
+  tri__call_complete(c, TRI_CODE_UNAVAILABLE, "request not sent: %s",
+                     nghttp2_strerror(lib_error));
   return 0;
 }
 
@@ -521,6 +539,10 @@ static int header_list_fits(tri_conn *conn, tri_call *c, const nghttp2_nv *nva, 
 
 static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
   if (conn->dead || conn->goaway) {
+    if (!c->completed)
+      c->unprocessed = conn->goaway || atomic_load(&conn->established)
+                           ? TRI_UNPROCESSED_REFUSED
+                           : TRI_UNPROCESSED_NO_CONNECTION;
     tri__call_complete(c, TRI_CODE_UNAVAILABLE, "%s",
                        conn->dead ? conn->errstr : "connection is going away");
     io_release(conn, c);
@@ -1022,9 +1044,10 @@ static void check_watchdogs(tri_conn *conn) {
     const char *stage = conn->handshaking ? "TLS handshake"
                         : !conn->connected ? "TCP connect"
                                            : "waiting for the server's HTTP/2 SETTINGS";
+    char where[300];
     snprintf(conn->errstr, sizeof(conn->errstr),
-             "connection attempt to %s:%s timed out after %lld ms (%s)", o->host,
-             o->port, (long long)((now - conn->attempt_start) / MS), stage);
+             "connection attempt to %s timed out after %lld ms (%s)",
+             target_name(o, where, sizeof(where)), (long long)((now - conn->attempt_start) / MS), stage);
     die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
     return;
   }
@@ -1104,8 +1127,9 @@ static void after_events(tri_conn *conn) {
 static void dial_failed(tri_conn *conn) {
   const tri_channel_opts *o = &conn->ch->opts;
   int tried = conn->dial.tried;
-  snprintf(conn->errstr, sizeof(conn->errstr), "failed to connect to %s:%s%s: %s", o->host,
-           o->port, tried > 1 ? " (every address)" : "",
+  char where[300];
+  snprintf(conn->errstr, sizeof(conn->errstr), "failed to connect to %s%s: %s",
+           target_name(o, where, sizeof(where)), tried > 1 ? " (every address)" : "",
            strerror(tri_dial_error(&conn->dial) ? tri_dial_error(&conn->dial) : ECONNREFUSED));
 }
 
@@ -1144,8 +1168,12 @@ static void dial_event(tri_conn *conn, int fd) {
 /* Resolves the target and starts the first attempt (tri_dial.h). */
 static int open_socket(tri_conn *conn) {
   const tri_channel_opts *o = &conn->ch->opts;
-  int rv = tri_dial_begin(&conn->dial, o->host, o->port, conn->errstr,
-                          sizeof(conn->errstr));
+  int rv = o->address_kind == TRI_ADDRESS_TCP
+               ? tri_dial_begin(&conn->dial, o->host, o->port, conn->errstr,
+                                sizeof(conn->errstr))
+               : tri_dial_begin_unix(&conn->dial, o->host,
+                                     o->address_kind == TRI_ADDRESS_UNIX_ABSTRACT,
+                                     conn->errstr, sizeof(conn->errstr));
   if (rv) return rv;
   conn->connected = 0; /* check_connected runs once an attempt wins */
   return dial_more(conn);
@@ -1214,8 +1242,9 @@ static void check_connected(tri_conn *conn) {
   getsockopt(conn->fd, SOL_SOCKET, SO_ERROR, &err, &len);
   if (err) {
     const tri_channel_opts *o = &conn->ch->opts;
+    char where[300];
     snprintf(conn->errstr, sizeof(conn->errstr),
-             "failed to connect to %s:%s: %s", o->host, o->port,
+             "failed to connect to %s: %s", target_name(o, where, sizeof(where)),
              strerror(err));
     die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
     return;

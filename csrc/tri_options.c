@@ -64,6 +64,10 @@ const tri_option tri_channel_options[] = {
     ROW_CHOICE("triple.dialect", "dialect", dialect, dialects, TRI_DIALECT_AUTO),
     ROW_INT(NULL, "compression", compress, TRI_COMPRESS_NONE, TRI_COMPRESS_GZIP,
             TRI_COMPRESS_NONE),
+    /* How host is dialed: a name or address (TCP), a unix socket path or an
+     * abstract socket name; set from the target's scheme (triple_py/_target.py). */
+    ROW_INT(NULL, "address_kind", address_kind, TRI_ADDRESS_TCP, TRI_ADDRESS_UNIX_ABSTRACT,
+            TRI_ADDRESS_TCP),
     ROW_STR("triple.service_group", "service_group", service_group, NULL, 0),
     ROW_STR("triple.service_version", "service_version", service_version, NULL, 0),
     ROW_STR("triple.codec", "codec", triple_codec, "proto", 0),

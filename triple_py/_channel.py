@@ -1,8 +1,10 @@
 """Channels and unary multi-callables with grpcio's API, over the C core."""
 from __future__ import annotations
 
+import ipaddress
 import os
 import threading
+import time
 import weakref
 from typing import Any, Callable, Iterable, Optional, Sequence
 
@@ -17,7 +19,11 @@ from ._options import ChannelOptions
 from ._preflight import EndedCall, prepare
 from ._status import compression_value
 from ._streams import StreamingCall, pump_requests, start_pump
-from ._target import parse_target
+from ._balancer import PICK_FIRST, Balancer
+from ._resolver import Endpoint, ParsedTarget, parse_target, resolver_for, split_host_port
+from ._resolver import static_endpoints
+from ._retry import Retries, deadline_of
+from ._service_config import RetryPolicy, RetryThrottle, ServiceConfig
 
 Serializer = Optional[Callable[[Any], bytes]]
 Deserializer = Optional[Callable[[bytes], Any]]
@@ -43,6 +49,30 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 _FUTURE_EVENTS = _triple.EV_DONE | _triple.QUIET_START
 
 
+# Endpoint kinds -> the core's address_kind (csrc/tri_channel.h TRI_ADDRESS_*).
+_ADDRESS_KINDS = {"tcp": 0, "unix": 1, "unix-abstract": 2}
+_STATIC_SCHEMES = ("ipv4", "ipv6", "unix", "unix-abstract")
+
+
+def _min_timeout(timeout: Optional[float], limit: float) -> float:
+    """The call's timeout capped by the service config's for its method."""
+    return limit if timeout is None or timeout > limit else timeout
+
+
+def _method_settings(channel: Any, method: str
+                     ) -> tuple[Optional[float], bool, Optional[RetryPolicy],
+                                Optional[RetryThrottle]]:
+    """What the service config says about ``method``, for a multi-callable (sync or
+    asyncio): its timeout (None: none), whether retries are on (grpc.enable_retries: the
+    transparent ones too), its retry policy and the channel's retry throttle (None:
+    none)."""
+    config = channel._service_config.method(method)
+    retries = bool(channel._options.enable_retries)
+    policy = config.retry if retries else None
+    return (config.timeout, retries, policy,
+            channel._service_config.throttle if policy else None)
+
+
 def _compression(compression: Any) -> int:
     """The core's compression argument: -1 keeps the channel's default."""
     return -1 if compression is None else compression_value(compression)
@@ -59,12 +89,18 @@ class _MultiCallable:
         self._serialize = serializer
         self._deserialize = deserializer
         self._has_plugins = bool(channel._call_plugins)  # fixed for the channel
+        # The service config's word on the method (fixed for the multi-callable).
+        self._cfg_timeout, self._retries, self._retry_policy, self._throttle = \
+            _method_settings(channel, method)
 
     def _core_call(self, payload: Any, timeout: Optional[float], metadata: MetadataType,
                    flags: int, compression: Any, credentials: Any,
                    wait_for_ready: Optional[bool], notify: int = 0) -> Any:
         """Starts a call of this method in the core, after its call credentials and
         ``wait_for_ready`` (or the EndedCall they failed it with)."""
+        if self._cfg_timeout is not None:
+            timeout = _min_timeout(timeout, self._cfg_timeout)
+
         def start(timeout: Optional[float], metadata: MetadataType) -> Any:
             return self._core.call(self._method, payload, timeout, metadata, notify=notify,
                                    flags=flags, compression=_compression(compression))
@@ -169,28 +205,79 @@ class UnaryUnaryMultiCallable(_MultiCallable):
 
         The GIL is released while the call is in flight; Ctrl-C cancels it.
         """
-        if credentials is None and not wait_for_ready:
-            return self._response(self._start(request, timeout, metadata, True, False,
-                                              compression))
-        return self._response(self._start_with(request, timeout, metadata, True, False,
-                                               compression, credentials, wait_for_ready))
+        if credentials is None and not wait_for_ready and self._cfg_timeout is None:
+            core_call = self._start(request, timeout, metadata, True, False, compression)
+            if core_call.code() == 0 and self._throttle is None:  # the common case, inline
+                return deserialize(self._deserialize, core_call.response())
+            return self._response(self._finished(core_call, request, metadata, None, None,
+                                                 compression))
+        return self._response(self._blocking(request, timeout, metadata, credentials,
+                                             wait_for_ready, compression))
+
+    def _blocking(self, request: Any, timeout: Optional[float], metadata: MetadataType,
+                  credentials: Any, wait_for_ready: Optional[bool], compression: Any) -> Any:
+        """Makes the call (and its retries) and returns the finished core call."""
+        if self._cfg_timeout is not None:
+            timeout = _min_timeout(timeout, self._cfg_timeout)
+        core_call = (self._start(request, timeout, metadata, True, False, compression)
+                     if credentials is None and not wait_for_ready else
+                     self._start_with(request, timeout, metadata, True, False, compression,
+                                      credentials, wait_for_ready))
+        return self._finished(core_call, request, metadata, credentials, wait_for_ready,
+                              compression)
+
+    def _finished(self, core_call: Any, request: Any, metadata: MetadataType,
+                  credentials: Any, wait_for_ready: Optional[bool], compression: Any) -> Any:
+        """The first attempt ended: retried if it failed and may be, and the retry
+        throttle told of a success.  Returns the last attempt."""
+        if core_call.code() != 0:
+            if self._retries:
+                return self._retried(core_call, request, metadata, credentials,
+                                     wait_for_ready, compression)
+        elif self._throttle is not None:
+            self._throttle.on_success()
+        return core_call
+
+    def _retried(self, core_call: Any, request: Any, metadata: MetadataType,
+                 credentials: Any, wait_for_ready: Optional[bool], compression: Any) -> Any:
+        """Attempts after a failed first one, as _retry.Retries decides; they keep the
+        first attempt's deadline."""
+        retries = Retries(self._retry_policy, self._throttle, deadline_of(core_call))
+        while True:
+            delay = retries.delay(core_call)
+            if delay is None:
+                return core_call
+            if delay:
+                time.sleep(delay)
+            left = retries.timeout_left()
+            core_call = (self._start(request, left, metadata, True, False, compression)
+                         if credentials is None and not wait_for_ready else
+                         self._start_with(request, left, metadata, True, False, compression,
+                                          credentials, wait_for_ready))
+            if core_call.code() == 0:
+                retries.succeeded()
+                return core_call
 
     def with_call(self, request: Any, timeout: Optional[float] = None,
                   metadata: MetadataType = None, credentials: Any = None,
                   wait_for_ready: Optional[bool] = None,
                   compression: Any = None) -> tuple[Any, CallResult]:
         """Like ``__call__`` but returns ``(response, call)`` with the call's metadata."""
-        core_call = (self._start(request, timeout, metadata, True, False, compression)
-                     if credentials is None and not wait_for_ready else
-                     self._start_with(request, timeout, metadata, True, False, compression,
-                                      credentials, wait_for_ready))
+        core_call = self._blocking(request, timeout, metadata, credentials, wait_for_ready,
+                                   compression)
         return self._response(core_call), CallResult(core_call)
 
     def future(self, request: Any, timeout: Optional[float] = None,
                metadata: MetadataType = None, credentials: Any = None,
                wait_for_ready: Optional[bool] = None, compression: Any = None) -> UnaryFuture:
         """Starts the call and returns at once with a Future (also a Call).  With call
-        credentials or ``wait_for_ready``, those run first, on a helper thread."""
+        credentials or ``wait_for_ready``, those run first, on a helper thread; with a
+        retry policy the attempts run there too."""
+        if self._retry_policy is not None:
+            return DeferredFuture(lambda: self._tracked(self._blocking(
+                request, timeout, metadata, credentials, wait_for_ready, compression)))
+        if self._cfg_timeout is not None:
+            timeout = _min_timeout(timeout, self._cfg_timeout)
         if credentials is None and not wait_for_ready and not self._has_plugins:
             core_call = self._start(request, timeout, metadata, False, _FUTURE_EVENTS,
                                     compression)
@@ -215,15 +302,30 @@ class UnaryUnaryMultiCallable(_MultiCallable):
 class UnaryStreamMultiCallable(_MultiCallable):
     """Calls a server-streaming method; made by ``Channel.unary_stream``."""
 
+
     def __call__(self, request: Any, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
                  wait_for_ready: Optional[bool] = None,
                  compression: Any = None) -> StreamingCall:
-        """Sends the request and returns an iterator over the responses."""
+        """Sends the request and returns an iterator over the responses.  Until the
+        first response arrives, a failed attempt is retried as a unary call is."""
         payload = serialize(self._serialize, request)
         core_call = self._core_call(payload, timeout, metadata, _triple.SERVER_STREAMING,
                                     compression, credentials, wait_for_ready)
-        return StreamingCall(core_call, None, self._deserialize)
+        stream = StreamingCall(core_call, None, self._deserialize)
+        if self._retries:
+            retries = Retries(self._retry_policy, self._throttle, deadline_of(core_call))
+
+            def again(failed: Any) -> Optional[Any]:
+                delay = retries.delay(failed)
+                if delay is None:
+                    return None
+                time.sleep(delay)
+                return self._core_call(payload, retries.timeout_left(), metadata,
+                                       _triple.SERVER_STREAMING, compression, credentials,
+                                       wait_for_ready)
+            stream._again = again
+        return stream
 
 
 class StreamUnaryMultiCallable(_MultiCallable):
@@ -289,30 +391,48 @@ class Channel:
     def __init__(self, target: str, options: Optional[Iterable[tuple[str, Any]]] = None,
                  compression: Any = None, wire: Optional[str] = None,
                  credentials: Optional[ChannelCredentials] = None) -> None:
-        host, port = parse_target(target)
+        parsed = parse_target(target)
         self._target = target
         self._options = ChannelOptions.from_pairs(options)
         if wire is not None:
             self._options = ChannelOptions.from_pairs([*(options or ()), ("triple.wire", wire)])
         if compression is not None:
             self._options.compression = compression_value(compression)
+        self._service_config = ServiceConfig.parse(self._options.service_config)
+        policy = self._options.lb_policy or self._service_config.lb_policy or PICK_FIRST
         tls = {}
         override = self._options.ssl_target_name_override
         local = credentials is not None and credentials.local
+        one = _single_endpoint(parsed, policy)
         if local:
-            check_local(host)
+            for endpoint in ((one,) if one else static_endpoints(parsed)
+                             if parsed.scheme in _STATIC_SCHEMES else ()):
+                if endpoint.kind == "tcp":
+                    check_local(endpoint.host)
         if credentials is not None and not local and override and not self._options.authority:
             self._options.authority = override  # grpcio sends the override as :authority
         # Call credentials: the channel's own, and whether calls may carry any.
         self._call_plugins: tuple[Any, ...] = credentials.call_plugins if credentials else ()
         self._may_send_call_credentials = credentials is not None
-        authority = self._options.authority or f"{host}:{port}"
+        authority = self._options.authority or parsed.default_authority()
         self._url_prefix = f"{'' if local else 'https'}://{authority}"
         if credentials is not None and not local:
             tls = dict(tls=True, root_certificates=credentials.root_certificates,
                        private_key=credentials.private_key,
                        certificate_chain=credentials.certificate_chain)
-        self._core = _triple.Channel(host, port, **self._options.core_kwargs(), **tls)
+        core_kwargs: dict[str, Any] = {**self._options.core_kwargs(), "authority": authority,
+                                       **tls}
+
+        def make_core(endpoint: Endpoint) -> Any:
+            """One backend: a core channel to ``endpoint``."""
+            kwargs = {**core_kwargs, "address_kind": _ADDRESS_KINDS[endpoint.kind]}
+            if tls:
+                kwargs["ssl_target_name_override"] = \
+                    override or endpoint.attributes.get("dns_name")
+            return _triple.Channel(endpoint.host, str(endpoint.port or 0), **kwargs)
+        # One endpoint for good: the core channel itself, the calls go straight to it.
+        self._core = (make_core(one) if one is not None
+                      else Balancer(resolver_for(parsed), make_core, policy))
         self._connectivity = ConnectivityWatcher(self._core)
         self._dispatcher = CompletionDispatcher(self._core)
         # Dropped without close(): the dispatcher lets go of the core, which then goes
@@ -405,6 +525,34 @@ class Channel:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
+
+
+def _single_endpoint(parsed: ParsedTarget, policy: str) -> Optional[Endpoint]:
+    """The one endpoint of a target that never has more (no balancer needed): a dns
+    target under pick_first (the core resolves the name at every connection attempt
+    and dials its addresses in turn, happy-eyeballs style: csrc/tri_dial.h) or naming
+    an IP address, or a static list of one address.  None when the target needs a resolver and balancer."""
+    if parsed.scheme == "dns":
+        if parsed.authority:
+            raise ValueError(f"invalid target {parsed.target!r}: a DNS server in the "
+                             "authority is not supported")
+        host, port = split_host_port(parsed.endpoint, 443, "target")
+        if policy == PICK_FIRST or _is_ip(host):  # an IP literal has one address
+            return Endpoint(host, port)
+        return None
+    if parsed.scheme in _STATIC_SCHEMES:
+        endpoints = static_endpoints(parsed)
+        if len(endpoints) == 1:
+            return endpoints[0]
+    return None
 
 
 def insecure_channel(target: str, options: Optional[Iterable[tuple[str, Any]]] = None,

@@ -51,6 +51,11 @@ PRIMARY_USER_AGENT = _key("user_agent")
 WIRE = _key("wire")
 DIALECT = _key("dialect")
 UNARY_FAST_PATH = "triple.unary_fast_path"
+# Options of the Python layer (several backends, retries: _balancer, _service_config).
+LB_POLICY_NAME = "grpc.lb_policy_name"
+SERVICE_CONFIG = "grpc.service_config"
+ENABLE_RETRIES = "grpc.enable_retries"
+LB_POLICIES = ("pick_first", "round_robin")
 # Triple wire dialects (csrc/tri_channel.h TRI_DIALECT_*): the version and deadline headers a
 # Triple unary call sends.  "go": dubbo-go's (triple-protocol-version: 0.1.0,
 # triple-timeout-ms); "spec": the Triple spec's, which Dubbo Java and dubbo-js read
@@ -120,6 +125,9 @@ _DEFAULTS["user_agent"] = f"{_DEFAULTS['user_agent']}/{__version__}"
 _FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     o.key: (o.name, _converter(o)) for o in _CORE_FIELDS if o.key is not None}
 _FIELDS[UNARY_FAST_PATH] = ("unary_fast_path", _flag)
+_FIELDS[LB_POLICY_NAME] = ("lb_policy", str)
+_FIELDS[SERVICE_CONFIG] = ("service_config", str)
+_FIELDS[ENABLE_RETRIES] = ("enable_retries", _flag)
 _CHOICES = {o.key: o.choices for o in _CORE_FIELDS if o.type == "choice"}
 
 
@@ -138,13 +146,18 @@ class ChannelOptions:
     """The options a channel was built with, resolved to their defaults.
 
     One field per row of ``_triple.CHANNEL_OPTIONS`` but the TLS material (named as the
-    row: ``max_receive``, ``write_buffer_size``...), then ``unary_fast_path``."""
+    row: ``max_receive``, ``write_buffer_size``...), then those of the Python layer:
+    ``unary_fast_path``, ``lb_policy``, ``service_config``, ``enable_retries``."""
 
     # Unary calls take the fast path (one op: headers and the whole request at once)
     # unless False: they then go through the client-streaming machinery (start, write,
     # done_writing: dubbo-go's duplex path), the baseline of an A/B and a fallback. On
     # the Triple wire the one request goes out as the bare body (TRI_CALL_UNARY_BODY).
     unary_fast_path: bool = True
+    # Several backends (_balancer): None means the service config's, else pick_first.
+    lb_policy: Optional[str] = None
+    service_config: Optional[str] = None  # JSON (_service_config)
+    enable_retries: bool = True  # grpcio's default: retries and transparent retries on
 
     if TYPE_CHECKING:
         def __init__(self, **fields: Any) -> None: ...
@@ -159,6 +172,8 @@ class ChannelOptions:
         for key, value in options or ():
             if key == PRIMARY_USER_AGENT:
                 o.user_agent = f"{value} {o.user_agent}"
+            elif key == LB_POLICY_NAME and value not in LB_POLICIES:
+                raise ValueError(f"{LB_POLICY_NAME} must be one of {LB_POLICIES}, not {value!r}")
             elif key in _CHOICES and value not in _CHOICES[key]:
                 raise ValueError(
                     f"{key} must be one of {sorted(_CHOICES[key])}, not {value!r}")

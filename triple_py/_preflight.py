@@ -31,6 +31,9 @@ class EndedCall:
     def details(self) -> str:
         return self._details
 
+    def unprocessed(self) -> int:
+        return 0
+
     def metadata(self) -> tuple[tuple, tuple]:
         return (), ()
 

@@ -185,16 +185,43 @@ class UnaryResponseCall(_Call):
     def __await__(self):
         return self._result().__await__()
 
+    # Retries (_retry): set on calls of a channel with grpc.enable_retries; the owner (the
+    # multi-callable) makes attempts: owner._next_attempt(again, timeout_left) and
+    # owner._retries_for(first).  Class attributes: a call without them costs nothing.
+    _owner: Any = None
+    _again: tuple = ()
+
     async def _result(self) -> Any:
         await self._wait_done(cancel_rpc=True)
         self._raise_if_cancelled()
         if self._core.code() != 0:
-            raise error_of(self._core)
+            if self._owner is not None:
+                await self._more_attempts()
+                self._raise_if_cancelled()
+            if self._core.code() != 0:
+                raise error_of(self._core)
         response = getattr(self, "_response", self._UNSET)
         if response is self._UNSET:  # deserialized once, the same object every await
             raw = self._core.response()
             response = self._response = deserialize(self._deserialize, raw, local_error)
         return response
+
+
+    async def _more_attempts(self) -> None:
+        """Starts further attempts while ``_retry.Retries`` allows; the call then
+        reflects the last one."""
+        retries = self._owner._retries_for(self._core)
+        while self._core.code() != 0 and not self._cancelled:
+            delay = retries.delay(self._core)
+            if delay is None:
+                return
+            if delay:
+                await asyncio.sleep(delay)
+            self._core = self._owner._next_attempt(self._again, retries.timeout_left())
+            self._reactor.register(self._core, self)
+            await self._wait_done(cancel_rpc=True)
+        if self._core.code() == 0:
+            retries.succeeded()
 
 
 class StreamResponseMixin(_Call):

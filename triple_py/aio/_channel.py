@@ -6,7 +6,8 @@ from typing import Any, Iterable, Optional, Sequence
 
 from .. import _triple
 from .._channel import Channel as _SyncChannel
-from .._channel import _compression
+from .._channel import _compression, _method_settings, _min_timeout
+from .._retry import Retries, deadline_of
 from .._codec import serialize
 from .._connectivity import ChannelConnectivity, state_of, wait_for_change, wait_ready_async
 from .._credentials import ChannelCredentials
@@ -101,6 +102,8 @@ class UnaryUnaryMultiCallable(_MultiCallable):
         super().__init__(channel, method, serializer, deserializer)
         self._fast_path = channel._sync.options.unary_fast_path  # fixed for the channel
         self._direct = self._fast_path and not self._deferred_always  # fixed too
+        self._cfg_timeout, self._retries, self._retry_policy, self._throttle = \
+            _method_settings(channel._sync, method)
 
     def __call__(self, request: Any, *, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
@@ -108,9 +111,7 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                  compression: Any = None) -> UnaryUnaryCall:
         """``await`` it for the response."""
         if self._direct and credentials is None and not wait_for_ready:  # the fast path
-            return UnaryUnaryCall(self._channel._reactor(),
-                                  self._start(request, timeout, metadata, compression, 0,
-                                              _triple.EV_DONE), None, self._deserialize)
+            return self._unary(request, timeout, metadata, compression)
         return _MultiCallable.__call__(self, request, timeout=timeout, metadata=metadata,
                                        credentials=credentials, wait_for_ready=wait_for_ready,
                                        compression=compression)
@@ -118,14 +119,35 @@ class UnaryUnaryMultiCallable(_MultiCallable):
     def _invoke(self, request: Any, timeout: Optional[float], metadata: MetadataType,
                 compression: Any) -> Any:
         if self._fast_path:
-            core_call = self._start(request, timeout, metadata, compression, 0,
-                                    _triple.EV_DONE)
-            return UnaryUnaryCall(self._channel._reactor(), core_call, None, self._deserialize)
+            return self._unary(request, timeout, metadata, compression)
         # Serialized here, so that a bad request raises from this call as on the fast path.
         payload = serialize(self._serialize, request, local_error)
         memoryview(payload).release()  # TypeError unless bytes-like
         return self._start_request_stream(StreamedUnaryUnaryCall, _triple.CLIENT_STREAMING,
                                           (payload,), None, timeout, metadata, compression)
+
+
+    def _unary(self, request: Any, timeout: Optional[float], metadata: MetadataType,
+               compression: Any) -> UnaryUnaryCall:
+        """A fast-path call, with its retries unless they are off (see _retry)."""
+        if self._cfg_timeout is not None:
+            timeout = _min_timeout(timeout, self._cfg_timeout)
+        call = UnaryUnaryCall(self._channel._reactor(),
+                              self._start(request, timeout, metadata, compression, 0,
+                                          _triple.EV_DONE), None, self._deserialize)
+        if self._retries:
+            call._owner, call._again = self, (request, metadata, compression)
+        return call
+
+    def _next_attempt(self, again: tuple, timeout: Optional[float]) -> Any:
+        """Another attempt of a retried call (_calls.UnaryResponseCall): ``again`` is
+        (request, metadata, compression), ``timeout`` what is left of the deadline."""
+        request, metadata, compression = again
+        return self._start(request, timeout, metadata, compression, 0, _triple.EV_DONE)
+
+    def _retries_for(self, first: Any) -> Retries:
+        """The retry bookkeeping of a call whose first attempt was ``first``."""
+        return Retries(self._retry_policy, self._throttle, deadline_of(first))
 
 
 class UnaryStreamMultiCallable(_MultiCallable):

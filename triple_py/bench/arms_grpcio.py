@@ -27,8 +27,10 @@ JOIN_GRACE = 5.0  # seconds past the call timeout to wait for the workers
 
 
 def channel_options(connections: int) -> List[Tuple[str, int]]:
-    """Unlimited message sizes; a channel of its own per connection when there are several."""
-    options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+    """Unlimited message sizes, round robin over a target's servers; a channel of its own
+    per connection when there are several."""
+    options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
+               ("grpc.lb_policy_name", "round_robin")]  # several servers: spread the calls
     if connections > 1:
         options.append(("grpc.use_local_subchannel_pool", 1))
     return options

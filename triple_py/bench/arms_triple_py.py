@@ -45,7 +45,9 @@ def _channel_options(spec: RunSpec) -> List[Tuple[str, object]]:
             ("triple.write_buffer_delay_us", spec.write_buffer_delay_us),
             ("triple.wire", spec.wire), ("grpc.max_receive_message_length", -1),
             ("triple.dialect", spec.options.get("dialect", "auto")),
-            ("triple.unary_fast_path", bool(spec.options.get("unary_fast_path", True)))]
+            ("triple.unary_fast_path", bool(spec.options.get("unary_fast_path", True))),
+            # a target with several servers gets calls spread over all of them
+            ("grpc.lb_policy_name", "round_robin")]
 
 
 def _apply_counters(result: BenchResult, delta: Dict[str, int], messages: int = 0) -> None:

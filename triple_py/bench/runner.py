@@ -13,7 +13,7 @@ from .messages import benchmark_request
 from .progress import Progress
 from .result import BenchResult
 from .spec import WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec
-from .target import embedded_server, split_target
+from .target import check_target, embedded_server
 
 __all__ = ["run", "spec_of", "spec_target", "preflight", "check_result", "target_or_embedded"]
 
@@ -22,7 +22,7 @@ __all__ = ["run", "spec_of", "spec_target", "preflight", "check_result", "target
 def target_or_embedded(target: Optional[str]) -> Iterator[str]:
     """Yields ``target``, or the address of an EchoServer started for the block."""
     if target is not None:
-        split_target(target)
+        check_target(target)
         yield target
         return
     with embedded_server() as address:

@@ -1,14 +1,22 @@
-"""Where the load goes: a ``host:port`` target, or the embedded echo server."""
+"""Where the load goes: a target (any scheme a channel takes: ``host:port``,
+``dns:``, ``ipv4:``/``ipv6:`` lists, ``unix:``, ``unix-abstract:``, a registered
+registry such as ``zookeeper://``), or the embedded echo server."""
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, ContextManager, Iterator, Optional, Tuple
+import threading
+from typing import Callable, ContextManager, Iterator, List, Optional, Tuple
 
+from .._resolver import (DEFAULT_PORT, Endpoint, parse_target as parse_uri, resolver_for,
+                         split_host_port, static_endpoints)
 from .._target import parse_target
-from .errors import ConfigError
+from .errors import ConfigError, TargetError
 from .server_cpu import Served
 
-__all__ = ["split_target", "embedded_server", "ServerFactory", "fixed_target"]
+__all__ = ["split_target", "check_target", "target_endpoints", "embedded_server",
+           "ServerFactory", "fixed_target"]
+
+RESOLVE_WAIT_S = 10.0  # how long target_endpoints waits for a registry's first answer
 
 #: Makes a server for one round (or the whole run): a context manager giving "host:port",
 #: or a ServerProcess (address and pid) when the server runs in a process of its own.
@@ -29,6 +37,49 @@ def split_target(target: str) -> Tuple[str, int]:
     return host, number
 
 
+def check_target(target: str) -> None:
+    """ConfigError unless ``target`` is well formed (a registry is not asked)."""
+    try:
+        parsed = parse_uri(target)
+        if parsed.scheme == "dns":
+            host, port = split_host_port(parsed.endpoint, DEFAULT_PORT, "target")
+        elif parsed.scheme in ("ipv4", "ipv6", "unix", "unix-abstract"):
+            static_endpoints(parsed)
+    except ValueError as exc:
+        raise ConfigError(f"bad target {target!r}: {exc}") from None
+    if parsed.scheme == "dns" and ":" not in target.rsplit("]", 1)[-1]:
+        raise ConfigError(f"bad target {target!r}: no port (expected host:port)")
+
+
+def target_endpoints(target: str, wait: float = RESOLVE_WAIT_S) -> List[Endpoint]:
+    """The servers of ``target``, resolved once (the C load generator spreads its
+    connections over them): one for ``host:port``/``dns:`` (the C dial resolves the
+    name itself), the list of ``ipv4:``/``ipv6:``, the socket of ``unix:``, or the
+    first answer of a registry's resolver (TargetError if none within ``wait`` s)."""
+    check_target(target)
+    parsed = parse_uri(target)
+    if parsed.scheme == "dns":
+        host, port = split_host_port(parsed.endpoint, DEFAULT_PORT, "target")
+        return [Endpoint(host, port)]
+    if parsed.scheme in ("ipv4", "ipv6", "unix", "unix-abstract"):
+        return static_endpoints(parsed)
+    got: List[List[Endpoint]] = []
+    answered = threading.Event()
+
+    def on_update(endpoints: List[Endpoint]) -> None:
+        if endpoints and not answered.is_set():
+            got.append(list(endpoints))
+            answered.set()
+    resolver = resolver_for(parsed)
+    try:
+        resolver.start(on_update)
+        if not answered.wait(wait):
+            raise TargetError(f"{target}: no endpoint within {wait:g} s")
+    finally:
+        resolver.close()
+    return got[0]
+
+
 @contextlib.contextmanager
 def embedded_server(threads: int = 1) -> Iterator[str]:
     """Starts triple_py.testing.EchoServer on 127.0.0.1 (ephemeral port); yields its address."""
@@ -42,7 +93,7 @@ def fixed_target(target: Optional[str]) -> ServerFactory:
     """A factory for ``target`` (an external server: nothing to start), or the embedded one."""
     if target is None:
         return embedded_server
-    split_target(target)  # fail early on a malformed address
+    check_target(target)  # fail early on a malformed address
 
     @contextlib.contextmanager
     def external() -> Iterator[str]:
