@@ -109,6 +109,14 @@ int tri_call_start(tri_call *c);
 /* Nonzero once the call has its final status. */
 int tri_call_done(const tri_call *c);
 
+/* Nonzero when the call is done and no server application saw it, so it can be
+ * sent again safely (gRPC's transparent retry, proposal A6): it never reached a
+ * connection (no connection, backing off, connection closing), the connection
+ * failed before the server's SETTINGS arrived, its HEADERS were never sent, or
+ * the server refused the stream (RST_STREAM REFUSED_STREAM, or a stream above
+ * the last-stream-id of a GOAWAY, which nghttp2 closes with REFUSED_STREAM). */
+int tri_call_unprocessed(const tri_call *c);
+
 /* Waits up to timeout_ns (< 0: forever) for completion.  Returns 0 when done,
  * TRI_ERR_TIMEOUT otherwise.  Safe from any number of threads. */
 int tri_call_wait(tri_call *c, int64_t timeout_ns);

@@ -46,6 +46,8 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
       opts->stream_window > 0x7fffffffu || opts->conn_window > 0x7fffffffu ||
       opts->compress < TRI_COMPRESS_NONE || opts->compress > TRI_COMPRESS_GZIP)
     return TRI_ERR_INVALID;
+  if (opts->address_kind < TRI_ADDRESS_TCP || opts->address_kind > TRI_ADDRESS_UNIX_ABSTRACT)
+    return TRI_ERR_INVALID;
   if ((opts->wire != TRI_WIRE_GRPC && opts->wire != TRI_WIRE_TRIPLE) ||
       opts->dialect < TRI_DIALECT_AUTO || opts->dialect > TRI_DIALECT_SPEC)
     return TRI_ERR_INVALID;

@@ -36,7 +36,10 @@ typedef struct tri_channel tri_channel;
 
 typedef struct tri_channel_opts {
   const char *host;          /* copied; name or address */
-  const char *port;          /* copied; decimal */
+  const char *port;          /* copied; decimal (unused for unix sockets) */
+  int address_kind;          /* TRI_ADDRESS_TCP (default): host:port; _UNIX: host
+                                is a socket path; _UNIX_ABSTRACT: host is a name
+                                in the abstract namespace */
   const char *authority;     /* copied; NULL: "host:port" */
   int64_t max_recv_bytes;    /* -1: unlimited; default 4 MiB */
   int64_t max_send_bytes;    /* -1: unlimited (default) */
@@ -80,6 +83,8 @@ typedef struct tri_channel_opts {
   char *error_out;             /* optional: why tri_channel_new failed */
   size_t error_out_len;
 } tri_channel_opts;
+
+enum { TRI_ADDRESS_TCP = 0, TRI_ADDRESS_UNIX = 1, TRI_ADDRESS_UNIX_ABSTRACT = 2 };
 
 /* Wires: unary calls follow the channel's wire; streams are always gRPC-framed
  * (dubbo-go streams only over gRPC, docs/triple-wire.md §2). */

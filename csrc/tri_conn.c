@@ -233,10 +233,15 @@ static void die(tri_conn *conn, int code, const char *why) {
   if (why && why != conn->errstr)
     snprintf(conn->errstr, sizeof(conn->errstr), "%s", why);
   atomic_store(&conn->unusable, 1);
-  for (tri_call *c = conn->inflight; c; c = c->io_next)
+  /* Before the server's SETTINGS no request reached its application. */
+  int unprocessed = !atomic_load(&conn->established);
+  for (tri_call *c = conn->inflight; c; c = c->io_next) {
+    if (!c->completed) c->unprocessed = unprocessed;
     tri__call_complete(c, code, "%s", conn->errstr);
+  }
   while (conn->held) {
     tri_call *c = conn->held;
+    if (!c->completed) c->unprocessed = 1; /* never submitted */
     tri__call_complete(c, code, "%s", conn->errstr);
     held_remove(conn, c);
     io_release(conn, c);
@@ -491,6 +496,7 @@ static int on_frame_not_send(nghttp2_session *s, const nghttp2_frame *frame,
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   tri_call *c = stream_call(conn, frame->hd.stream_id);
   if (!c) return 0;
+  if (!c->completed) c->unprocessed = 1;
   tri__call_complete(c, TRI_CODE_UNAVAILABLE, "request not sent: %s",
                      nghttp2_strerror(lib_error));
   return 0;
@@ -530,6 +536,7 @@ static int header_list_fits(tri_conn *conn, tri_call *c, const nghttp2_nv *nva, 
 
 static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
   if (conn->dead || conn->goaway) {
+    if (!c->completed) c->unprocessed = 1;
     tri__call_complete(c, TRI_CODE_UNAVAILABLE, "%s",
                        conn->dead ? conn->errstr : "connection is going away");
     io_release(conn, c);
@@ -1171,8 +1178,12 @@ static void dial_event(tri_conn *conn, int fd) {
 /* Resolves the target and starts the first attempt (tri_dial.h). */
 static int open_socket(tri_conn *conn) {
   const tri_channel_opts *o = &conn->ch->opts;
-  int rv = tri_dial_begin(&conn->dial, o->host, o->port, conn->errstr,
-                          sizeof(conn->errstr));
+  int rv = o->address_kind == TRI_ADDRESS_TCP
+               ? tri_dial_begin(&conn->dial, o->host, o->port, conn->errstr,
+                                sizeof(conn->errstr))
+               : tri_dial_begin_unix(&conn->dial, o->host,
+                                     o->address_kind == TRI_ADDRESS_UNIX_ABSTRACT,
+                                     conn->errstr, sizeof(conn->errstr));
   if (rv) return rv;
   conn->connected = 0; /* check_connected runs once an attempt wins */
   return dial_more(conn);

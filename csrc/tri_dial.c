@@ -2,6 +2,7 @@
 #include "tri_dial.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -34,6 +35,27 @@ int tri_dial_begin(tri_dial *d, const char *host, const char *port, char *errstr
   return 0;
 }
 
+int tri_dial_begin_unix(tri_dial *d, const char *path, int abstract, char *errstr,
+                        size_t errlen) {
+  tri_dial_init(d);
+  size_t n = strlen(path), off = abstract ? 1 : 0;
+  if (n == 0 || n + off >= sizeof(d->unix_sa.sun_path)) {
+    snprintf(errstr, errlen, "unix socket path of %zu bytes: must be 1 to %zu", n,
+             sizeof(d->unix_sa.sun_path) - 1 - off);
+    return TRI_ERR_RESOLVE;
+  }
+  d->unix_sa.sun_family = AF_UNIX;
+  memcpy(d->unix_sa.sun_path + off, path, n); /* abstract: sun_path[0] stays NUL */
+  d->unix_ai.ai_family = AF_UNIX;
+  d->unix_ai.ai_socktype = SOCK_STREAM;
+  d->unix_ai.ai_addr = (struct sockaddr *)&d->unix_sa;
+  /* The abstract name's length counts exactly: no trailing NUL. */
+  d->unix_ai.ai_addrlen =
+      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + off + n + (abstract ? 0 : 1));
+  d->res = d->next = &d->unix_ai;
+  return 0;
+}
+
 void tri_dial_begin_list(tri_dial *d, struct addrinfo *list) {
   tri_dial_init(d);
   d->res = d->next = list;
@@ -63,7 +85,7 @@ int tri_dial_next(tri_dial *d, int64_t now) {
       continue;
     }
     int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (a->ai_family != AF_UNIX) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (connect(fd, a->ai_addr, a->ai_addrlen) < 0 && errno != EINPROGRESS) {
       d->err = errno; /* refused at once: on to the next address */
       close(fd);

@@ -25,6 +25,7 @@
 #include <netdb.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/un.h>
 
 #define TRI_DIAL_MAX 4                          /* attempts in flight at once */
 #define TRI_DIAL_DELAY_NS (250 * 1000000LL)     /* RFC 8305's attempt delay */
@@ -38,6 +39,8 @@ typedef struct tri_dial {
   int64_t started;       /* when the latest attempt started (ns) */
   int tried;             /* addresses tried so far */
   int err;               /* errno of the latest failed attempt */
+  struct addrinfo unix_ai;     /* tri_dial_begin_unix: the one address */
+  struct sockaddr_un unix_sa;  /* ...and its socket address */
 } tri_dial;
 
 /* An empty dial (nothing to free yet). */
@@ -47,6 +50,13 @@ void tri_dial_init(tri_dial *d);
  * errstr. */
 int tri_dial_begin(tri_dial *d, const char *host, const char *port, char *errstr,
                    size_t errlen);
+
+/* A Unix domain socket instead (gRPC's unix: and unix-abstract: targets):
+ * `path` is a file system path, or with `abstract` a name in the abstract
+ * namespace (no leading NUL: it is added here).  Returns 0, or TRI_ERR_RESOLVE
+ * with the reason in errstr when the path does not fit a sockaddr_un. */
+int tri_dial_begin_unix(tri_dial *d, const char *path, int abstract, char *errstr,
+                        size_t errlen);
 
 /* Dials the addresses of `list` (borrowed: it must outlive the dial). */
 void tri_dial_begin_list(tri_dial *d, struct addrinfo *list);

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import weakref
 from typing import Any, Callable, Iterable, Optional, Sequence
 
@@ -17,7 +18,11 @@ from ._options import ChannelOptions
 from ._preflight import EndedCall, prepare
 from ._status import compression_value
 from ._streams import StreamingCall, pump_requests, start_pump
-from ._target import parse_target
+from ._balancer import PICK_FIRST, Balancer
+from ._resolver import Endpoint, ParsedTarget, parse_target, resolver_for, split_host_port
+from ._resolver import static_endpoints
+from ._retry import Retries
+from ._service_config import ServiceConfig
 
 Serializer = Optional[Callable[[Any], bytes]]
 Deserializer = Optional[Callable[[bytes], Any]]
@@ -41,6 +46,16 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 # itself (QUIET_START): a call refused at once (connection backoff, say) is done before
 # future() returns and never goes through the completion thread.
 _FUTURE_EVENTS = _triple.EV_DONE | _triple.QUIET_START
+
+
+# Endpoint kinds -> the core's address_kind (csrc/tri_channel.h TRI_ADDRESS_*).
+_ADDRESS_KINDS = {"tcp": 0, "unix": 1, "unix-abstract": 2}
+_STATIC_SCHEMES = ("ipv4", "ipv6", "unix", "unix-abstract")
+
+
+def _min_timeout(timeout: Optional[float], limit: float) -> float:
+    """The call's timeout capped by the service config's for its method."""
+    return limit if timeout is None or timeout > limit else timeout
 
 
 def _compression(compression: Any) -> int:
@@ -106,6 +121,12 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                  deserializer: Deserializer) -> None:
         super().__init__(channel, method, serializer, deserializer)
         self._fast_path = channel._options.unary_fast_path  # fixed for the channel
+        config = channel._service_config.method(method)
+        self._cfg_timeout = config.timeout  # the service config's timeout for the method
+        retries = channel._options.enable_retries
+        self._retry_policy = config.retry if retries else None
+        self._throttle = channel._service_config.throttle if self._retry_policy else None
+        self._retries = retries  # transparent retries too (grpc.enable_retries)
         # The fast path with nothing to do first (no channel call credentials): fixed too.
         self._direct = self._fast_path and not self._has_plugins
 
@@ -169,28 +190,67 @@ class UnaryUnaryMultiCallable(_MultiCallable):
 
         The GIL is released while the call is in flight; Ctrl-C cancels it.
         """
-        if credentials is None and not wait_for_ready:
-            return self._response(self._start(request, timeout, metadata, True, False,
-                                              compression))
-        return self._response(self._start_with(request, timeout, metadata, True, False,
-                                               compression, credentials, wait_for_ready))
+        return self._response(self._blocking(request, timeout, metadata, credentials,
+                                             wait_for_ready, compression))
+
+    def _blocking(self, request: Any, timeout: Optional[float], metadata: MetadataType,
+                  credentials: Any, wait_for_ready: Optional[bool], compression: Any) -> Any:
+        """Makes the call (and its retries) and returns the finished core call."""
+        if self._cfg_timeout is not None:
+            timeout = _min_timeout(timeout, self._cfg_timeout)
+        started = None if timeout is None else time.monotonic()
+        core_call = (self._start(request, timeout, metadata, True, False, compression)
+                     if credentials is None and not wait_for_ready else
+                     self._start_with(request, timeout, metadata, True, False, compression,
+                                      credentials, wait_for_ready))
+        if core_call.code() != 0 and self._retries:
+            core_call = self._retried(core_call, request, started, timeout, metadata,
+                                      credentials, wait_for_ready, compression)
+        elif self._throttle is not None:
+            self._throttle.on_success()
+        return core_call
+
+    def _retried(self, core_call: Any, request: Any, started: Optional[float],
+                 timeout: Optional[float], metadata: MetadataType, credentials: Any,
+                 wait_for_ready: Optional[bool], compression: Any) -> Any:
+        """Attempts after a failed first one, as _retry.Retries decides."""
+        deadline = None if started is None else started + timeout
+        retries = Retries(self._retry_policy, self._throttle, deadline)
+        while True:
+            delay = retries.delay(core_call)
+            if delay is None:
+                return core_call
+            if delay:
+                time.sleep(delay)
+            left = retries.timeout_left()
+            core_call = (self._start(request, left, metadata, True, False, compression)
+                         if credentials is None and not wait_for_ready else
+                         self._start_with(request, left, metadata, True, False, compression,
+                                          credentials, wait_for_ready))
+            if core_call.code() == 0:
+                retries.succeeded()
+                return core_call
 
     def with_call(self, request: Any, timeout: Optional[float] = None,
                   metadata: MetadataType = None, credentials: Any = None,
                   wait_for_ready: Optional[bool] = None,
                   compression: Any = None) -> tuple[Any, CallResult]:
         """Like ``__call__`` but returns ``(response, call)`` with the call's metadata."""
-        core_call = (self._start(request, timeout, metadata, True, False, compression)
-                     if credentials is None and not wait_for_ready else
-                     self._start_with(request, timeout, metadata, True, False, compression,
-                                      credentials, wait_for_ready))
+        core_call = self._blocking(request, timeout, metadata, credentials, wait_for_ready,
+                                   compression)
         return self._response(core_call), CallResult(core_call)
 
     def future(self, request: Any, timeout: Optional[float] = None,
                metadata: MetadataType = None, credentials: Any = None,
                wait_for_ready: Optional[bool] = None, compression: Any = None) -> UnaryFuture:
         """Starts the call and returns at once with a Future (also a Call).  With call
-        credentials or ``wait_for_ready``, those run first, on a helper thread."""
+        credentials or ``wait_for_ready``, those run first, on a helper thread; with a
+        retry policy the attempts run there too."""
+        if self._retry_policy is not None:
+            return DeferredFuture(lambda: self._tracked(self._blocking(
+                request, timeout, metadata, credentials, wait_for_ready, compression)))
+        if self._cfg_timeout is not None:
+            timeout = _min_timeout(timeout, self._cfg_timeout)
         if credentials is None and not wait_for_ready and not self._has_plugins:
             core_call = self._start(request, timeout, metadata, False, _FUTURE_EVENTS,
                                     compression)
@@ -289,32 +349,48 @@ class Channel:
     def __init__(self, target: str, options: Optional[Iterable[tuple[str, Any]]] = None,
                  compression: Any = None, wire: Optional[str] = None,
                  credentials: Optional[ChannelCredentials] = None) -> None:
-        host, port = parse_target(target)
+        parsed = parse_target(target)
         self._target = target
         self._options = ChannelOptions.from_pairs(options)
         if wire is not None:
             self._options = ChannelOptions.from_pairs([*(options or ()), ("triple.wire", wire)])
         if compression is not None:
             self._options.compression = compression_value(compression)
+        self._service_config = ServiceConfig.parse(self._options.service_config)
+        policy = self._options.lb_policy or self._service_config.lb_policy or PICK_FIRST
         tls = {}
         override = self._options.ssl_target_name_override
         local = credentials is not None and credentials.local
+        one = _single_endpoint(parsed, policy)
         if local:
-            check_local(host)
+            for endpoint in ((one,) if one else static_endpoints(parsed)
+                             if parsed.scheme in _STATIC_SCHEMES else ()):
+                if endpoint.kind == "tcp":
+                    check_local(endpoint.host)
         if credentials is not None and not local and override and not self._options.authority:
             self._options.authority = override  # grpcio sends the override as :authority
         # Call credentials: the channel's own, and whether calls may carry any.
         self._call_plugins: tuple[Any, ...] = credentials.call_plugins if credentials else ()
         self._may_send_call_credentials = credentials is not None
-        authority = self._options.authority or f"{host}:{port}"
+        authority = self._options.authority or parsed.default_authority()
         self._url_prefix = f"{'' if local else 'https'}://{authority}"
         if credentials is not None and not local:
             tls = dict(tls=True, root_certificates=credentials.root_certificates,
                        private_key=credentials.private_key,
                        certificate_chain=credentials.certificate_chain,
-                       server_name=self._options.ssl_target_name_override,
                        tls_skip_verify=self._options.tls_skip_verify)
-        self._core = _triple.Channel(host, port, **self._options.core_kwargs(), **tls)
+        core_kwargs = {**self._options.core_kwargs(), "authority": authority, **tls}
+
+        def make_core(endpoint: Endpoint) -> Any:
+            """One backend: a core channel to ``endpoint``."""
+            server_name = override or endpoint.attributes.get("dns_name")
+            extra = {"server_name": server_name} if tls else {}
+            return _triple.Channel(endpoint.host, str(endpoint.port or 0),
+                                   address_kind=_ADDRESS_KINDS[endpoint.kind],
+                                   **core_kwargs, **extra)
+        # One endpoint for good: the core channel itself, the calls go straight to it.
+        self._core = (make_core(one) if one is not None
+                      else Balancer(resolver_for(parsed), make_core, policy))
         self._connectivity = ConnectivityWatcher(self._core)
         self._dispatcher = CompletionDispatcher(self._core)
         # Dropped without close(): the dispatcher lets go of the core, which then goes
@@ -391,6 +467,24 @@ class Channel:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _single_endpoint(parsed: ParsedTarget, policy: str) -> Optional[Endpoint]:
+    """The one endpoint of a target that never has more (no balancer needed): a dns
+    target under pick_first (the core resolves the name at every connection attempt
+    and dials its addresses in turn, happy-eyeballs style: csrc/tri_dial.h), or a
+    static list of one address.  None when the target needs a resolver and balancer."""
+    if parsed.scheme == "dns" and policy == PICK_FIRST:
+        if parsed.authority:
+            raise ValueError(f"invalid target {parsed.target!r}: a DNS server in the "
+                             "authority is not supported")
+        host, port = split_host_port(parsed.endpoint, 443, "target")
+        return Endpoint(host, port)
+    if parsed.scheme in _STATIC_SCHEMES:
+        endpoints = static_endpoints(parsed)
+        if len(endpoints) == 1:
+            return endpoints[0]
+    return None
 
 
 def insecure_channel(target: str, options: Optional[Iterable[tuple[str, Any]]] = None,

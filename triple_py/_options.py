@@ -33,6 +33,10 @@ INITIAL_RECONNECT_BACKOFF_MS = "grpc.initial_reconnect_backoff_ms"
 MAX_RECONNECT_BACKOFF_MS = "grpc.max_reconnect_backoff_ms"
 MIN_RECONNECT_BACKOFF_MS = "grpc.min_reconnect_backoff_ms"
 UNARY_FAST_PATH = "triple.unary_fast_path"
+LB_POLICY_NAME = "grpc.lb_policy_name"
+SERVICE_CONFIG = "grpc.service_config"
+ENABLE_RETRIES = "grpc.enable_retries"
+LB_POLICIES = ("pick_first", "round_robin")
 INT_MAX = 2**31 - 1
 WIRES = {"grpc": 0, "triple": 1}
 # Triple wire dialects (csrc/tri_channel.h TRI_DIALECT_*): the version and deadline headers a
@@ -84,6 +88,10 @@ class ChannelOptions:
     # done_writing: dubbo-go's duplex path), the baseline of an A/B and a fallback.
     # On the Triple wire the one request goes out as the bare body (TRI_CALL_UNARY_BODY).
     unary_fast_path: bool = True
+    # Several backends (_balancer): None means the service config's, else pick_first.
+    lb_policy: Optional[str] = None
+    service_config: Optional[str] = None  # JSON (_service_config)
+    enable_retries: bool = True  # grpcio's default: retries and transparent retries on
 
     @classmethod
     def from_pairs(cls, options: Optional[Iterable[tuple[str, Any]]]) -> "ChannelOptions":
@@ -94,6 +102,8 @@ class ChannelOptions:
                 o.user_agent = f"{value} {o.user_agent}"
             elif key == WIRE and value not in WIRES:
                 raise ValueError(f"{WIRE} must be one of {sorted(WIRES)}, not {value!r}")
+            elif key == LB_POLICY_NAME and value not in LB_POLICIES:
+                raise ValueError(f"{LB_POLICY_NAME} must be one of {LB_POLICIES}, not {value!r}")
             elif key == DIALECT and value not in DIALECTS:
                 raise ValueError(f"{DIALECT} must be one of {sorted(DIALECTS)}, not {value!r}")
             elif key in _FIELDS:
@@ -189,4 +199,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     MAX_RECONNECT_BACKOFF_MS: ("max_reconnect_backoff_ms", _milliseconds),
     MIN_RECONNECT_BACKOFF_MS: ("min_reconnect_backoff_ms", _milliseconds),
     UNARY_FAST_PATH: ("unary_fast_path", _flag),
+    LB_POLICY_NAME: ("lb_policy", str),
+    SERVICE_CONFIG: ("service_config", str),
+    ENABLE_RETRIES: ("enable_retries", _flag),
 }

@@ -31,6 +31,9 @@ class EndedCall:
     def details(self) -> str:
         return self._details
 
+    def unprocessed(self) -> bool:
+        return False
+
     def metadata(self) -> tuple[tuple, tuple]:
         return (), ()
 

@@ -85,6 +85,11 @@ static PyObject *call_code(CallObject *self, PyObject *unused) {
   return PyLong_FromLong(tri_call_code(self->call));
 }
 
+static PyObject *call_unprocessed(CallObject *self, PyObject *unused) {
+  (void)unused;
+  return PyBool_FromLong(tri_call_unprocessed(self->call));
+}
+
 static PyObject *call_details(CallObject *self, PyObject *unused) {
   (void)unused;
   if (require_done(self) < 0) return NULL;
@@ -343,6 +348,8 @@ static PyMethodDef call_methods[] = {
      "cancel(code=CANCELLED) -> bool: reset the stream if still running."},
     {"code", (PyCFunction)call_code, METH_NOARGS, "Final status code (int)."},
     {"details", (PyCFunction)call_details, METH_NOARGS, "Status message."},
+    {"unprocessed", (PyCFunction)call_unprocessed, METH_NOARGS,
+     "True once done if no server saw the call (safe to send again)."},
     {"response", (PyCFunction)call_response, METH_NOARGS,
      "Response message bytes, or None."},
     {"metadata", (PyCFunction)call_metadata, METH_NOARGS,

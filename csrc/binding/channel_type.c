@@ -14,7 +14,8 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
                            "keepalive_time_ms", "keepalive_timeout_ms",
                            "keepalive_permit_without_calls", "max_pings_without_data",
                            "initial_reconnect_backoff_ms", "max_reconnect_backoff_ms",
-                           "min_reconnect_backoff_ms", "dialect", "tls_skip_verify", NULL};
+                           "min_reconnect_backoff_ms", "dialect", "tls_skip_verify",
+                           "address_kind", NULL};
   const char *host, *port, *authority = NULL, *ua = NULL;
   tri_channel_opts o;
   tri_channel_opts_init(&o);
@@ -23,20 +24,21 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   unsigned int wbs = o.write_buffer_size, wbd = o.write_buffer_delay_us;
   int wire = TRI_WIRE_GRPC, compress = TRI_COMPRESS_NONE, dialect = TRI_DIALECT_AUTO;
   const char *group = NULL, *version = NULL, *codec = NULL, *sni = NULL;
-  int tls = 0, skip_verify = 0;
+  int tls = 0, skip_verify = 0, address_kind = TRI_ADDRESS_TCP;
   unsigned int stall = o.write_stall_timeout_ms, ka_time = o.keepalive_time_ms,
                ka_timeout = o.keepalive_timeout_ms, ka_pings = o.max_pings_without_data,
                bo_initial = o.initial_reconnect_backoff_ms,
                bo_max = o.max_reconnect_backoff_ms, bo_min = o.min_connect_timeout_ms;
   int ka_permit = o.keepalive_permit_without_calls;
   Py_buffer roots = {0}, key = {0}, chain = {0};
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zLLIIIzIIiizzzpz*z*z*zIIIpIIIIip", kwlist,
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zLLIIIzIIiizzzpz*z*z*zIIIpIIIIipi", kwlist,
                                    &host, &port, &authority, &max_recv, &max_send,
                                    &sw, &cw, &mf, &ua, &wbs, &wbd, &wire,
                                    &compress, &group, &version, &codec, &tls,
                                    &roots, &key, &chain, &sni, &stall, &ka_time,
                                    &ka_timeout, &ka_permit, &ka_pings, &bo_initial,
-                                   &bo_max, &bo_min, &dialect, &skip_verify))
+                                   &bo_max, &bo_min, &dialect, &skip_verify,
+                                   &address_kind))
     return -1;
   o.write_stall_timeout_ms = stall;
   o.keepalive_time_ms = ka_time;
@@ -65,6 +67,7 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   }
   o.host = host;
   o.port = port;
+  o.address_kind = address_kind;
   o.authority = authority;
   o.max_recv_bytes = max_recv < 0 ? -1 : max_recv;
   o.max_send_bytes = max_send < 0 ? -1 : max_send;
