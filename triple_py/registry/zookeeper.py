@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 #: ZooKeeper session timeout asked for: how long the ensemble keeps this client's session
 #: (and the watch) across a lost connection.
 SESSION_TIMEOUT_S = 10.0
+#: How long start() waits for the first list, so that a channel's first calls find their
+#: providers (a Dubbo consumer also waits for its first notification); with no answer by
+#: then, start() returns and the list comes when ZooKeeper answers.
+FIRST_UPDATE_TIMEOUT_S = 5.0
 
 
 def _endpoint(url: DubboURL) -> Endpoint:
@@ -77,16 +81,17 @@ def _timestamp(url: DubboURL) -> int:
 class ZookeeperResolver:
     """Resolver for ``zookeeper://host:port/<interface>?group=&version=&protocol=``.
 
-    ``start(on_update)`` connects and returns; ``on_update`` then gets the full list of
-    matching providers once the first read is done and again after every change that alters
-    it.  ``refresh()`` asks for a new read (without blocking); ``close()`` ends the session,
+    ``start(on_update)`` connects and waits up to ``first_update_timeout`` seconds for the
+    first read; ``on_update`` gets the full list of matching providers then, and again
+    after every change that alters it.  ``refresh()`` asks for a new read (without blocking); ``close()`` ends the session,
     and no update is delivered once it has returned.
     """
 
-    def __init__(self, target: ZookeeperTarget,
-                 session_timeout: float = SESSION_TIMEOUT_S) -> None:
+    def __init__(self, target: ZookeeperTarget, session_timeout: float = SESSION_TIMEOUT_S,
+                 first_update_timeout: float = FIRST_UPDATE_TIMEOUT_S) -> None:
         self.target = target
         self._session_timeout = session_timeout
+        self._first_update_timeout = first_update_timeout
         # One read-and-deliver at a time, in order.  Reentrant so that close() from inside
         # on_update does not deadlock (it must not, though, wait for kazoo's threads there).
         self._lock = threading.RLock()
@@ -102,7 +107,8 @@ class ZookeeperResolver:
         return cls(parse_zookeeper_target(target))
 
     def start(self, on_update: Callable[[List[Endpoint]], None]) -> None:
-        """Connects to the ensemble and starts watching the providers in the background."""
+        """Connects to the ensemble, starts watching the providers in the background, and
+        returns after the first list was delivered or ``first_update_timeout`` s."""
         from kazoo.client import KazooClient
         from kazoo.retry import KazooRetry
 
@@ -116,6 +122,7 @@ class ZookeeperResolver:
                                        logger=log)
         client = self._client
         client.handler.spawn(self._watch_when_connected, client, client.start_async())
+        self._first.wait(self._first_update_timeout)
 
     def wait_first_update(self, timeout: float) -> bool:
         """Blocks until the first list was delivered (True) or ``timeout`` s passed."""
