@@ -107,6 +107,7 @@ def server_bytes_received(port: int) -> Dict[str, int]:
 
 def bytes_since(port: int, before: Dict[str, int]) -> int:
     """Bytes the server on ``port`` received since ``before`` (a server_bytes_received
-    reading): growth on connections seen then, plus all of connections opened since."""
+    reading): growth on connections seen then, plus all of connections opened since.
+    Connections closed meanwhile are not counted: measure while the client is open."""
     now = server_bytes_received(port)
     return sum(n - before.get(peer, 0) for peer, n in now.items())
