@@ -439,8 +439,8 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
         restart_server=args.restart_server, arms=args.arms, baseline=args.baseline,
         payloads=args.payload, concurrency=args.concurrency)
     if args.target is not None:
-        from .target import split_target
-        split_target(args.target)
+        from .target import check_target
+        check_target(args.target)
     if args.show:
         if args.source in BUILTIN:
             print(BUILTIN[args.source])
