@@ -58,6 +58,17 @@ def _min_timeout(timeout: Optional[float], limit: float) -> float:
     return limit if timeout is None or timeout > limit else timeout
 
 
+def _method_retries(callable_: Any, channel: Any, method: str) -> None:
+    """Sets what the service config says about ``method`` on a multi-callable (sync or
+    asyncio): ``_cfg_timeout`` (None: none), ``_retries`` (grpc.enable_retries: the
+    transparent retries), ``_retry_policy`` and ``_throttle`` (None: none)."""
+    config = channel._service_config.method(method)
+    callable_._cfg_timeout = config.timeout
+    callable_._retries = channel._options.enable_retries
+    callable_._retry_policy = config.retry if callable_._retries else None
+    callable_._throttle = channel._service_config.throttle if callable_._retry_policy else None
+
+
 def _compression(compression: Any) -> int:
     """The core's compression argument: -1 keeps the channel's default."""
     return -1 if compression is None else compression_value(compression)
@@ -121,12 +132,7 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                  deserializer: Deserializer) -> None:
         super().__init__(channel, method, serializer, deserializer)
         self._fast_path = channel._options.unary_fast_path  # fixed for the channel
-        config = channel._service_config.method(method)
-        self._cfg_timeout = config.timeout  # the service config's timeout for the method
-        retries = channel._options.enable_retries
-        self._retry_policy = config.retry if retries else None
-        self._throttle = channel._service_config.throttle if self._retry_policy else None
-        self._retries = retries  # transparent retries too (grpc.enable_retries)
+        _method_retries(self, channel, method)
         # The fast path with nothing to do first (no channel call credentials): fixed too.
         self._direct = self._fast_path and not self._has_plugins
 
@@ -275,15 +281,37 @@ class UnaryUnaryMultiCallable(_MultiCallable):
 class UnaryStreamMultiCallable(_MultiCallable):
     """Calls a server-streaming method; made by ``Channel.unary_stream``."""
 
+    def __init__(self, channel: "Channel", method: str, serializer: Serializer,
+                 deserializer: Deserializer) -> None:
+        super().__init__(channel, method, serializer, deserializer)
+        _method_retries(self, channel, method)
+
     def __call__(self, request: Any, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
                  wait_for_ready: Optional[bool] = None,
                  compression: Any = None) -> StreamingCall:
-        """Sends the request and returns an iterator over the responses."""
+        """Sends the request and returns an iterator over the responses.  Until the
+        first response arrives, a failed attempt is retried as a unary call is."""
         payload = serialize(self._serialize, request)
+        if self._cfg_timeout is not None:
+            timeout = _min_timeout(timeout, self._cfg_timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
         core_call = self._core_call(payload, timeout, metadata, _triple.SERVER_STREAMING,
                                     compression, credentials, wait_for_ready)
-        return StreamingCall(core_call, None, self._deserialize)
+        stream = StreamingCall(core_call, None, self._deserialize)
+        if self._retries:
+            retries = Retries(self._retry_policy, self._throttle, deadline)
+
+            def again(failed: Any) -> Optional[Any]:
+                delay = retries.delay(failed)
+                if delay is None:
+                    return None
+                time.sleep(delay)
+                return self._core_call(payload, retries.timeout_left(), metadata,
+                                       _triple.SERVER_STREAMING, compression, credentials,
+                                       wait_for_ready)
+            stream._again = again
+        return stream
 
 
 class StreamUnaryMultiCallable(_MultiCallable):

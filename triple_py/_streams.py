@@ -31,6 +31,9 @@ class StreamingCall:
         self._serialize = serializer
         self._deserialize = deserializer
         self._cancelled = False
+        # Server streaming with retries: failed attempt -> the next one's core call (or
+        # None to end); dropped at the first response message, which commits the call.
+        self._again: Optional[Callable[[Any], Optional[Any]]] = None
 
     # -- request side -----------------------------------------------------------
     def write(self, request: Any) -> None:
@@ -63,8 +66,15 @@ class StreamingCall:
         if raw is None:
             self._core.wait()
             if self._core.code() != 0:
+                if self._again is not None and not self._cancelled:
+                    following = self._again(self._core)
+                    if following is not None:
+                        self._core = following
+                        return self.__next__()
                 raise _InactiveRpcError(self._core)
             raise StopIteration
+        if self._again is not None:
+            self._again = None
         try:
             return deserialize(self._deserialize, raw)
         except RpcError:

@@ -279,6 +279,35 @@ class UnaryUnaryCall(UnaryResponseCall):
     """``await stub.Method(request)``."""
 
 
+class RetryingUnaryUnaryCall(UnaryUnaryCall):
+    """A unary call that starts further attempts while ``_retry.Retries`` says so
+    (the service config's retryPolicy, transparent retry): awaiting it awaits the
+    last attempt."""
+
+    def __init__(self, reactor: Any, core_call: Any, deserializer: Deserializer,
+                 restart: Callable[[Optional[float]], Any], retries: Callable[[], Any]) -> None:
+        super().__init__(reactor, core_call, None, deserializer)
+        self._restart = restart  # timeout left -> the next attempt's core call
+        self._retries_of = retries  # -> a fresh Retries, made at the first failure
+
+    async def _result(self) -> Any:
+        await self._wait_done(cancel_rpc=True)
+        retries = None
+        while self._core.code() != 0 and not self._cancelled:
+            retries = retries or self._retries_of()
+            delay = retries.delay(self._core)
+            if delay is None:
+                break
+            if delay:
+                await asyncio.sleep(delay)
+            self._core = self._restart(retries.timeout_left())
+            self._reactor.register(self._core, self)
+            await self._wait_done(cancel_rpc=True)
+            if self._core.code() == 0:
+                retries.succeeded()
+        return await super()._result()
+
+
 class StreamedUnaryUnaryCall(StreamRequestMixin, UnaryUnaryCall):
     """A unary call sent through the client-streaming machinery
     (``triple.unary_fast_path`` False): its one request goes out from a task."""

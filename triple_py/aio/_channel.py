@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any, Iterable, Optional, Sequence
 
 from .. import _triple
 from .._channel import Channel as _SyncChannel
-from .._channel import _compression
+from .._channel import _compression, _method_retries, _min_timeout
+from .._retry import Retries
 from .._codec import serialize
 from .._connectivity import ChannelConnectivity, state_of, wait_for_change, wait_ready_async
 from .._credentials import ChannelCredentials
-from ._calls import (STREAM_EVENTS, Deserializer, Serializer, StreamedUnaryUnaryCall,
+from ._calls import (STREAM_EVENTS, Deserializer, RetryingUnaryUnaryCall, Serializer,
+                     StreamedUnaryUnaryCall,
                      StreamStreamCall, StreamUnaryCall, UnaryStreamCall, UnaryUnaryCall,
                      local_error)
 from ._deferred import (KINDS, ClientCallDetails, DeferredCall, check_interceptors,
@@ -101,6 +104,7 @@ class UnaryUnaryMultiCallable(_MultiCallable):
         super().__init__(channel, method, serializer, deserializer)
         self._fast_path = channel._sync._options.unary_fast_path  # fixed for the channel
         self._direct = self._fast_path and not self._deferred_always  # fixed too
+        _method_retries(self, channel._sync, method)
 
     def __call__(self, request: Any, *, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
@@ -108,9 +112,7 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                  compression: Any = None) -> UnaryUnaryCall:
         """``await`` it for the response."""
         if self._direct and credentials is None and not wait_for_ready:  # the fast path
-            return UnaryUnaryCall(self._channel._reactor(),
-                                  self._start(request, timeout, metadata, compression, 0,
-                                              _triple.EV_DONE), None, self._deserialize)
+            return self._unary(request, timeout, metadata, compression)
         return _MultiCallable.__call__(self, request, timeout=timeout, metadata=metadata,
                                        credentials=credentials, wait_for_ready=wait_for_ready,
                                        compression=compression)
@@ -118,14 +120,29 @@ class UnaryUnaryMultiCallable(_MultiCallable):
     def _invoke(self, request: Any, timeout: Optional[float], metadata: MetadataType,
                 compression: Any) -> Any:
         if self._fast_path:
-            core_call = self._start(request, timeout, metadata, compression, 0,
-                                    _triple.EV_DONE)
-            return UnaryUnaryCall(self._channel._reactor(), core_call, None, self._deserialize)
+            return self._unary(request, timeout, metadata, compression)
         # Serialized here, so that a bad request raises from this call as on the fast path.
         payload = serialize(self._serialize, request, local_error)
         memoryview(payload).release()  # TypeError unless bytes-like
         return self._start_request_stream(StreamedUnaryUnaryCall, _triple.CLIENT_STREAMING,
                                           (payload,), None, timeout, metadata, compression)
+
+
+    def _unary(self, request: Any, timeout: Optional[float], metadata: MetadataType,
+               compression: Any) -> UnaryUnaryCall:
+        """A fast-path call, with its retries (see _retry) unless they are off."""
+        if self._cfg_timeout is not None:
+            timeout = _min_timeout(timeout, self._cfg_timeout)
+        core_call = self._start(request, timeout, metadata, compression, 0, _triple.EV_DONE)
+        if not self._retries:
+            return UnaryUnaryCall(self._channel._reactor(), core_call, None, self._deserialize)
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def restart(left: Optional[float]) -> Any:
+            return self._start(request, left, metadata, compression, 0, _triple.EV_DONE)
+        return RetryingUnaryUnaryCall(
+            self._channel._reactor(), core_call, self._deserialize, restart,
+            lambda: Retries(self._retry_policy, self._throttle, deadline))
 
 
 class UnaryStreamMultiCallable(_MultiCallable):
