@@ -1,15 +1,13 @@
 """Shared pieces of the ZooKeeper discovery tests (test_zookeeper_*.py).
 
-- ``zookeeper_server()``: a real standalone ZooKeeper (Debian's package) on a free 127.0.0.1
-  port in a temporary directory, for a module-scoped fixture (the JVM takes a second or more
-  to start);
+- ``zk``: a module-scoped fixture, a real standalone ZooKeeper (Debian's package) on a free
+  127.0.0.1 port in a temporary directory (the JVM takes a second or more to start);
 - ``Updates``: collects what a resolver hands to on_update, and waits for a wanted list;
 - ``server_bytes_received(port)``: how many bytes each established connection to a local
   server has received (from ``ss``), to see which providers get traffic without asking them.
 """
 from __future__ import annotations
 
-import contextlib
 import queue
 import re
 import subprocess
@@ -23,10 +21,11 @@ from triple_py.registry.zookeeper_server import LocalZookeeper, ZookeeperUnavail
 UPDATE_TIMEOUT = 15.0  # seconds: a change must reach on_update within this
 
 
-@contextlib.contextmanager
-def zookeeper_server() -> Iterator[LocalZookeeper]:
-    """A started LocalZookeeper (tick 200 ms: sessions can expire within a second); fails
-    the tests (never skips) when ZooKeeper is missing: tools/bootstrap.sh installs it."""
+@pytest.fixture(scope="module")
+def zk() -> Iterator[LocalZookeeper]:
+    """A started LocalZookeeper for the test module (tick 200 ms: sessions can expire
+    within a second); fails the tests (never skips) when ZooKeeper is missing:
+    tools/bootstrap.sh installs it.  Import it into a test module to use it."""
     server = LocalZookeeper(tick_ms=200, start_timeout=60.0)
     try:
         server.start()

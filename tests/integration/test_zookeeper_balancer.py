@@ -15,7 +15,7 @@ from typing import Callable, List, Optional
 import pytest
 
 import triple_py
-from _zk_helpers import bytes_since, server_bytes_received, zookeeper_server
+from _zk_helpers import bytes_since, server_bytes_received, zk  # noqa: F401  (fixture)
 from peers import UNARY_METHOD
 from peers.launch import Peer, start_peer
 from triple_py.registry.zookeeper_provider import ZookeeperProvider, provider_url
@@ -24,12 +24,6 @@ SERVICE = "benchmark.BenchmarkService"
 REQUEST = b"\n\x10" + b"z" * 16  # BenchmarkRequest{payload: 16 bytes}; echoed back
 CALL_TIMEOUT = 10.0
 SETTLE_TIMEOUT = 10.0  # seconds for a registry change to show in the traffic
-
-
-@pytest.fixture(scope="module")
-def zk():
-    with zookeeper_server() as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

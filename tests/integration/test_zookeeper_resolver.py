@@ -13,18 +13,12 @@ import threading
 import pytest
 from kazoo.client import KazooClient
 
-from _zk_helpers import Updates, zookeeper_server
+from _zk_helpers import Updates, zk  # noqa: F401  (zk: the module's ZooKeeper fixture)
 from triple_py.registry.zookeeper import ZookeeperResolver
 from triple_py.registry.zookeeper_provider import ZookeeperProvider, provider_url
 
 SERVICE = "benchmark.BenchmarkService"
 METHODS = ("StreamCall", "UnaryCall")
-
-
-@pytest.fixture(scope="module")
-def zk():
-    with zookeeper_server() as server:
-        yield server
 
 
 @pytest.fixture
