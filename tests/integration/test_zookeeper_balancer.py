@@ -151,6 +151,25 @@ def test_round_robin_reaches_every_registered_provider(zk, peers):
             s.close()
 
 
+def test_triple_wire_reaches_tri_providers(zk, peers):
+    """A Dubbo ``tri`` provider answers the Triple wire too: the embedded servers do."""
+    service = f"triple.{SERVICE}"
+    embedded = [p for p in peers if p.name == "embedded"]
+    sessions = [register(zk, p, service) for p in embedded]
+    try:
+        before = {p.port: server_bytes_received(p.port) for p in embedded}
+        with triple_py.insecure_channel(f"zookeeper://{zk.address}/{service}",
+                                        options=[("grpc.lb_policy_name", "round_robin")],
+                                        wire="triple") as ch:
+            call = ch.unary_unary(UNARY_METHOD)
+            for _ in range(10):
+                assert call(REQUEST, timeout=CALL_TIMEOUT) == REQUEST
+            assert all(bytes_since(p.port, before[p.port]) > 0 for p in embedded)
+    finally:
+        for s in sessions:
+            s.close()
+
+
 def test_filters_pick_the_providers_of_one_group_and_version(zk, peers):
     service = f"gv.{SERVICE}"
     wanted, other_group, other_version, disabled = peers

@@ -182,3 +182,51 @@ def test_unreachable_zookeeper_neither_blocks_nor_hangs_close():
 def test_bad_target_is_refused_before_connecting():
     with pytest.raises(ValueError, match="protocol must be"):
         ZookeeperResolver.from_target("zookeeper://127.0.0.1:1/pkg.Svc?protocol=dubbo")
+
+
+def test_a_killed_provider_leaves_when_its_session_expires(zk, service, resolvers):
+    """A provider process killed without unregistering: ZooKeeper deletes its node when
+    the session times out (here 1 s), and the list follows."""
+    code = textwrap.dedent(f"""
+        import sys, time
+        from triple_py.registry.zookeeper_provider import ZookeeperProvider, provider_url
+        url = provider_url("127.0.0.1:5701", {service!r})
+        ZookeeperProvider({zk.address!r}, url, session_timeout=1.0).start()
+        print("REGISTERED", flush=True)
+        time.sleep(60)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             env=env)
+    try:
+        assert child.stdout.readline().strip() == "REGISTERED"
+        updates = Updates()
+        resolvers(f"zookeeper://{zk.address}/{service}", updates)
+        updates.wait_addresses([("127.0.0.1", 5701)])
+        child.kill()
+        updates.wait_addresses([])
+    finally:
+        child.kill()
+        child.wait(10)
+
+
+def test_zookeeper_outage_keeps_the_last_list():
+    """While the ensemble is down, the providers last seen stay (no empty list); close()
+    still returns promptly."""
+    from triple_py.registry.zookeeper_server import LocalZookeeper
+
+    with LocalZookeeper(tick_ms=200) as own:
+        service = "outage.pkg.Svc"
+        with ZookeeperProvider(own.address, url(5801, service)):
+            updates = Updates()
+            resolver = ZookeeperResolver.from_target(f"zookeeper://{own.address}/{service}")
+            resolver.start(updates.deliver)
+            try:
+                updates.wait_addresses([("127.0.0.1", 5801)])
+                own.stop()
+                assert updates.quiet(3.0) is None
+            finally:
+                closer = threading.Thread(target=resolver.close, daemon=True)
+                closer.start()
+                closer.join(10)
+                assert not closer.is_alive(), "close() hung with ZooKeeper down"
