@@ -20,6 +20,7 @@ from ._status import compression_value
 from ._streams import StreamingCall, pump_requests, start_pump
 from ._balancer import PICK_FIRST, Balancer
 from ._resolver import Endpoint, ParsedTarget, parse_target, resolver_for, split_host_port
+from .registry import with_service_key
 from ._resolver import static_endpoints
 from ._retry import Retries
 from ._service_config import ServiceConfig
@@ -415,7 +416,7 @@ class Channel:
             extra = {"server_name": server_name} if tls else {}
             return _triple.Channel(endpoint.host, str(endpoint.port or 0),
                                    address_kind=_ADDRESS_KINDS[endpoint.kind],
-                                   **core_kwargs, **extra)
+                                   **with_service_key(core_kwargs, endpoint), **extra)
         # One endpoint for good: the core channel itself, the calls go straight to it.
         self._core = (make_core(one) if one is not None
                       else Balancer(resolver_for(parsed), make_core, policy))

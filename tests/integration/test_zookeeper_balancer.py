@@ -298,3 +298,22 @@ def test_bench_run_resolves_a_zookeeper_target_once(zk, peers, tmp_path, capsys)
     finally:
         for s in sessions:
             s.close()
+
+
+@pytest.mark.parametrize("wire", ["grpc", "triple"])
+def test_calls_carry_the_providers_group_and_version(zk, wire):
+    """dubbo-js (a Dubbo implementation) serves BenchmarkService twice on one port, plain
+    and as group g version 1.0.0, and routes on tri-service-group/-version: a channel
+    filtering g/1.0.0 must reach that one (the peer names the route that served it)."""
+    service = SERVICE  # dubbo-js serves the real interface name
+    with start_peer("dubbo-js") as peer:
+        plain = provider_url(peer.address, service)
+        grouped = provider_url(peer.address, service, group="g", version="1.0.0")
+        with ZookeeperProvider(zk.address, plain, grouped):
+            for query, route in (("", "/"), ("?group=g&version=1.0.0", "g/1.0.0"),
+                                 ("?group=*&version=1.0.0", "g/1.0.0")):
+                with triple_py.insecure_channel(f"zookeeper://{zk.address}/{service}{query}",
+                                                wire=wire) as ch:
+                    _, call = ch.unary_unary(UNARY_METHOD).with_call(REQUEST,
+                                                                    timeout=CALL_TIMEOUT)
+                    assert dict(call.initial_metadata())["x-peer-route"] == route, query

@@ -187,3 +187,22 @@ class TestTarget:
     def test_bad_targets_say_why(self, target, words):
         with pytest.raises(ValueError, match=words):
             parse_zookeeper_target(target)
+
+
+class TestServiceKeyPerBackend:
+    def test_registered_group_and_version_become_the_call_headers(self):
+        from triple_py._resolver import Endpoint
+        from triple_py.registry import with_service_key
+
+        found = Endpoint("h", 1, attributes={"dubbo.url": "tri://h:1/p", "group": "g",
+                                             "version": "2"})
+        assert with_service_key({"wire": 1}, found) == {
+            "wire": 1, "service_group": "g", "service_version": "2"}
+        # the channel's own triple.service_group wins; a missing version stays unset
+        mine = {"service_group": "mine", "service_version": None}
+        no_version = Endpoint("h", 1, attributes={"dubbo.url": "tri://h:1/p", "group": "g"})
+        assert with_service_key(mine, no_version) == {"service_group": "mine",
+                                                      "service_version": None}
+        # not from a Dubbo registry: untouched
+        plain = Endpoint("h", 1, attributes={"group": "g"})
+        assert with_service_key({"wire": 1}, plain) == {"wire": 1}

@@ -7,9 +7,11 @@ registers the scheme; kazoo is imported only when such a target is used.
 """
 from __future__ import annotations
 
-from .._resolver import ParsedTarget, Resolver, register_scheme
+from typing import Any, Dict
 
-__all__ = ["ZOOKEEPER_SCHEME"]
+from .._resolver import Endpoint, ParsedTarget, Resolver, register_scheme
+
+__all__ = ["ZOOKEEPER_SCHEME", "with_service_key"]
 
 ZOOKEEPER_SCHEME = "zookeeper"
 
@@ -22,3 +24,19 @@ def _zookeeper_resolver(parsed: ParsedTarget) -> Resolver:
 
 
 register_scheme(ZOOKEEPER_SCHEME, _zookeeper_resolver)
+
+
+def with_service_key(core_kwargs: Dict[str, Any], endpoint: Endpoint) -> Dict[str, Any]:
+    """The core channel keywords for a backend: a Dubbo provider found in a registry is
+    called with its registered group and version (``tri-service-group`` and
+    ``tri-service-version``, how a Dubbo port serving one interface in several groups or
+    versions tells them apart), unless the channel sets ``triple.service_group`` /
+    ``triple.service_version`` itself."""
+    attrs = endpoint.attributes
+    if "dubbo.url" not in attrs:
+        return core_kwargs
+    out = dict(core_kwargs)
+    for key, attr in (("service_group", "group"), ("service_version", "version")):
+        if not out.get(key) and attrs.get(attr):
+            out[key] = attrs[attr]
+    return out
