@@ -21,7 +21,6 @@ from ._call_credentials import (AuthMetadataContext, AuthMetadataPlugin,  # noqa
                                 composite_channel_credentials, local_channel_credentials,
                                 metadata_call_credentials)
 from ._connectivity import ChannelConnectivity, channel_ready_future  # noqa: E402
-from . import registry  # noqa: E402,F401  (registers the zookeeper:// target scheme)
 from ._interceptors import (ClientCallDetails, StreamStreamClientInterceptor,  # noqa: E402
                             StreamUnaryClientInterceptor, UnaryStreamClientInterceptor,
                             UnaryUnaryClientInterceptor, intercept_channel)

@@ -20,7 +20,7 @@ from ._status import compression_value
 from ._streams import StreamingCall, pump_requests, start_pump
 from ._balancer import PICK_FIRST, Balancer
 from ._resolver import Endpoint, ParsedTarget, parse_target, resolver_for, split_host_port
-from .registry import with_service_key
+from .registry import with_service_key  # importing it registers zookeeper://
 from ._resolver import static_endpoints
 from ._retry import Retries
 from ._service_config import ServiceConfig
