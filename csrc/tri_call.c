@@ -274,7 +274,7 @@ int tri_call_start(tri_call *c) {
     if (rv) {
       /* Closed: CANCELLED, as grpcio.  No connection (backing off, or none
        * could be made): UNAVAILABLE at once, as grpcio without wait_for_ready. */
-      c->unprocessed = rv != TRI_ERR_CLOSED;
+      c->unprocessed = rv == TRI_ERR_CLOSED ? 0 : TRI_UNPROCESSED_NO_CONNECTION;
       tri__call_complete(c, rv == TRI_ERR_CLOSED ? TRI_CODE_CANCELLED : TRI_CODE_UNAVAILABLE,
                          "%s", why);
       goto ended;
@@ -289,7 +289,7 @@ int tri_call_start(tri_call *c) {
     avoid = conn;
     tri__conn_unref(conn);
   }
-  c->unprocessed = 1;
+  c->unprocessed = TRI_UNPROCESSED_REFUSED;
   tri__call_complete(c, TRI_CODE_UNAVAILABLE, "connection is closing");
 ended:
   c->notify = mask;
@@ -301,7 +301,7 @@ int tri_call_done(const tri_call *c) {
 }
 
 int tri_call_unprocessed(const tri_call *c) {
-  return tri_call_done(c) && c->unprocessed;
+  return tri_call_done(c) ? (int)c->unprocessed : 0;
 }
 
 int tri_call_wait(tri_call *c, int64_t timeout_ns) {
@@ -736,7 +736,7 @@ void tri__call_on_close(tri_call *c, uint32_t error_code) {
   }
   if (c->grpc_status == -1 && error_code != NGHTTP2_NO_ERROR) {
     if (error_code == NGHTTP2_REFUSED_STREAM)
-      c->unprocessed = c->http_status == 0; /* no response began */
+      c->unprocessed = c->http_status == 0 ? TRI_UNPROCESSED_REFUSED : 0; /* no response */
     if (error_code == NGHTTP2_REFUSED_STREAM && c->conn && c->conn->goaway)
       tri__call_complete(c, TRI_CODE_UNAVAILABLE,
                          "stream not processed: the server sent GOAWAY");

@@ -109,12 +109,17 @@ int tri_call_start(tri_call *c);
 /* Nonzero once the call has its final status. */
 int tri_call_done(const tri_call *c);
 
-/* Nonzero when the call is done and no server application saw it, so it can be
- * sent again safely (gRPC's transparent retry, proposal A6): it never reached a
- * connection (no connection, backing off, connection closing), the connection
- * failed before the server's SETTINGS arrived, its HEADERS were never sent, or
- * the server refused the stream (RST_STREAM REFUSED_STREAM, or a stream above
- * the last-stream-id of a GOAWAY, which nghttp2 closes with REFUSED_STREAM). */
+/* Why a done call never reached a server application, so that it can be sent
+ * again safely (gRPC's transparent retry, proposal A6); 0 when it may have.
+ * REFUSED: a live connection did not process it: the server refused the stream
+ * (RST_STREAM REFUSED_STREAM, or a stream above the last-stream-id of a GOAWAY,
+ * which nghttp2 closes with REFUSED_STREAM), its HEADERS were never sent, or the
+ * connection was closing; another attempt may go anywhere.  NO_CONNECTION: no
+ * connection could be had (backing off after a failed attempt, or the attempt
+ * failed before the server's SETTINGS arrived): another backend may take it; the
+ * same one fails it again (grpc fails such calls at once without
+ * wait_for_ready). */
+enum { TRI_UNPROCESSED_REFUSED = 1, TRI_UNPROCESSED_NO_CONNECTION = 2 };
 int tri_call_unprocessed(const tri_call *c);
 
 /* Waits up to timeout_ns (< 0: forever) for completion.  Returns 0 when done,

@@ -234,14 +234,15 @@ static void die(tri_conn *conn, int code, const char *why) {
     snprintf(conn->errstr, sizeof(conn->errstr), "%s", why);
   atomic_store(&conn->unusable, 1);
   /* Before the server's SETTINGS no request reached its application. */
-  int unprocessed = !atomic_load(&conn->established);
+  int established = atomic_load(&conn->established);
   for (tri_call *c = conn->inflight; c; c = c->io_next) {
-    if (!c->completed) c->unprocessed = unprocessed;
+    if (!c->completed && !established) c->unprocessed = TRI_UNPROCESSED_NO_CONNECTION;
     tri__call_complete(c, code, "%s", conn->errstr);
   }
   while (conn->held) {
     tri_call *c = conn->held;
-    if (!c->completed) c->unprocessed = 1; /* never submitted */
+    if (!c->completed) /* never submitted */
+      c->unprocessed = established ? TRI_UNPROCESSED_REFUSED : TRI_UNPROCESSED_NO_CONNECTION;
     tri__call_complete(c, code, "%s", conn->errstr);
     held_remove(conn, c);
     io_release(conn, c);
@@ -496,7 +497,7 @@ static int on_frame_not_send(nghttp2_session *s, const nghttp2_frame *frame,
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   tri_call *c = stream_call(conn, frame->hd.stream_id);
   if (!c) return 0;
-  if (!c->completed) c->unprocessed = 1;
+  if (!c->completed) c->unprocessed = TRI_UNPROCESSED_REFUSED;
   tri__call_complete(c, TRI_CODE_UNAVAILABLE, "request not sent: %s",
                      nghttp2_strerror(lib_error));
   return 0;
@@ -536,7 +537,10 @@ static int header_list_fits(tri_conn *conn, tri_call *c, const nghttp2_nv *nva, 
 
 static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
   if (conn->dead || conn->goaway) {
-    if (!c->completed) c->unprocessed = 1;
+    if (!c->completed)
+      c->unprocessed = conn->goaway || atomic_load(&conn->established)
+                           ? TRI_UNPROCESSED_REFUSED
+                           : TRI_UNPROCESSED_NO_CONNECTION;
     tri__call_complete(c, TRI_CODE_UNAVAILABLE, "%s",
                        conn->dead ? conn->errstr : "connection is going away");
     io_release(conn, c);

@@ -128,8 +128,8 @@ struct tri_call {
   unsigned resp_deflate : 1; /* ...with deflate (zlib format), not gzip */
   unsigned resp_enc_unknown : 1; /* ...with an encoding we do not have */
   unsigned msg_compressed : 1;   /* the message being received has flag 0x01 */
-  unsigned unprocessed : 1; /* the server never processed it (tri_call_unprocessed):
-                               set before `done`, by whoever completes the call */
+  unsigned unprocessed : 2; /* TRI_UNPROCESSED_* (tri_call_unprocessed): set
+                               before `done`, by whoever completes the call */
   tri_frame_decoder dec;
   tri_call *io_prev, *io_next; /* connection's in-flight (or held) list */
 

@@ -31,8 +31,8 @@ class EndedCall:
     def details(self) -> str:
         return self._details
 
-    def unprocessed(self) -> bool:
-        return False
+    def unprocessed(self) -> int:
+        return 0
 
     def metadata(self) -> tuple[tuple, tuple]:
         return (), ()

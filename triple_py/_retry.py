@@ -2,8 +2,9 @@
 transparent retry (proposal A6).
 
 A finished attempt that failed is looked at once (``Retries.delay``):
-- it never reached a server application (``call.unprocessed()``: no connection, the
-  server refused the stream, or the stream was above a GOAWAY's last-stream-id):
+- a live connection did not process it (``call.unprocessed() == REFUSED``: the
+  server refused the stream, the stream was above a GOAWAY's last-stream-id, or the
+  connection was closing):
   started again at once, without counting as an attempt, at most
   ``TRANSPARENT_LIMIT`` times per call (A6 retries these without limit only with
   wait_for_ready; a bound keeps a channel that cannot connect from spinning);
@@ -25,6 +26,10 @@ from ._service_config import RetryPolicy, RetryThrottle
 
 TRANSPARENT_LIMIT = 4
 PUSHBACK_KEY = "grpc-retry-pushback-ms"
+# call.unprocessed(): csrc/tri_call.h TRI_UNPROCESSED_*.  Only REFUSED is retried here;
+# NO_CONNECTION (the backend cannot connect) moves to another backend in _balancer and
+# fails at once otherwise, as grpc fails calls without wait_for_ready.
+REFUSED, NO_CONNECTION = 1, 2
 
 
 class Retries:
@@ -43,7 +48,7 @@ class Retries:
     def delay(self, call: Any) -> Optional[float]:
         """Seconds to wait before the next attempt, or None to end with ``call``
         (a finished, failed attempt)."""
-        if call.unprocessed() and self.transparent < TRANSPARENT_LIMIT:
+        if call.unprocessed() == REFUSED and self.transparent < TRANSPARENT_LIMIT:
             self.transparent += 1
             return 0.0 if self._time_left(0.0) else None
         policy = self.policy

@@ -136,6 +136,8 @@ class ServiceConfig:
 
     def method(self, path: str) -> MethodConfig:
         """The config of ``/pkg.Service/Method`` (NO_CONFIG when none applies)."""
+        if not self._methods or not isinstance(path, str):
+            return NO_CONFIG  # a bad path fails when the call starts, with its own error
         found = self._cache.get(path)
         if found is None:
             service, _, name = path.lstrip("/").rpartition("/")

@@ -87,7 +87,7 @@ static PyObject *call_code(CallObject *self, PyObject *unused) {
 
 static PyObject *call_unprocessed(CallObject *self, PyObject *unused) {
   (void)unused;
-  return PyBool_FromLong(tri_call_unprocessed(self->call));
+  return PyLong_FromLong(tri_call_unprocessed(self->call));
 }
 
 static PyObject *call_details(CallObject *self, PyObject *unused) {
@@ -349,7 +349,7 @@ static PyMethodDef call_methods[] = {
     {"code", (PyCFunction)call_code, METH_NOARGS, "Final status code (int)."},
     {"details", (PyCFunction)call_details, METH_NOARGS, "Status message."},
     {"unprocessed", (PyCFunction)call_unprocessed, METH_NOARGS,
-     "True once done if no server saw the call (safe to send again)."},
+     "Once done: 0, or why no server saw the call (1 refused, 2 no connection)."},
     {"response", (PyCFunction)call_response, METH_NOARGS,
      "Response message bytes, or None."},
     {"metadata", (PyCFunction)call_metadata, METH_NOARGS,

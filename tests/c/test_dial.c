@@ -4,11 +4,16 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "tri_dial.h"
+#include "tri_error.h"
 #include "tri_test.h"
 
 /* A listening socket on 127.0.0.1 (port in *sa); or, closed, a port that refuses. */
@@ -133,8 +138,52 @@ static void attempts_race(void) {
   close(srv1);
 }
 
+/* unix: and unix-abstract: targets: a path and an abstract name connect to
+ * listeners of this test; a path too long for sockaddr_un is refused up front. */
+static void unix_sockets(void) {
+  char dir[] = "/tmp/tri-dial-XXXXXX", path[64], err[128];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(path, sizeof(path), "%s/s", dir);
+  for (int abstract = 0; abstract <= 1; abstract++) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    socklen_t len;
+    if (abstract) {
+      snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "tri-dial-%d", (int)getpid());
+      len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(sa.sun_path + 1));
+    } else {
+      snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+      len = sizeof(sa);
+    }
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK_EQ_INT(bind(lfd, (struct sockaddr *)&sa, len), 0);
+    CHECK_EQ_INT(listen(lfd, 4), 0);
+    tri_dial d;
+    CHECK_EQ_INT(tri_dial_begin_unix(&d, abstract ? sa.sun_path + 1 : path, abstract, err,
+                                     sizeof(err)),
+                 0);
+    int fd = run_dial(&d);
+    CHECK(fd >= 0);
+    int peer = accept(lfd, NULL, NULL);
+    CHECK(peer >= 0);
+    close(peer);
+    close(fd);
+    close(lfd);
+    tri_dial_end(&d);
+  }
+  unlink(path);
+  rmdir(dir);
+  char long_path[200];
+  memset(long_path, 'x', sizeof(long_path) - 1);
+  long_path[sizeof(long_path) - 1] = 0;
+  tri_dial d;
+  CHECK_EQ_INT(tri_dial_begin_unix(&d, long_path, 0, err, sizeof(err)), TRI_ERR_RESOLVE);
+  CHECK(strstr(err, "unix socket path") != NULL);
+  tri_dial_end(&d);
+}
+
 void test_dial(void) {
   refused_first_then_next();
   all_refused();
   attempts_race();
+  unix_sockets();
 }

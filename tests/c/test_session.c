@@ -116,9 +116,12 @@ static void error_status_and_trailers_only(void) {
 }
 
 static int expect_code;
+static int expect_unprocessed; /* tri_call_unprocessed of the failures below */
+
 static void check_code(harness *h, tri_call *c) {
   CHECK(tri_call_done(c));
   CHECK_EQ_INT(tri_call_code(c), expect_code);
+  CHECK_EQ_INT(tri_call_unprocessed(c), expect_unprocessed);
 }
 
 static void failures(void) {
@@ -128,6 +131,22 @@ static void failures(void) {
   script_settings(&s);
   script_rst(&s, 1, NGHTTP2_REFUSED_STREAM);
   expect_code = TRI_CODE_UNAVAILABLE;
+  expect_unprocessed = TRI_UNPROCESSED_REFUSED; /* transparent retry is safe */
+  run_both_ways(&s, 0, check_code);
+  script_free(&s);
+  /* GOAWAY whose last-stream-id (0) is below the call's stream: not processed */
+  script_init(&s);
+  script_settings(&s);
+  uint8_t goaway[8] = {0, 0, 0, 0, 0, 0, 0, NGHTTP2_NO_ERROR};
+  script_frame(&s, NGHTTP2_GOAWAY, 0, 0, goaway, sizeof(goaway));
+  run_both_ways(&s, 0, check_code);
+  script_free(&s);
+  /* REFUSED_STREAM after the response began: the server saw it */
+  script_init(&s);
+  script_settings(&s);
+  script_headers(&s, 1, 0, ok_headers);
+  script_rst(&s, 1, NGHTTP2_REFUSED_STREAM);
+  expect_unprocessed = 0;
   run_both_ways(&s, 0, check_code);
   script_free(&s);
   /* bad envelope flags -> INTERNAL */
