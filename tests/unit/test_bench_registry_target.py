@@ -21,7 +21,8 @@ def test_static_target_of_one_or_several_backends():
     assert static_target([Endpoint("10.0.0.1", 5)]) == "10.0.0.1:5"
     assert static_target([Endpoint("10.0.0.1", 5), Endpoint("10.0.0.2", 6)]) == \
         "ipv4:10.0.0.1:5,10.0.0.2:6"
-    assert static_target([Endpoint("::1", 5), Endpoint("fe80::2", 6)]) == "ipv6:[::1]:5,[fe80::2]:6"
+    assert static_target([Endpoint("::1", 5), Endpoint("fe80::2", 6)]) == \
+        "ipv6:[::1]:5,[fe80::2]:6"
     with pytest.raises(ConfigError, match="both IPv4 and IPv6"):
         static_target([Endpoint("10.0.0.1", 5), Endpoint("::1", 6)])
     with pytest.raises(ConfigError, match="TCP host:port only"):

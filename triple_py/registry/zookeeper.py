@@ -83,8 +83,9 @@ class ZookeeperResolver:
 
     ``start(on_update)`` connects and waits up to ``first_update_timeout`` seconds for the
     first read; ``on_update`` gets the full list of matching providers then, and again
-    after every change that alters it.  ``refresh()`` asks for a new read (without blocking); ``close()`` ends the session,
-    and no update is delivered once it has returned.
+    after every change that alters it.  ``refresh()`` asks for a new read (without
+    blocking); ``close()`` ends the session, and no update is delivered once it has
+    returned.  Do not call ``close()`` from inside ``on_update``.
     """
 
     def __init__(self, target: ZookeeperTarget, session_timeout: float = SESSION_TIMEOUT_S,
