@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Callable, List, Optional, Sequence
 
 from .._resolver import Endpoint
@@ -34,6 +35,9 @@ SESSION_TIMEOUT_S = 10.0
 #: providers (a Dubbo consumer also waits for its first notification); with no answer by
 #: then, start() returns and the list comes when ZooKeeper answers.
 FIRST_UPDATE_TIMEOUT_S = 5.0
+#: refresh() reads again at most this often: the balancer asks on every call that finds a
+#: backend down, and the watch already reports every change.
+REFRESH_MIN_INTERVAL_S = 1.0
 
 
 def _endpoint(url: DubboURL) -> Endpoint:
@@ -101,6 +105,8 @@ class ZookeeperResolver:
         self._on_update: Optional[Callable[[List[Endpoint]], None]] = None
         self._last: Optional[List[Endpoint]] = None
         self._first = threading.Event()
+        self._refresh_lock = threading.Lock()
+        self._refresh_due = 0.0  # time.monotonic() before which refresh() does nothing
 
     @classmethod
     def from_target(cls, target: str) -> "ZookeeperResolver":
@@ -188,11 +194,17 @@ class ZookeeperResolver:
             self._first.set()
 
     def refresh(self) -> None:
-        """Asks for a fresh read of the providers; the list is delivered even if unchanged.
-        Returns at once (the read runs on kazoo's worker thread)."""
+        """Asks for a fresh read of the providers, delivered even if unchanged; at most
+        one every REFRESH_MIN_INTERVAL_S (other calls meanwhile do nothing).  Returns at
+        once: the read runs on kazoo's worker thread."""
         client = self._client
         if client is None or self._closed or not client.connected:
             return
+        with self._refresh_lock:
+            now = time.monotonic()
+            if now < self._refresh_due:
+                return
+            self._refresh_due = now + REFRESH_MIN_INTERVAL_S
         client.handler.spawn(self._reload, True)
 
     def close(self) -> None:
