@@ -194,6 +194,16 @@ void tri_load_config_init(tri_load_config *c) {
 const char *tri_load_config_problem(const tri_load_config *c) {
   if (!c->host || !*c->host) return "host is empty";
   if (!c->port || !*c->port) return "port is empty";
+  if (c->nendpoints < 0 || c->nendpoints > MAX_CONNECTIONS || (c->nendpoints && !c->endpoints))
+    return "nendpoints must be 0..256";
+  if (c->nendpoints > c->connections)
+    return "fewer connections than endpoints (connection i goes to endpoint i % n)";
+  for (int i = 0; i < c->nendpoints; i++) {
+    const tri_load_endpoint *e = &c->endpoints[i];
+    if (!e->host || !*e->host || !e->port || !*e->port) return "an endpoint is empty";
+    if (e->address_kind < TRI_ADDRESS_TCP || e->address_kind > TRI_ADDRESS_UNIX_ABSTRACT)
+      return "unknown endpoint address kind";
+  }
   if (c->path && c->path[0] != '/') return "path must start with '/'";
   if (c->mode < TRI_LOAD_UNARY || c->mode > TRI_LOAD_BIDI) return "unknown mode";
   if (c->connections < 1 || c->connections > MAX_CONNECTIONS)
@@ -243,6 +253,12 @@ static int worker_init(tri_load *l, worker *w, int id, const tri_load_config *sr
   tri_channel_opts_init(&o);
   o.host = c->host;
   o.port = c->port;
+  if (src->nendpoints > 0) { /* connection i -> endpoint i % n */
+    const tri_load_endpoint *e = &src->endpoints[id % src->nendpoints];
+    o.host = e->host;
+    o.port = e->port;
+    o.address_kind = e->address_kind;
+  }
   o.write_buffer_size = c->write_buffer_size;
   o.write_buffer_delay_us = c->write_buffer_delay_us;
   o.wire = c->wire;
@@ -336,6 +352,7 @@ int tri_load_new(tri_load **out, const tri_load_config *cfg) {
   l->cfg.tls_roots_len = l->cfg.tls_key_len = l->cfg.tls_chain_len = 0;
   l->cfg.tls_server_name = l->cfg.authority = NULL; /* the channels copy them */
   l->cfg.error_out = NULL;
+  l->cfg.endpoints = NULL; /* borrowed: the channels copied them */
   const char *path = cfg->path ? cfg->path
                      : cfg->mode == TRI_LOAD_BIDI ? STREAM_PATH : UNARY_PATH;
   size_t lh = strlen(cfg->host) + 1, lp = strlen(cfg->port) + 1,

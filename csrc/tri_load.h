@@ -127,9 +127,23 @@ typedef enum {
 #define TRI_LOAD_MAX_COUNTERS 16 /* >= the number of tri_stats fields */
 #define TRI_LOAD_SERIES_DIGITS 2
 
+/* One server of a load spread over several (a pool, a Dubbo interface's
+ * providers): connection i of the load goes to endpoint i % nendpoints. */
+typedef struct tri_load_endpoint {
+  const char *host;          /* name, address, or unix socket path/name */
+  const char *port;          /* decimal ("0" for unix sockets) */
+  int address_kind;          /* TRI_ADDRESS_* (tri_channel.h) */
+} tri_load_endpoint;
+
 typedef struct tri_load_config {
   const char *host;          /* copied by tri_load_new */
   const char *port;          /* copied; decimal */
+  const tri_load_endpoint *endpoints; /* borrowed during tri_load_new (the
+                                channels copy them); NULL: host and port.
+                                Connection i dials endpoint i % nendpoints:
+                                each connection's calls stay on it, so no
+                                state is shared between connections */
+  int nendpoints;            /* 0..256; at most `connections` */
   const char *path;          /* copied; NULL: UnaryCall, or StreamCall in BIDI */
   int mode;                  /* tri_load_mode */
   int connections;           /* M >= 1: channels, connections and threads */

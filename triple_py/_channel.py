@@ -1,6 +1,7 @@
 """Channels and unary multi-callables with grpcio's API, over the C core."""
 from __future__ import annotations
 
+import ipaddress
 import os
 import threading
 import time
@@ -498,17 +499,27 @@ class Channel:
         self.close()
 
 
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
+
+
 def _single_endpoint(parsed: ParsedTarget, policy: str) -> Optional[Endpoint]:
     """The one endpoint of a target that never has more (no balancer needed): a dns
     target under pick_first (the core resolves the name at every connection attempt
-    and dials its addresses in turn, happy-eyeballs style: csrc/tri_dial.h), or a
-    static list of one address.  None when the target needs a resolver and balancer."""
-    if parsed.scheme == "dns" and policy == PICK_FIRST:
+    and dials its addresses in turn, happy-eyeballs style: csrc/tri_dial.h) or naming
+    an IP address, or a static list of one address.  None when the target needs a resolver and balancer."""
+    if parsed.scheme == "dns":
         if parsed.authority:
             raise ValueError(f"invalid target {parsed.target!r}: a DNS server in the "
                              "authority is not supported")
         host, port = split_host_port(parsed.endpoint, 443, "target")
-        return Endpoint(host, port)
+        if policy == PICK_FIRST or _is_ip(host):  # an IP literal has one address
+            return Endpoint(host, port)
+        return None
     if parsed.scheme in _STATIC_SCHEMES:
         endpoints = static_endpoints(parsed)
         if len(endpoints) == 1:

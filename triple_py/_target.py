@@ -1,36 +1,20 @@
-"""Parsing of gRPC target strings into (host, port)."""
+"""``(host, port)`` of a target that names one TCP server (see _resolver for the rest)."""
 from __future__ import annotations
 
-DEFAULT_PORT = "443"
+from ._resolver import DEFAULT_PORT, parse_target as _parse, split_host_port, static_endpoints
 
 
 def parse_target(target: str) -> tuple[str, str]:
-    """Splits a grpcio-style target into host and port.
-
-    Accepts ``host:port``, ``[v6addr]:port``, ``host`` (port 443), and the
-    ``dns:///``, ``dns:``, ``ipv4:`` and ``ipv6:`` scheme prefixes.
-    """
-    t = target.strip()
-    for prefix in ("dns:///", "dns://", "dns:", "ipv4:", "ipv6:"):
-        if t.startswith(prefix):
-            t = t[len(prefix):]
-            if prefix == "dns://" and "/" in t:  # dns://authority/host:port
-                t = t.split("/", 1)[1]
-            break
-    if not t:
-        raise ValueError(f"invalid target {target!r}")
-    if t.startswith("["):
-        end = t.find("]")
-        if end < 0:
-            raise ValueError(f"invalid target {target!r}")
-        host, rest = t[1:end], t[end + 1:]
-        port = rest[1:] if rest.startswith(":") else DEFAULT_PORT
-    elif t.count(":") == 1:
-        host, port = t.split(":")
-    elif ":" in t:  # bare IPv6 address
-        host, port = t, DEFAULT_PORT
-    else:
-        host, port = t, DEFAULT_PORT
-    if not port.isdigit() or not host:
-        raise ValueError(f"invalid target {target!r}")
-    return host, port
+    """Splits a grpcio-style target naming one TCP server into host and port:
+    ``host:port``, ``[v6addr]:port``, ``host`` (port 443), ``dns:[///]host[:port]``,
+    ``ipv4:addr:port``, ``ipv6:[addr]:port``.  ValueError for anything else (a list, a
+    unix socket, a registry)."""
+    parsed = _parse(target)
+    if parsed.scheme == "dns":
+        host, port = split_host_port(parsed.endpoint, DEFAULT_PORT, "target")
+        return host, str(port)
+    if parsed.scheme in ("ipv4", "ipv6"):
+        endpoints = static_endpoints(parsed)
+        if len(endpoints) == 1:
+            return endpoints[0].host, str(endpoints[0].port)
+    raise ValueError(f"invalid target {target!r}: not one host:port")

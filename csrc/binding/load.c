@@ -287,6 +287,32 @@ static int parse_schedule(PyObject *o, tri_sched *s) {
   return 0;
 }
 
+/* endpoints: None, or a list of (host, port, address_kind) tuples of str, str,
+ * int (at most 256).  The strings stay the list's (borrowed for the call). */
+static int parse_endpoints(PyObject *list, tri_load_endpoint *out, int *n) {
+  *n = 0;
+  if (list == Py_None) return 0;
+  if (!PyList_Check(list) || PyList_GET_SIZE(list) > 256) {
+    PyErr_SetString(PyExc_ValueError,
+                    "run_load: endpoints must be a list of at most 256 (host, port, kind)");
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+    PyObject *t = PyList_GET_ITEM(list, i);
+    if (!PyTuple_Check(t) || !PyArg_ParseTuple(t, "ssi", &out[i].host, &out[i].port,
+                                              &out[i].address_kind)) {
+      if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ValueError,
+                        "run_load: each endpoint is a (host, port, kind) tuple of str, str, int");
+      }
+      return -1;
+    }
+  }
+  *n = (int)PyList_GET_SIZE(list);
+  return 0;
+}
+
 static void del_released(tri_load *l) {
   Py_BEGIN_ALLOW_THREADS
   tri_load_del(l);
@@ -303,7 +329,7 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
                        "wire", "dialect", "requests", "authority", "compress",
                        "tls", "tls_roots", "tls_key", "tls_chain",
                        "tls_server_name", "tls_skip_verify", "rate_schedule",
-                       "concurrency_schedule", NULL};
+                       "concurrency_schedule", "endpoints", NULL};
   tri_load_config cfg;
   tri_load_config_init(&cfg);
   const char *host, *path;
@@ -316,17 +342,21 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
   long long start_at = 0, phase = 0;
   int k = 1;
   PyObject *requests = Py_None, *rate_sched = Py_None, *conc_sched = Py_None;
+  PyObject *endpoints = Py_None;
+  tri_load_endpoint eps[256];
   Py_ssize_t roots_len = 0, key_len = 0, chain_len = 0;
   if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "sOzOniidd|KdiLLd$pipLLiiOzipz#z#z#zpOO:run_load", kw, &host,
+          args, kwargs, "sOzOniidd|KdiLLd$pipLLiiOzipz#z#z#zpOOO:run_load", kw, &host,
           &port_obj, &path, &mode_obj, &payload, &concurrency, &connections,
           &duration, &warmup, &count, &cfg.rate, &k, &wbs, &wbd, &cfg.timeout_s,
           &shared, &digits, &driver_threads, &start_at, &phase, &cfg.wire,
           &cfg.dialect, &requests, &cfg.authority, &cfg.compress, &cfg.tls,
           &cfg.tls_roots, &roots_len, &cfg.tls_key, &key_len, &cfg.tls_chain,
           &chain_len, &cfg.tls_server_name, &cfg.tls_skip_verify, &rate_sched,
-          &conc_sched))
+          &conc_sched, &endpoints))
     return NULL;
+  if (parse_endpoints(endpoints, eps, &cfg.nendpoints) < 0) return NULL;
+  cfg.endpoints = cfg.nendpoints ? eps : NULL;
   if (parse_schedule(rate_sched, &cfg.rate_schedule) < 0 ||
       parse_schedule(conc_sched, &cfg.concurrency_schedule) < 0)
     return NULL;
@@ -424,8 +454,11 @@ const char tri_run_load_doc[] =
     "         authority=None, compress=0, tls=False, tls_roots=None,\n"
     "         tls_key=None, tls_chain=None, tls_server_name=None,\n"
     "         tls_skip_verify=False, rate_schedule=None,\n"
-    "         concurrency_schedule=None)\n"
+    "         concurrency_schedule=None, endpoints=None)\n"
     "         -> dict\n\n"
+    "endpoints: a list of (host, port, address_kind) to spread the connections\n"
+    "over (connection i -> endpoint i % n; host and port are then only named in\n"
+    "the result's target).\n"
     "Runs the C load generator against host:port with the GIL released:\n"
     "`connections` channels (one connection and one C thread each) with\n"
     "`concurrency` calls in flight on each.  mode: 'unary' (fast path),\n"

@@ -19,7 +19,6 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 from .recorders import STOP, Recorder, StreamRecorder
 from .result import BenchResult
 from .spec import RunSpec
-from .target import lb_channel_options
 
 __all__ = ["grpcio_sync_unary", "grpcio_aio_unary", "grpcio_aio_bidi", "run_threads",
            "aio_window", "aio_unary", "channel_options", "JOIN_GRACE"]
@@ -27,14 +26,14 @@ __all__ = ["grpcio_sync_unary", "grpcio_aio_unary", "grpcio_aio_bidi", "run_thre
 JOIN_GRACE = 5.0  # seconds past the call timeout to wait for the workers
 
 
-def channel_options(spec: RunSpec) -> List[Tuple[str, Any]]:
-    """Unlimited message sizes; a channel of its own per connection when there are several;
-    round robin over a target that lists several backends."""
-    options: List[Tuple[str, Any]] = [("grpc.max_receive_message_length", -1),
-                                      ("grpc.max_send_message_length", -1)]
-    if spec.connections > 1:
+def channel_options(connections: int) -> List[Tuple[str, int]]:
+    """Unlimited message sizes, round robin over a target's servers; a channel of its own
+    per connection when there are several."""
+    options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
+               ("grpc.lb_policy_name", "round_robin")]  # several servers: spread the calls
+    if connections > 1:
         options.append(("grpc.use_local_subchannel_pool", 1))
-    return [*options, *lb_channel_options(spec.target)]
+    return options
 
 
 def run_threads(calls: List[Callable[[bytes], bytes]], request: bytes, concurrency: int,
@@ -78,7 +77,7 @@ def grpcio_sync_unary(spec: RunSpec) -> BenchResult:
     import grpc
 
     method, request = spec.resolved_method(), spec.request_bytes()
-    channels = [grpc.insecure_channel(spec.target, options=channel_options(spec))
+    channels = [grpc.insecure_channel(spec.target, options=channel_options(spec.connections))
                 for _ in range(spec.connections)]
     try:
         calls = []
@@ -96,7 +95,7 @@ def grpcio_sync_unary(spec: RunSpec) -> BenchResult:
 def _grpc_aio_channel(spec: RunSpec) -> Any:
     import grpc
 
-    return grpc.aio.insecure_channel(spec.target, options=channel_options(spec))
+    return grpc.aio.insecure_channel(spec.target, options=channel_options(spec.connections))
 
 
 async def aio_window(spec: RunSpec, recorder: Recorder, kind: str,

@@ -33,7 +33,8 @@ import subprocess
 import tempfile
 from typing import Dict, List, Optional, Tuple
 
-from .errors import BenchError
+from .._target import parse_target
+from .errors import BenchError, ConfigError
 from .messages import grpc_frame
 from .result import BenchResult, Latency, histogram_from_samples, series_from_completions
 from .spec import RunSpec
@@ -109,7 +110,12 @@ def h2load_command(spec: RunSpec, body_path: str, log_path: str) -> List[str]:
     if spec.options.get("latency_log"):
         command += ["--log-file", log_path]
     scheme = "https" if spec.connection.get("tls") else "http"
-    command.append(f"{scheme}://{spec.target}{spec.resolved_method()}")
+    try:
+        host, port = parse_target(spec.target)
+    except ValueError:
+        raise ConfigError(f"h2load takes one host:port target, not {spec.target!r}") from None
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    command.append(f"{scheme}://{where}{spec.resolved_method()}")
     return command
 
 

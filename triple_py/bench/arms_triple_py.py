@@ -25,7 +25,6 @@ from .arms_grpcio import JOIN_GRACE, aio_unary, run_threads
 from .recorders import STOP, StreamRecorder
 from .result import BenchResult
 from .spec import RunSpec
-from .target import lb_channel_options
 
 __all__ = ["triple_py_sync_unary", "triple_py_aio_unary", "triple_py_bidi", "DEFAULT_STREAM_THREADS", "split"]
 
@@ -42,12 +41,13 @@ def _sum_stats(channels) -> Dict[str, int]:
 
 
 def _channel_options(spec: RunSpec) -> List[Tuple[str, object]]:
-    return [*lb_channel_options(spec.target),
-            ("triple.write_buffer_size", spec.write_buffer_size),
+    return [("triple.write_buffer_size", spec.write_buffer_size),
             ("triple.write_buffer_delay_us", spec.write_buffer_delay_us),
             ("triple.wire", spec.wire), ("grpc.max_receive_message_length", -1),
             ("triple.dialect", spec.options.get("dialect", "auto")),
-            ("triple.unary_fast_path", bool(spec.options.get("unary_fast_path", True)))]
+            ("triple.unary_fast_path", bool(spec.options.get("unary_fast_path", True))),
+            # a target with several servers gets calls spread over all of them
+            ("grpc.lb_policy_name", "round_robin")]
 
 
 def _apply_counters(result: BenchResult, delta: Dict[str, int], messages: int = 0) -> None:

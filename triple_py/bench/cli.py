@@ -131,8 +131,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="fastpath | stream-path | bidi | grpcio-sync | grpcio-aio | "
                           "grpcio-aio-bidi | h2load | h2load-bidi | triple-py-sync | triple-py-aio | "
                           "triple-py-bidi (fastpath)")
-    run.add_argument("--target", metavar="HOST:PORT",
-                     help="server to load (default: start the embedded echo server)")
+    run.add_argument("--target", metavar="TARGET",
+                     help="server(s) to load: host:port, dns:, ipv4:a:p,b:p, ipv6:, unix:, "
+                          "unix-abstract:, or a registered registry such as zookeeper:// "
+                          "(default: start the embedded echo server)")
     run.add_argument("--wire", choices=("grpc", "triple"), default="grpc",
                      help="wire protocol (grpc; triple: the unary kinds fastpath, stream-path, "
                           "triple-py-sync, triple-py-aio)")
@@ -173,8 +175,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="measured time per arm and round (matrix: 3s)")
     matrix.add_argument("--warmup", type=DURATION, help="warm-up per arm and round (0.5s)")
     matrix.add_argument("-t", "--timeout", type=DURATION, help="per-call deadline (10s)")
-    matrix.add_argument("--target", metavar="HOST:PORT",
-                        help="server to load (default: the embedded echo server)")
+    matrix.add_argument("--target", metavar="TARGET",
+                        help="server(s) to load, any target a channel takes (default: the "
+                             "embedded echo server)")
     matrix.add_argument("--restart-server", action="store_true", default=None,
                         help="a new embedded server every round")
     matrix.add_argument("--arms", type=_arg(_list(str), "arms"), metavar="A,B,...",
@@ -198,8 +201,10 @@ def _parser() -> argparse.ArgumentParser:
                                      "no errors; prints the verdict and every probe.")
     cap.add_argument("--slo", required=True, metavar="pNN=DURATION",
                      help="the objective, e.g. p99=5ms or p99.9=20ms")
-    cap.add_argument("--target", metavar="HOST:PORT",
-                     help="server to load (default: start the embedded echo server)")
+    cap.add_argument("--target", metavar="TARGET",
+                     help="server(s) to load: host:port, dns:, ipv4:a:p,b:p, ipv6:, unix:, "
+                          "unix-abstract:, or a registered registry such as zookeeper:// "
+                          "(default: start the embedded echo server)")
     cap.add_argument("--call", metavar="METHOD", help="pkg.Service/Method (as run)")
     cap.add_argument("--mode", default="fastpath", choices=("fastpath", "stream-path", "bidi"),
                      help="C arm (fastpath)")

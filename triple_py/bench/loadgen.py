@@ -15,7 +15,11 @@ from .errors import ConfigError, TargetError
 from .result import BenchResult, Latency, status_name
 from .schedules import Schedule
 from .spec import RunSpec
-from .target import split_target
+from .._resolver import parse_target
+from .target import target_endpoints
+
+#: Endpoint kinds -> the core's address kinds (csrc/tri_channel.h TRI_ADDRESS_*).
+_ADDRESS_KINDS = {"tcp": 0, "unix": 1, "unix-abstract": 2}
 
 __all__ = ["C_MODES", "run_c_load", "run_c_spec", "result_from_load"]
 
@@ -47,10 +51,20 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     of the run takes entry i mod len of (csrc/tri_ring.h); ``connection`` the channel
     keywords (authority, compress, tls, tls_roots, tls_key, tls_chain, tls_server_name).
     ``rate_schedule`` / ``concurrency_schedule``: ghz's load schedules (:mod:`.schedules`).
+    A target with several servers (``ipv4:a,b``, a registry) spreads the connections
+    over them: connection i goes to server i % n (each connection keeps its calls, so
+    the C threads share nothing), so ``connections`` must be at least n.
     Raises ConfigError for a
     configuration the C side rejects and TargetError for an unreachable target.
     """
-    host, port = split_target(target)
+    endpoints = target_endpoints(target)
+    first = endpoints[0]
+    host, port = first.host, first.port or 0
+    if len(endpoints) > 1 or first.kind != "tcp":
+        connection = {**dict(connection or {}), "endpoints": [
+            (e.host, str(e.port or 0), _ADDRESS_KINDS[e.kind]) for e in endpoints]}
+        if not connection.get("authority"):  # grpc's default :authority (_resolver)
+            connection["authority"] = parse_target(target).default_authority()
     try:
         raw = _triple.run_load(
             host, port, method, C_MODES[mode], payload_size, concurrency // connections,

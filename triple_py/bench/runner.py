@@ -13,17 +13,17 @@ from .messages import benchmark_request
 from .progress import Progress
 from .result import BenchResult
 from .spec import RunSpec
-from .target import embedded_server, load_target
+from .target import check_target, embedded_server
 
 __all__ = ["run", "spec_of", "spec_target", "preflight", "check_result", "target_or_embedded"]
 
 
 @contextlib.contextmanager
 def target_or_embedded(target: Optional[str]) -> Iterator[str]:
-    """Yields ``target`` (a registry target resolved once: :func:`.target.load_target`), or
-    the address of an EchoServer started for the block."""
+    """Yields ``target``, or the address of an EchoServer started for the block."""
     if target is not None:
-        yield load_target(target)
+        check_target(target)
+        yield target
         return
     with embedded_server() as address:
         yield address
