@@ -16,6 +16,11 @@ conditions; per round the script reports both p99s and their ratio (churn / stea
 the p99 of the second after each change.  It also reports how long a registry change took
 to reach the channel's balancer (polling its endpoint list).
 
+Reference (``--c-reference``, on by default): once per round, the C load generator over the
+fixed list ``ipv4:A,B`` (resolved once, as the bench harness does for a registry target;
+it cannot follow a registry change) with the same 8 calls in flight on 2 connections: what
+the servers deliver with no Python client in the way.
+
 Usage: .venv/bin/python benchmarks/zookeeper_churn.py [--rounds 5] [--window 6]
        [--threads 8] [--out benchmarks/results/2026-12-01-issue25-zk]
 """
@@ -39,6 +44,7 @@ from peers import UNARY_METHOD  # noqa: E402
 from peers.launch import Peer, start_peer  # noqa: E402
 
 import triple_py  # noqa: E402
+from triple_py.bench.loadgen import run_c_load  # noqa: E402
 from triple_py.bench.recorders import percentile  # noqa: E402
 from triple_py.registry.zookeeper_provider import ZookeeperProvider, provider_url  # noqa: E402
 from triple_py.registry.zookeeper_server import LocalZookeeper  # noqa: E402
@@ -176,12 +182,25 @@ def run_condition(channel: triple_py.Channel, registry: Registry, churn: bool, t
     return result
 
 
+def c_reference(peers: Dict[str, Peer], threads: int, seconds: float) -> Dict:
+    """The C load generator, steady, over the fixed list of providers A and B."""
+    target = f"ipv4:{peers['A'].address},{peers['B'].address}"
+    result = run_c_load(arm="fastpath", mode="fastpath", target=target, method=UNARY_METHOD,
+                        payload_size=128, concurrency=threads, connections=2,
+                        duration=seconds, warmup=WARMUP_S, timeout=CALL_TIMEOUT)
+    return {"target": target, "calls": result.calls, "lost": result.errors,
+            "qps": result.qps, "p50_ms": result.latency.p50 / 1e6,
+            "p99_ms": result.latency.p99 / 1e6, "p999_ms": result.latency.p99_9 / 1e6,
+            "client_cpu_us_per_call": result.cpu.get("process_us_per_call")}
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--window", type=float, default=6.0, help="measured seconds (6)")
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--no-c-reference", dest="c_reference", action="store_false")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" /
                         "2026-12-01-issue25-zk")
     args = parser.parse_args(argv)
@@ -198,6 +217,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         try:
             registry.exactly(("A", "B"))
             for rnd in range(args.rounds):
+                if args.c_reference:
+                    registry.exactly(("A", "B"))
+                    ref = c_reference(peers, args.threads, args.window)
+                    doc.setdefault("c_reference", []).append({"round": rnd, **ref})
+                    print(f"round {rnd} C generator over A,B (fixed): p99 "
+                          f"{ref['p99_ms']:.2f} ms, {ref['qps']:.0f} calls/s, lost "
+                          f"{ref['lost']} of {ref['calls']}", flush=True)
                 for policy in policies:
                     target = f"zookeeper://{zk.address}/{SERVICE}"
                     with triple_py.insecure_channel(
@@ -247,6 +273,13 @@ def main(argv: Optional[List[str]] = None) -> int:
             "remove_seen_ms_median": statistics.median(
                 r["churn"]["timings"]["remove_seen_s"] * 1e3 for r in rows),
         }
+    if doc.get("c_reference"):
+        refs = doc["c_reference"]
+        doc["summary"]["c_reference"] = {
+            "rounds": len(refs), "lost": sum(r["lost"] for r in refs),
+            "calls": sum(r["calls"] for r in refs),
+            "p99_median_ms": statistics.median(r["p99_ms"] for r in refs),
+            "qps_median": statistics.median(r["qps"] for r in refs)}
     (args.out / "churn.json").write_text(json.dumps(doc, indent=1))
     print(json.dumps(doc["summary"], indent=1))
     return 0
