@@ -300,6 +300,8 @@ int tri_call_done(const tri_call *c) {
   return atomic_load_explicit(&((tri_call *)c)->done, memory_order_acquire);
 }
 
+int64_t tri_call_deadline(const tri_call *c) { return c->deadline; }
+
 int tri_call_unprocessed(const tri_call *c) {
   return tri_call_done(c) ? (int)c->unprocessed : 0;
 }

@@ -120,6 +120,10 @@ int tri_call_done(const tri_call *c);
  * same one fails it again (grpc fails such calls at once without
  * wait_for_ready). */
 enum { TRI_UNPROCESSED_REFUSED = 1, TRI_UNPROCESSED_NO_CONNECTION = 2 };
+
+/* The call's deadline: CLOCK_MONOTONIC ns (the clock of tri_thread's now),
+ * or 0 when it has none.  Lets a retry keep the first attempt's deadline. */
+int64_t tri_call_deadline(const tri_call *c);
 int tri_call_unprocessed(const tri_call *c);
 
 /* Waits up to timeout_ns (< 0: forever) for completion.  Returns 0 when done,

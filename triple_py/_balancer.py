@@ -201,13 +201,13 @@ class Balancer:
         if out is None or out or timeout == 0:
             return out
         self._epoll.poll(timeout)
-        try:
-            os.eventfd_read(self._wake_fd)
-        except BlockingIOError:
-            pass
         return self._drain()
 
     def _drain(self) -> Optional[list]:
+        try:  # reset the wake-up, so the epoll descriptor is readable only for work
+            os.eventfd_read(self._wake_fd)
+        except BlockingIOError:
+            pass
         out: list = []
         ended = 0
         cores = self._all()

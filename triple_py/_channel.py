@@ -23,7 +23,7 @@ from ._balancer import PICK_FIRST, Balancer
 from ._resolver import Endpoint, ParsedTarget, parse_target, resolver_for, split_host_port
 from .registry import with_service_key  # importing it registers zookeeper://
 from ._resolver import static_endpoints
-from ._retry import Retries
+from ._retry import Retries, deadline_of
 from ._service_config import ServiceConfig
 
 Serializer = Optional[Callable[[Any], bytes]]
@@ -87,12 +87,16 @@ class _MultiCallable:
         self._serialize = serializer
         self._deserialize = deserializer
         self._has_plugins = bool(channel._call_plugins)  # fixed for the channel
+        _method_retries(self, channel, method)  # the service config's word on the method
 
     def _core_call(self, payload: Any, timeout: Optional[float], metadata: MetadataType,
                    flags: int, compression: Any, credentials: Any,
                    wait_for_ready: Optional[bool], notify: int = 0) -> Any:
         """Starts a call of this method in the core, after its call credentials and
         ``wait_for_ready`` (or the EndedCall they failed it with)."""
+        if self._cfg_timeout is not None:
+            timeout = _min_timeout(timeout, self._cfg_timeout)
+
         def start(timeout: Optional[float], metadata: MetadataType) -> Any:
             return self._core.call(self._method, payload, timeout, metadata, notify=notify,
                                    flags=flags, compression=_compression(compression))
@@ -134,7 +138,6 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                  deserializer: Deserializer) -> None:
         super().__init__(channel, method, serializer, deserializer)
         self._fast_path = channel._options.unary_fast_path  # fixed for the channel
-        _method_retries(self, channel, method)
         # The fast path with nothing to do first (no channel call credentials): fixed too.
         self._direct = self._fast_path and not self._has_plugins
 
@@ -198,6 +201,12 @@ class UnaryUnaryMultiCallable(_MultiCallable):
 
         The GIL is released while the call is in flight; Ctrl-C cancels it.
         """
+        if credentials is None and not wait_for_ready and self._cfg_timeout is None:
+            core_call = self._start(request, timeout, metadata, True, False, compression)
+            if core_call.code() == 0 and self._throttle is None:  # the common case, inline
+                return deserialize(self._deserialize, core_call.response())
+            return self._response(self._finished(core_call, request, metadata, None, None,
+                                                 compression))
         return self._response(self._blocking(request, timeout, metadata, credentials,
                                              wait_for_ready, compression))
 
@@ -206,24 +215,30 @@ class UnaryUnaryMultiCallable(_MultiCallable):
         """Makes the call (and its retries) and returns the finished core call."""
         if self._cfg_timeout is not None:
             timeout = _min_timeout(timeout, self._cfg_timeout)
-        started = None if timeout is None else time.monotonic()
         core_call = (self._start(request, timeout, metadata, True, False, compression)
                      if credentials is None and not wait_for_ready else
                      self._start_with(request, timeout, metadata, True, False, compression,
                                       credentials, wait_for_ready))
-        if core_call.code() != 0 and self._retries:
-            core_call = self._retried(core_call, request, started, timeout, metadata,
-                                      credentials, wait_for_ready, compression)
+        return self._finished(core_call, request, metadata, credentials, wait_for_ready,
+                              compression)
+
+    def _finished(self, core_call: Any, request: Any, metadata: MetadataType,
+                  credentials: Any, wait_for_ready: Optional[bool], compression: Any) -> Any:
+        """The first attempt ended: retried if it failed and may be, and the retry
+        throttle told of a success.  Returns the last attempt."""
+        if core_call.code() != 0:
+            if self._retries:
+                return self._retried(core_call, request, metadata, credentials,
+                                     wait_for_ready, compression)
         elif self._throttle is not None:
             self._throttle.on_success()
         return core_call
 
-    def _retried(self, core_call: Any, request: Any, started: Optional[float],
-                 timeout: Optional[float], metadata: MetadataType, credentials: Any,
-                 wait_for_ready: Optional[bool], compression: Any) -> Any:
-        """Attempts after a failed first one, as _retry.Retries decides."""
-        deadline = None if started is None else started + timeout
-        retries = Retries(self._retry_policy, self._throttle, deadline)
+    def _retried(self, core_call: Any, request: Any, metadata: MetadataType,
+                 credentials: Any, wait_for_ready: Optional[bool], compression: Any) -> Any:
+        """Attempts after a failed first one, as _retry.Retries decides; they keep the
+        first attempt's deadline."""
+        retries = Retries(self._retry_policy, self._throttle, deadline_of(core_call))
         while True:
             delay = retries.delay(core_call)
             if delay is None:
@@ -283,10 +298,6 @@ class UnaryUnaryMultiCallable(_MultiCallable):
 class UnaryStreamMultiCallable(_MultiCallable):
     """Calls a server-streaming method; made by ``Channel.unary_stream``."""
 
-    def __init__(self, channel: "Channel", method: str, serializer: Serializer,
-                 deserializer: Deserializer) -> None:
-        super().__init__(channel, method, serializer, deserializer)
-        _method_retries(self, channel, method)
 
     def __call__(self, request: Any, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
@@ -295,14 +306,11 @@ class UnaryStreamMultiCallable(_MultiCallable):
         """Sends the request and returns an iterator over the responses.  Until the
         first response arrives, a failed attempt is retried as a unary call is."""
         payload = serialize(self._serialize, request)
-        if self._cfg_timeout is not None:
-            timeout = _min_timeout(timeout, self._cfg_timeout)
-        deadline = None if timeout is None else time.monotonic() + timeout
         core_call = self._core_call(payload, timeout, metadata, _triple.SERVER_STREAMING,
                                     compression, credentials, wait_for_ready)
         stream = StreamingCall(core_call, None, self._deserialize)
         if self._retries:
-            retries = Retries(self._retry_policy, self._throttle, deadline)
+            retries = Retries(self._retry_policy, self._throttle, deadline_of(core_call))
 
             def again(failed: Any) -> Optional[Any]:
                 delay = retries.delay(failed)

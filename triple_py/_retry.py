@@ -82,6 +82,13 @@ class Retries:
         return max(self.deadline - time.monotonic(), 0.0)
 
 
+def deadline_of(call: Any) -> Optional[float]:
+    """The ``time.monotonic()`` instant of a started call's deadline, None without one
+    (the C core keeps it, so the call path spends nothing on it until a retry)."""
+    left = call.time_left() if hasattr(call, "time_left") else None
+    return None if left is None else time.monotonic() + left
+
+
 def _pushback_s(call: Any) -> Optional[float]:
     """The server's ``grpc-retry-pushback-ms`` in seconds: None when absent, -1 when
     it says not to retry (negative or not a number)."""

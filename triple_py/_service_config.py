@@ -87,7 +87,6 @@ class MethodConfig:
 
     timeout: Optional[float] = None
     retry: Optional[RetryPolicy] = None
-    wait_for_ready: Optional[bool] = None
 
 
 NO_CONFIG = MethodConfig()
@@ -193,10 +192,7 @@ def _methods(entries: Any) -> Dict[Tuple[str, str], MethodConfig]:
         timeout = (duration_s(entry["timeout"], "methodConfig.timeout")
                    if "timeout" in entry else None)
         retry = RetryPolicy.parse(entry["retryPolicy"]) if "retryPolicy" in entry else None
-        wfr = entry.get("waitForReady")
-        if wfr is not None and not isinstance(wfr, bool):
-            raise ValueError("service config: waitForReady must be a bool")
-        config = MethodConfig(timeout, retry, wfr)
+        config = MethodConfig(timeout, retry)  # waitForReady is not applied (yet)
         for name in entry.get("name", [{}]):
             if not isinstance(name, dict):
                 raise ValueError("service config: a methodConfig name must be an object")

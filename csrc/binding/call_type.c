@@ -1,6 +1,8 @@
 /* call_type.c: _triple.Call, the Python handle of one tri_call. */
 #include "binding.h"
 
+#include <time.h>
+
 CallObject *tri_call_object_new(tri_module_state *st, PyObject *channel,
                                 tri_call *call) {
   CallObject *co = PyObject_New(CallObject, st->call_type);
@@ -88,6 +90,16 @@ static PyObject *call_code(CallObject *self, PyObject *unused) {
 static PyObject *call_unprocessed(CallObject *self, PyObject *unused) {
   (void)unused;
   return PyLong_FromLong(tri_call_unprocessed(self->call));
+}
+
+static PyObject *call_time_left(CallObject *self, PyObject *unused) {
+  (void)unused;
+  int64_t deadline = tri_call_deadline(self->call);
+  if (!deadline) Py_RETURN_NONE;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  int64_t left = deadline - ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+  return PyFloat_FromDouble(left > 0 ? (double)left / 1e9 : 0.0);
 }
 
 static PyObject *call_details(CallObject *self, PyObject *unused) {
@@ -348,6 +360,8 @@ static PyMethodDef call_methods[] = {
      "cancel(code=CANCELLED) -> bool: reset the stream if still running."},
     {"code", (PyCFunction)call_code, METH_NOARGS, "Final status code (int)."},
     {"details", (PyCFunction)call_details, METH_NOARGS, "Status message."},
+    {"time_left", (PyCFunction)call_time_left, METH_NOARGS,
+     "Seconds left until the call's deadline (0 when past), or None without one."},
     {"unprocessed", (PyCFunction)call_unprocessed, METH_NOARGS,
      "Once done: 0, or why no server saw the call (1 refused, 2 no connection)."},
     {"response", (PyCFunction)call_response, METH_NOARGS,

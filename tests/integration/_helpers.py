@@ -6,6 +6,7 @@ and tests/peers/h2_rogue_server.py.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -14,7 +15,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -144,6 +145,18 @@ def reset_peak_rss() -> bool:
 def peak_rss_bytes() -> int:
     """VmHWM: the peak resident set size of this process."""
     return _status_kib("VmHWM") * 1024
+
+
+@contextlib.contextmanager
+def echo_servers(n: int) -> Iterator[list]:
+    """n embedded echo servers on 127.0.0.1 (ephemeral ports), stopped afterwards."""
+    from triple_py.testing import EchoServer
+    started = [EchoServer().start() for _ in range(n)]
+    try:
+        yield started
+    finally:
+        for server in started:
+            server.stop()
 
 
 def closed_port() -> int:

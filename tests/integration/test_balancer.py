@@ -20,7 +20,7 @@ import pytest
 
 import triple_py
 import triple_py.aio
-from _helpers import TIMEOUT, closed_port, unary
+from _helpers import TIMEOUT, closed_port, echo_servers, unary
 from triple_py._resolver import DnsResolver, Endpoint, register_scheme
 from triple_py.testing import EchoServer
 
@@ -29,10 +29,8 @@ ROUND_ROBIN = [("grpc.lb_policy_name", "round_robin")]
 
 @pytest.fixture(scope="module")
 def servers():
-    started = [EchoServer().start() for _ in range(3)]
-    yield started
-    for server in started:
-        server.stop()
+    with echo_servers(3) as started:
+        yield started
 
 
 def calls_of(servers) -> List[int]:

@@ -13,11 +13,11 @@ from concurrent import futures
 import grpc
 import pytest
 
+from _helpers import echo_servers
 from triple_py._resolver import Endpoint, register_scheme
 from triple_py.bench.errors import ConfigError, TargetError
 from triple_py.bench.loadgen import run_c_load
 from triple_py.bench.target import target_endpoints
-from triple_py.testing import EchoServer
 
 LOAD = dict(arm="fastpath", mode="fastpath", method="/benchmark.BenchmarkService/UnaryCall",
             payload_size=64, concurrency=4, duration=0.3, warmup=0.0)
@@ -25,10 +25,8 @@ LOAD = dict(arm="fastpath", mode="fastpath", method="/benchmark.BenchmarkService
 
 @pytest.fixture(scope="module")
 def pool():
-    servers = [EchoServer().start() for _ in range(2)]
-    yield servers
-    for server in servers:
-        server.stop()
+    with echo_servers(2) as servers:
+        yield servers
 
 
 def test_c_load_spreads_connections_over_a_pool(pool):

@@ -185,16 +185,43 @@ class UnaryResponseCall(_Call):
     def __await__(self):
         return self._result().__await__()
 
+    # Retries (_retry): set on calls of a channel with grpc.enable_retries; the owner (the
+    # multi-callable) makes attempts: owner._next_attempt(again, timeout_left) and
+    # owner._retries_for(first).  Class attributes: a call without them costs nothing.
+    _owner: Any = None
+    _again: tuple = ()
+
     async def _result(self) -> Any:
         await self._wait_done(cancel_rpc=True)
         self._raise_if_cancelled()
         if self._core.code() != 0:
-            raise error_of(self._core)
+            if self._owner is not None:
+                await self._more_attempts()
+                self._raise_if_cancelled()
+            if self._core.code() != 0:
+                raise error_of(self._core)
         response = getattr(self, "_response", self._UNSET)
         if response is self._UNSET:  # deserialized once, the same object every await
             raw = self._core.response()
             response = self._response = deserialize(self._deserialize, raw, local_error)
         return response
+
+
+    async def _more_attempts(self) -> None:
+        """Starts further attempts while ``_retry.Retries`` allows; the call then
+        reflects the last one."""
+        retries = self._owner._retries_for(self._core)
+        while self._core.code() != 0 and not self._cancelled:
+            delay = retries.delay(self._core)
+            if delay is None:
+                return
+            if delay:
+                await asyncio.sleep(delay)
+            self._core = self._owner._next_attempt(self._again, retries.timeout_left())
+            self._reactor.register(self._core, self)
+            await self._wait_done(cancel_rpc=True)
+        if self._core.code() == 0:
+            retries.succeeded()
 
 
 class StreamResponseMixin(_Call):
@@ -277,35 +304,6 @@ class StreamRequestMixin(_Call):
 
 class UnaryUnaryCall(UnaryResponseCall):
     """``await stub.Method(request)``."""
-
-
-class RetryingUnaryUnaryCall(UnaryUnaryCall):
-    """A unary call that starts further attempts while ``_retry.Retries`` says so
-    (the service config's retryPolicy, transparent retry): awaiting it awaits the
-    last attempt."""
-
-    def __init__(self, reactor: Any, core_call: Any, deserializer: Deserializer,
-                 restart: Callable[[Optional[float]], Any], retries: Callable[[], Any]) -> None:
-        super().__init__(reactor, core_call, None, deserializer)
-        self._restart = restart  # timeout left -> the next attempt's core call
-        self._retries_of = retries  # -> a fresh Retries, made at the first failure
-
-    async def _result(self) -> Any:
-        await self._wait_done(cancel_rpc=True)
-        retries = None
-        while self._core.code() != 0 and not self._cancelled:
-            retries = retries or self._retries_of()
-            delay = retries.delay(self._core)
-            if delay is None:
-                break
-            if delay:
-                await asyncio.sleep(delay)
-            self._core = self._restart(retries.timeout_left())
-            self._reactor.register(self._core, self)
-            await self._wait_done(cancel_rpc=True)
-            if self._core.code() == 0:
-                retries.succeeded()
-        return await super()._result()
 
 
 class StreamedUnaryUnaryCall(StreamRequestMixin, UnaryUnaryCall):

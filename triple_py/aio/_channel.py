@@ -2,18 +2,16 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, Iterable, Optional, Sequence
 
 from .. import _triple
 from .._channel import Channel as _SyncChannel
 from .._channel import _compression, _method_retries, _min_timeout
-from .._retry import Retries
+from .._retry import Retries, deadline_of
 from .._codec import serialize
 from .._connectivity import ChannelConnectivity, state_of, wait_for_change, wait_ready_async
 from .._credentials import ChannelCredentials
-from ._calls import (STREAM_EVENTS, Deserializer, RetryingUnaryUnaryCall, Serializer,
-                     StreamedUnaryUnaryCall,
+from ._calls import (STREAM_EVENTS, Deserializer, Serializer, StreamedUnaryUnaryCall,
                      StreamStreamCall, StreamUnaryCall, UnaryStreamCall, UnaryUnaryCall,
                      local_error)
 from ._deferred import (KINDS, ClientCallDetails, DeferredCall, check_interceptors,
@@ -130,19 +128,25 @@ class UnaryUnaryMultiCallable(_MultiCallable):
 
     def _unary(self, request: Any, timeout: Optional[float], metadata: MetadataType,
                compression: Any) -> UnaryUnaryCall:
-        """A fast-path call, with its retries (see _retry) unless they are off."""
+        """A fast-path call, with its retries unless they are off (see _retry)."""
         if self._cfg_timeout is not None:
             timeout = _min_timeout(timeout, self._cfg_timeout)
-        core_call = self._start(request, timeout, metadata, compression, 0, _triple.EV_DONE)
-        if not self._retries:
-            return UnaryUnaryCall(self._channel._reactor(), core_call, None, self._deserialize)
-        deadline = None if timeout is None else time.monotonic() + timeout
+        call = UnaryUnaryCall(self._channel._reactor(),
+                              self._start(request, timeout, metadata, compression, 0,
+                                          _triple.EV_DONE), None, self._deserialize)
+        if self._retries:
+            call._owner, call._again = self, (request, metadata, compression)
+        return call
 
-        def restart(left: Optional[float]) -> Any:
-            return self._start(request, left, metadata, compression, 0, _triple.EV_DONE)
-        return RetryingUnaryUnaryCall(
-            self._channel._reactor(), core_call, self._deserialize, restart,
-            lambda: Retries(self._retry_policy, self._throttle, deadline))
+    def _next_attempt(self, again: tuple, timeout: Optional[float]) -> Any:
+        """Another attempt of a retried call (_calls.UnaryResponseCall): ``again`` is
+        (request, metadata, compression), ``timeout`` what is left of the deadline."""
+        request, metadata, compression = again
+        return self._start(request, timeout, metadata, compression, 0, _triple.EV_DONE)
+
+    def _retries_for(self, first: Any) -> Retries:
+        """The retry bookkeeping of a call whose first attempt was ``first``."""
+        return Retries(self._retry_policy, self._throttle, deadline_of(first))
 
 
 class UnaryStreamMultiCallable(_MultiCallable):

@@ -1,0 +1,212 @@
+"""Round robin over 1, 2 and 4 backends against one backend (issue 25), paired rounds.
+
+    .venv/bin/python benchmarks/lb_backends.py [--rounds 8] [--seconds 2]
+        [--out benchmarks/results/2026-12-01-issue25]
+
+Four embedded echo servers run in processes of their own (``python -m triple_py.server``).
+Every round runs each arm once, in an order that rotates from round to round, each in a
+fresh child process:
+
+- Python (triple_py sync channel, 4 threads of 128 B unary calls): ``one`` (the baseline:
+  ``127.0.0.1:P1``, the direct core call), ``rr1`` (``dns:///localhost:P1`` under
+  round_robin: the balancer in front of one backend), ``rr2`` and ``rr4``
+  (``ipv4:`` lists of 2 and 4 servers under round_robin);
+- C load generator (fastpath, 4 connections x 4 calls in flight): ``c-one``, ``c-rr2``,
+  ``c-rr4`` (connection i -> server i % n).
+
+Each child prints its calls/s and client CPU µs per call (process CPU over the measured
+window, every thread included).  ``triple_py.bench.paired.compare_pairs`` gives the
+per-round ratios against the baseline of the same round, the Hodges-Lehmann estimate and
+its exact interval.  A ``churn`` child then measures calls lost and p99 while backends are
+added and removed under load (a test resolver swaps the endpoint list every 0.25 s)
+against the same load with a fixed list.  Raw rows go to ``<out>/rounds.jsonl``, the
+summary to ``<out>/summary.txt``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from triple_py.bench.paired import compare_pairs  # noqa: E402
+
+METHOD = "/benchmark.BenchmarkService/UnaryCall"
+
+PY_CHILD = r"""
+import json, sys, threading, time
+import triple_py
+target, seconds = sys.argv[1], float(sys.argv[2])
+payload = b"\x0a\x80\x01" + b"a" * 128
+with triple_py.insecure_channel(target, options=[("grpc.lb_policy_name", "round_robin")]) as ch:
+    call = ch.unary_unary(sys.argv[3])
+    for _ in range(300):
+        call(payload, timeout=10)
+    stop = time.monotonic() + seconds
+    counts = [0] * 4
+    def loop(i):
+        n = 0
+        while time.monotonic() < stop:
+            call(payload, timeout=10)
+            n += 1
+        counts[i] = n
+    threads = [threading.Thread(target=loop, args=(i,)) for i in range(4)]
+    t0, c0 = time.monotonic(), time.process_time()
+    for t in threads: t.start()
+    for t in threads: t.join()
+    t1, c1 = time.monotonic(), time.process_time()
+    n = sum(counts)
+    print(json.dumps({"qps": n / (t1 - t0), "cpu_us_per_call": (c1 - c0) / n * 1e6,
+                      "calls": n}))
+"""
+
+C_CHILD = r"""
+import json, sys
+from triple_py.bench.loadgen import run_c_load
+r = run_c_load(arm="fastpath", mode="fastpath", target=sys.argv[1], method=sys.argv[3],
+               payload_size=128, concurrency=16, connections=4, duration=float(sys.argv[2]),
+               warmup=0.3)
+print(json.dumps({"qps": r.qps, "cpu_us_per_call": r.cpu_us_per_call, "calls": r.calls,
+                  "errors": r.errors}))
+"""
+
+CHURN_CHILD = r"""
+import json, sys, threading, time
+import triple_py
+from triple_py._resolver import Endpoint, register_scheme
+ports, seconds, churn = [int(p) for p in sys.argv[1].split(",")], float(sys.argv[2]), sys.argv[4] == "1"
+eps = [Endpoint("127.0.0.1", p) for p in ports]
+class Swap:
+    def start(self, on_update):
+        self.on_update = on_update
+        on_update(eps[:2])
+    def refresh(self): pass
+    def close(self): pass
+resolver = Swap()
+register_scheme("churn", lambda parsed: resolver)
+payload = b"\x0a\x80\x01" + b"a" * 128
+lists = [eps[:2], eps[:3], eps[1:3], eps[1:4], eps[2:4], [eps[0], eps[3]]]
+with triple_py.insecure_channel("churn:///svc", options=[("grpc.lb_policy_name", "round_robin")]) as ch:
+    call = ch.unary_unary(sys.argv[3])
+    for _ in range(300):
+        call(payload, timeout=10)
+    stop = time.monotonic() + seconds
+    lat, lost = [[] for _ in range(4)], [0]
+    def loop(i):
+        while time.monotonic() < stop:
+            t = time.perf_counter()
+            try:
+                call(payload, timeout=10)
+                lat[i].append(time.perf_counter() - t)
+            except triple_py.RpcError:
+                lost[0] += 1
+    threads = [threading.Thread(target=loop, args=(i,)) for i in range(4)]
+    for t in threads: t.start()
+    changes = 0
+    while churn and time.monotonic() < stop:
+        time.sleep(0.25)
+        changes += 1
+        resolver.on_update(lists[changes % len(lists)])
+    for t in threads: t.join()
+    all_lat = sorted(x for l in lat for x in l)
+    print(json.dumps({"calls": len(all_lat), "lost": lost[0], "changes": changes,
+                      "p50_us": all_lat[len(all_lat) // 2] * 1e6,
+                      "p99_us": all_lat[int(len(all_lat) * 0.99)] * 1e6,
+                      "qps": len(all_lat) / seconds}))
+"""
+
+
+def start_server() -> Tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen([sys.executable, "-m", "triple_py.server", "--port", "0",
+                             "--exit-on-stdin-eof"], cwd=ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    if not line.startswith("LISTENING "):
+        raise RuntimeError(f"server did not start: {line!r}")
+    return proc, int(line.split()[1])
+
+
+def child(code: str, *args: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/2026-12-01-issue25"))
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    servers = [start_server() for _ in range(4)]
+    ports = [p for _, p in servers]
+
+    def ipv4(n: int) -> str:
+        return "ipv4:" + ",".join(f"127.0.0.1:{p}" for p in ports[:n])
+    arms: Dict[str, Tuple[str, str]] = {
+        "one": (PY_CHILD, f"127.0.0.1:{ports[0]}"), "rr1": (PY_CHILD, f"dns:///localhost:{ports[0]}"),
+        "rr2": (PY_CHILD, ipv4(2)), "rr4": (PY_CHILD, ipv4(4)),
+        "c-one": (C_CHILD, f"127.0.0.1:{ports[0]}"), "c-rr2": (C_CHILD, ipv4(2)),
+        "c-rr4": (C_CHILD, ipv4(4))}
+    qps: Dict[Tuple[str, str, int], float] = {}
+    cpu: Dict[Tuple[str, str, int], float] = {}
+    names = list(arms)
+    try:
+        with open(out / "rounds.jsonl", "w") as raw:
+            for rnd in range(args.rounds):
+                order = names[rnd % len(names):] + names[:rnd % len(names)]
+                for arm in order:
+                    code, target = arms[arm]
+                    row = child(code, target, str(args.seconds), METHOD)
+                    row.update(round=rnd, arm=arm, target=target, at=time.time())
+                    raw.write(json.dumps(row) + "\n")
+                    raw.flush()
+                    scenario = "c" if arm.startswith("c-") else "python"
+                    qps[(scenario, arm, rnd)] = row["qps"]
+                    cpu[(scenario, arm, rnd)] = row["cpu_us_per_call"]
+                    print(f"round {rnd} {arm:6s} {row['qps']:9.0f} calls/s "
+                          f"{row['cpu_us_per_call']:7.1f} us CPU/call", flush=True)
+            churn = []
+            for rnd in range(3):
+                for mode in ("0", "1"):
+                    row = child(CHURN_CHILD, ",".join(map(str, ports)), "4", METHOD, mode)
+                    row.update(round=rnd, arm="churn" if mode == "1" else "fixed")
+                    raw.write(json.dumps(row) + "\n")
+                    churn.append(row)
+                    print(row, flush=True)
+    finally:
+        for proc, _ in servers:
+            proc.stdin.close()
+            proc.wait(timeout=10)
+    lines = ["Paired ratios against the baseline of the same round (2-core shared VM; "
+             "the servers run on the same 2 cores).", ""]
+    pairs_py = [(a, "one") for a in ("rr1", "rr2", "rr4")]
+    pairs_c = [("c-rr2", "c-one"), ("c-rr4", "c-one")]
+    for what, values in (("QPS", qps), ("client CPU per call (arm / baseline: >1 means more CPU)", cpu)):
+        lines.append(f"{what}:")
+        for row in (compare_pairs(values, pairs_py, ["python"])
+                    + compare_pairs(values, pairs_c, ["c"])):
+            lines.append(f"  {row.arm:6s} vs {row.baseline:6s} HL {row.estimate:.3f} "
+                         f"[{row.ci_low:.3f}, {row.ci_high:.3f}] ({row.confidence:.0%}) "
+                         f"p={row.p:.3f} median {row.median:.3f} {row.verdict or ''}")
+    lines.append("Backends added/removed every 0.25 s under load (4 threads, round robin):")
+    for row in churn:
+        lines.append(f"  {row['arm']:5s} round {row['round']}: {row['calls']} calls, "
+                     f"lost {row['lost']}, changes {row['changes']}, "
+                     f"p50 {row['p50_us']:.0f} us, p99 {row['p99_us']:.0f} us")
+    (out / "summary.txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
