@@ -133,20 +133,24 @@ class Balancer:
             self._current = (cores.index(core) + 1) % len(cores)
         self._resolver.refresh()
 
-    def call(self, *args: Any, **kwargs: Any) -> Any:
+    def call(self, path: str, request: Any = None, timeout: Optional[float] = None,
+             metadata: Any = None, wait: bool = False, notify: int = 0, flags: int = 0,
+             compression: int = -1) -> Any:
         """``_triple.Channel.call`` on a picked backend; a call that ended at once
         without reaching a server is started on the next backend (each tried once)."""
-        if not self._cores:
+        cores = self._cores
+        if not cores:
             return EndedCall(StatusCode.UNAVAILABLE, "no endpoint resolved for this target")
-        start = self._start()
-        core = self._pick(start, 0)
-        result = core.call(*args, **kwargs)
+        start = next(self._counter) if self._policy == ROUND_ROBIN else self._current
+        core = cores[start % len(cores)]
+        result = core.call(path, request, timeout, metadata, wait, notify, flags, compression)
         if not result.unprocessed():
             return result
-        for skip in range(1, len(self._cores)):
+        for skip in range(1, len(cores)):
             self._failed(core)
-            core = self._pick(start, skip)
-            result = core.call(*args, **kwargs)
+            core = cores[(start + skip) % len(cores)]
+            result = core.call(path, request, timeout, metadata, wait, notify, flags,
+                               compression)
             if not result.unprocessed():
                 return result
         self._failed(core)

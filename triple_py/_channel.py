@@ -24,7 +24,7 @@ from ._resolver import Endpoint, ParsedTarget, parse_target, resolver_for, split
 from .registry import with_service_key  # importing it registers zookeeper://
 from ._resolver import static_endpoints
 from ._retry import Retries, deadline_of
-from ._service_config import ServiceConfig
+from ._service_config import RetryPolicy, RetryThrottle, ServiceConfig
 
 Serializer = Optional[Callable[[Any], bytes]]
 Deserializer = Optional[Callable[[bytes], Any]]
@@ -60,15 +60,18 @@ def _min_timeout(timeout: Optional[float], limit: float) -> float:
     return limit if timeout is None or timeout > limit else timeout
 
 
-def _method_retries(callable_: Any, channel: Any, method: str) -> None:
-    """Sets what the service config says about ``method`` on a multi-callable (sync or
-    asyncio): ``_cfg_timeout`` (None: none), ``_retries`` (grpc.enable_retries: the
-    transparent retries), ``_retry_policy`` and ``_throttle`` (None: none)."""
+def _method_settings(channel: Any, method: str
+                     ) -> tuple[Optional[float], bool, Optional[RetryPolicy],
+                                Optional[RetryThrottle]]:
+    """What the service config says about ``method``, for a multi-callable (sync or
+    asyncio): its timeout (None: none), whether retries are on (grpc.enable_retries: the
+    transparent ones too), its retry policy and the channel's retry throttle (None:
+    none)."""
     config = channel._service_config.method(method)
-    callable_._cfg_timeout = config.timeout
-    callable_._retries = channel._options.enable_retries
-    callable_._retry_policy = config.retry if callable_._retries else None
-    callable_._throttle = channel._service_config.throttle if callable_._retry_policy else None
+    retries = bool(channel._options.enable_retries)
+    policy = config.retry if retries else None
+    return (config.timeout, retries, policy,
+            channel._service_config.throttle if policy else None)
 
 
 def _compression(compression: Any) -> int:
@@ -87,7 +90,9 @@ class _MultiCallable:
         self._serialize = serializer
         self._deserialize = deserializer
         self._has_plugins = bool(channel._call_plugins)  # fixed for the channel
-        _method_retries(self, channel, method)  # the service config's word on the method
+        # The service config's word on the method (fixed for the multi-callable).
+        self._cfg_timeout, self._retries, self._retry_policy, self._throttle = \
+            _method_settings(channel, method)
 
     def _core_call(self, payload: Any, timeout: Optional[float], metadata: MetadataType,
                    flags: int, compression: Any, credentials: Any,
@@ -417,7 +422,8 @@ class Channel:
                        private_key=credentials.private_key,
                        certificate_chain=credentials.certificate_chain,
                        tls_skip_verify=self._options.tls_skip_verify)
-        core_kwargs = {**self._options.core_kwargs(), "authority": authority, **tls}
+        core_kwargs: dict[str, Any] = {**self._options.core_kwargs(), "authority": authority,
+                                       **tls}
 
         def make_core(endpoint: Endpoint) -> Any:
             """One backend: a core channel to ``endpoint``."""

@@ -6,7 +6,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from .. import _triple
 from .._channel import Channel as _SyncChannel
-from .._channel import _compression, _method_retries, _min_timeout
+from .._channel import _compression, _method_settings, _min_timeout
 from .._retry import Retries, deadline_of
 from .._codec import serialize
 from .._connectivity import ChannelConnectivity, state_of, wait_for_change, wait_ready_async
@@ -102,7 +102,8 @@ class UnaryUnaryMultiCallable(_MultiCallable):
         super().__init__(channel, method, serializer, deserializer)
         self._fast_path = channel._sync._options.unary_fast_path  # fixed for the channel
         self._direct = self._fast_path and not self._deferred_always  # fixed too
-        _method_retries(self, channel._sync, method)
+        self._cfg_timeout, self._retries, self._retry_policy, self._throttle = \
+            _method_settings(channel._sync, method)
 
     def __call__(self, request: Any, *, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
