@@ -21,6 +21,7 @@ from ._status import compression_value
 from ._streams import StreamingCall, pump_requests, start_pump
 from ._balancer import PICK_FIRST, Balancer
 from ._resolver import Endpoint, ParsedTarget, parse_target, resolver_for, split_host_port
+from .registry import with_service_key  # importing it registers zookeeper://
 from ._resolver import static_endpoints
 from ._retry import Retries, deadline_of
 from ._service_config import RetryPolicy, RetryThrottle, ServiceConfig
@@ -425,7 +426,8 @@ class Channel:
 
         def make_core(endpoint: Endpoint) -> Any:
             """One backend: a core channel to ``endpoint``."""
-            kwargs = {**core_kwargs, "address_kind": _ADDRESS_KINDS[endpoint.kind]}
+            kwargs = {**with_service_key(core_kwargs, endpoint),
+                      "address_kind": _ADDRESS_KINDS[endpoint.kind]}
             if tls:
                 kwargs["ssl_target_name_override"] = \
                     override or endpoint.attributes.get("dns_name")
