@@ -10,25 +10,27 @@ from triple_py.bench.descriptor_repair import map_entry_name, repair_map_entries
 F = descriptor_pb2.FieldDescriptorProto
 
 
+def _map_field(message: descriptor_pb2.DescriptorProto, field: str, number: int,
+               type_name: str, entry: str, value_type: int) -> None:
+    """A map field as protobufjs describes it: its entry message named ``entry``."""
+    message.field.add(name=field, number=number, label=F.LABEL_REPEATED, type=F.TYPE_MESSAGE,
+                      type_name=type_name)
+    nested = message.nested_type.add(name=entry)
+    nested.options.map_entry = True
+    nested.field.add(name="key", number=1, label=F.LABEL_OPTIONAL, type=F.TYPE_STRING)
+    nested.field.add(name="value", number=2, label=F.LABEL_OPTIONAL, type=value_type)
+
+
 def _protobufjs_file() -> descriptor_pb2.FileDescriptorProto:
     """What @grpc/reflection sends for ``message Order { map<string, string> labels = 4;
     message Line { map<string, int64> unit_prices = 1; } }``: entries named like fields."""
     f = descriptor_pb2.FileDescriptorProto(name="shop_v1.proto", package="shop.v1",
                                            syntax="proto3")
     order = f.message_type.add(name="Order")
-    order.field.add(name="labels", number=4, label=F.LABEL_REPEATED, type=F.TYPE_MESSAGE,
-                    type_name="Labels")
-    entry = order.nested_type.add(name="Labels")
-    entry.options.map_entry = True
-    entry.field.add(name="key", number=1, label=F.LABEL_OPTIONAL, type=F.TYPE_STRING)
-    entry.field.add(name="value", number=2, label=F.LABEL_OPTIONAL, type=F.TYPE_STRING)
+    _map_field(order, "labels", 4, "Labels", "Labels", F.TYPE_STRING)
     line = order.nested_type.add(name="Line")
-    line.field.add(name="unit_prices", number=1, label=F.LABEL_REPEATED, type=F.TYPE_MESSAGE,
-                   type_name=".shop.v1.Order.Line.UnitPrices")
-    prices = line.nested_type.add(name="UnitPrices")
-    prices.options.map_entry = True
-    prices.field.add(name="key", number=1, label=F.LABEL_OPTIONAL, type=F.TYPE_STRING)
-    prices.field.add(name="value", number=2, label=F.LABEL_OPTIONAL, type=F.TYPE_INT64)
+    _map_field(line, "unit_prices", 1, ".shop.v1.Order.Line.UnitPrices", "UnitPrices",
+               F.TYPE_INT64)
     return f
 
 
