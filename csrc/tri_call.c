@@ -300,6 +300,10 @@ int tri_call_unprocessed(const tri_call *c) {
   return tri_call_done(c) ? (int)c->unprocessed : 0;
 }
 
+int tri_call_response_started(const tri_call *c) {
+  return atomic_load(&c->headers_done) && c->response_started;
+}
+
 int tri_call_wait(tri_call *c, int64_t timeout_ns) {
   if (tri_call_done(c)) return 0;
   int64_t end = timeout_ns < 0 ? 0 : tri__now() + timeout_ns;

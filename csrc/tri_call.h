@@ -126,6 +126,11 @@ enum { TRI_UNPROCESSED_REFUSED = 1, TRI_UNPROCESSED_NO_CONNECTION = 2 };
 int64_t tri_call_deadline(const tri_call *c);
 int tri_call_unprocessed(const tri_call *c);
 
+/* 1 once the server began a response: its HEADERS arrived and were not a
+ * trailers-only response (HEADERS with END_STREAM).  gRPC's retry design
+ * (A6) commits a call at that point: no retry policy may start it again. */
+int tri_call_response_started(const tri_call *c);
+
 /* Waits up to timeout_ns (< 0: forever) for completion.  Returns 0 when done,
  * TRI_ERR_TIMEOUT otherwise.  Safe from any number of threads. */
 int tri_call_wait(tri_call *c, int64_t timeout_ns);

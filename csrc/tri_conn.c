@@ -441,7 +441,11 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
   if (frame->hd.type == NGHTTP2_HEADERS &&
       frame->headers.cat == NGHTTP2_HCAT_RESPONSE) {
     tri_call *c = stream_call(conn, frame->hd.stream_id);
-    if (c) tri__call_headers_done(c);
+    if (c) {
+      /* Not trailers-only: the response has begun (tri_call_response_started). */
+      c->response_started = !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
+      tri__call_headers_done(c);
+    }
   }
   if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {

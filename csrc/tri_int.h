@@ -104,6 +104,9 @@ struct tri_call {
   _Atomic uint32_t recv_seq; /* futex: bumped on message, headers, completion */
   _Atomic int recv_waiters;
   _Atomic int headers_done;  /* initial metadata (imd) is final */
+  int response_started;      /* the response headers were not trailers-only:
+                                written by the I/O thread before headers_done
+                                is set, read only after it is */
 
   /* I/O thread only. */
   int32_t stream_id;
@@ -132,6 +135,7 @@ struct tri_call {
   unsigned msg_compressed : 1;   /* the message being received has flag 0x01 */
   unsigned unprocessed : 2; /* TRI_UNPROCESSED_* (tri_call_unprocessed): set
                                before `done`, by whoever completes the call */
+
   tri_frame_decoder dec;
   tri_call *io_prev, *io_next; /* connection's in-flight (or held) list */
 

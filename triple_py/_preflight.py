@@ -34,6 +34,9 @@ class EndedCall:
     def unprocessed(self) -> int:
         return 0
 
+    def response_started(self) -> bool:
+        return False
+
     def metadata(self) -> tuple[tuple, tuple]:
         return (), ()
 

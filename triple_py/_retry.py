@@ -8,7 +8,9 @@ A finished attempt that failed is looked at once (``Retries.delay``):
   started again at once, without counting as an attempt, at most
   ``TRANSPARENT_LIMIT`` times per call (A6 retries these without limit only with
   wait_for_ready; a bound keeps a channel that cannot connect from spinning);
-- its status is in ``retryableStatusCodes`` and attempts are left: started again after
+- its status is in ``retryableStatusCodes``, the server did not begin a response (response
+  headers that were not trailers-only commit the call, as A6 says) and attempts are left:
+  started again after
   the policy's backoff (or the server's ``grpc-retry-pushback-ms``; a negative or
   malformed pushback stops retrying), if the retry throttle has tokens and the delay
   ends before the call's deadline.
@@ -53,6 +55,8 @@ class Retries:
             return 0.0 if self._time_left(0.0) else None
         policy = self.policy
         if policy is None or call.code() not in policy.codes:
+            return None
+        if call.response_started():  # committed (A6): the server began its response
             return None
         if self.throttle is not None and not self.throttle.on_failure():
             return None

@@ -92,6 +92,11 @@ static PyObject *call_unprocessed(CallObject *self, PyObject *unused) {
   return PyLong_FromLong(tri_call_unprocessed(self->call));
 }
 
+static PyObject *call_response_started(CallObject *self, PyObject *unused) {
+  (void)unused;
+  return PyBool_FromLong(tri_call_response_started(self->call));
+}
+
 static PyObject *call_time_left(CallObject *self, PyObject *unused) {
   (void)unused;
   int64_t deadline = tri_call_deadline(self->call);
@@ -362,6 +367,9 @@ static PyMethodDef call_methods[] = {
     {"details", (PyCFunction)call_details, METH_NOARGS, "Status message."},
     {"time_left", (PyCFunction)call_time_left, METH_NOARGS,
      "Seconds left until the call's deadline (0 when past), or None without one."},
+    {"response_started", (PyCFunction)call_response_started, METH_NOARGS,
+     "True once response headers arrived that were not a trailers-only response "
+     "(gRPC commits the call then: no retry)."},
     {"unprocessed", (PyCFunction)call_unprocessed, METH_NOARGS,
      "Once done: 0, or why no server saw the call (1 refused, 2 no connection)."},
     {"response", (PyCFunction)call_response, METH_NOARGS,

@@ -26,7 +26,8 @@ METHOD = "/benchmark.BenchmarkService/UnaryCall"
 class FlakyServer:
     """A grpcio server whose UnaryCall fails the first ``x-fail`` attempts of each
     ``x-id`` with status ``x-code`` (UNAVAILABLE by default), then echoes; an
-    ``x-pushback`` value is sent as grpc-retry-pushback-ms; ``x-sleep-ms`` delays."""
+    ``x-pushback`` value is sent as grpc-retry-pushback-ms; ``x-sleep-ms`` delays;
+    ``x-headers`` sends the response headers before failing (no trailers-only answer)."""
 
     def __init__(self) -> None:
         self.attempts: collections.Counter = collections.Counter()
@@ -47,6 +48,8 @@ class FlakyServer:
         if "x-sleep-ms" in md:
             time.sleep(int(md["x-sleep-ms"]) / 1000)
         if n <= int(md.get("x-fail", "0")):
+            if "x-headers" in md:
+                context.send_initial_metadata((("x-began", "1"),))
             if "x-pushback" in md:
                 context.set_trailing_metadata((("grpc-retry-pushback-ms", md["x-pushback"]),))
             context.abort(grpc.StatusCode[md.get("x-code", "UNAVAILABLE")], f"attempt {n} fails")
@@ -103,6 +106,20 @@ def test_non_retryable_code_is_not_retried(flaky):
             unary(channel)(b"r", timeout=TIMEOUT, metadata=md("c", 2, code="INTERNAL"))
     assert info.value.code() is Code.INTERNAL
     assert flaky.attempts["c"] == 1
+
+
+def test_a_call_whose_response_began_is_not_retried(flaky):
+    """Response headers that were not trailers-only commit the call (gRPC's retry design,
+    A6): a retryable status after them ends the call; the same status in a trailers-only
+    answer is retried (the test above)."""
+    with channel_with(flaky, config()) as channel:
+        with pytest.raises(triple_py.RpcError) as info:
+            unary(channel)(b"r", timeout=TIMEOUT, metadata=md("h", 2, headers="1"))
+        assert info.value.code() is Code.UNAVAILABLE
+        assert ("x-began", "1") in info.value.initial_metadata()
+        assert flaky.attempts["h"] == 1
+        response = unary(channel)(b"r", timeout=TIMEOUT, metadata=md("h2", 1))
+        assert response == b"r" and flaky.attempts["h2"] == 2
 
 
 def test_disabled_retries(flaky):
