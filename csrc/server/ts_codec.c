@@ -288,8 +288,9 @@ static int j_simple(tri_tjson_cur *c, const char *k, size_t kl, void *arg) {
 
 int tri_ts_decode_simple_json(const uint8_t *p, size_t n, tri_ts_request *r) {
   ts_request_init(r);
+  if (!n) return -1; /* before any arithmetic on p, which may be NULL */
   tri_tjson_cur c = {(const char *)p, (const char *)p + n};
-  if (!n || tri_tjson_object(&c, j_simple, r)) return -1;
+  if (tri_tjson_object(&c, j_simple, r)) return -1;
   tri_tjson_ws(&c);
   return c.p == c.end ? 0 : -1;
 }

@@ -790,6 +790,9 @@ static void ts_codec(void) {
   CHECK_STR(r.status_msg, r.status_msg_len, "hi");
   CHECK_EQ_INT(r.fill_username, 1);
   CHECK_EQ_INT(tri_ts_decode_simple(NULL, 0, &r), 0); /* empty: defaults */
+  /* An empty JSON body is no object; NULL with no bytes is no pointer
+   * arithmetic either (the server fuzzer's UBSan find). */
+  CHECK_EQ_INT(tri_ts_decode_simple_json(NULL, 0, &r), -1);
   CHECK_EQ_INT(r.response_compressed, -1);
   CHECK_EQ_INT(r.expect_compressed, -1);
   CHECK_EQ_INT(r.has_status, 0);
