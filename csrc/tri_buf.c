@@ -125,7 +125,7 @@ int tri_buf_reserve_exact(tri_pool *p, tri_buf **bp, size_t extra) {
 int tri_buf_append(tri_pool *p, tri_buf **bp, const void *src, size_t n) {
   int rv = tri_buf_reserve(p, bp, n);
   if (rv) return rv;
-  memcpy(tri_buf_begin(*bp) + (*bp)->len, src, n);
+  if (n) memcpy(tri_buf_begin(*bp) + (*bp)->len, src, n); /* src may be NULL when n is 0 */
   (*bp)->len += n;
   return 0;
 }

@@ -83,7 +83,8 @@ int tri_buf_reserve(tri_pool *p, tri_buf **bp, size_t extra);
  * (rounded up to the size class), for callers that enforce a cap. */
 int tri_buf_reserve_exact(tri_pool *p, tri_buf **bp, size_t extra);
 
-/* Appends n bytes, growing as tri_buf_reserve does. */
+/* Appends n bytes, growing as tri_buf_reserve does.  src may be NULL when n
+ * is 0. */
 int tri_buf_append(tri_pool *p, tri_buf **bp, const void *src, size_t n);
 
 #endif

@@ -50,6 +50,8 @@ static void append_grows_and_keeps_content(void) {
   for (int i = 0; i < 300; i++) chunk[i] = (uint8_t)i;
   for (int i = 0; i < 20; i++) CHECK_EQ_INT(tri_buf_append(&pool, &b, chunk, 300), 0);
   CHECK_EQ_INT(b->len, 6000);
+  CHECK_EQ_INT(tri_buf_append(&pool, &b, NULL, 0), 0); /* nothing, from nowhere */
+  CHECK_EQ_INT(b->len, 6000);
   CHECK_EQ_INT(b->off, 5); /* headroom survives growth */
   int ok = 1;
   for (int i = 0; i < 6000; i++) ok &= tri_buf_begin(b)[i] == (uint8_t)(i % 300);
