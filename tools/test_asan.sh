@@ -13,8 +13,11 @@ mkdir -p "$out"
 flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 TRIPLE_CFLAGS="$flags -O1" TRIPLE_LDFLAGS="$flags" \
   .venv/bin/python setup.py -q build_ext --build-lib "$out" --build-temp "$out/tmp" --force
-cp -r triple_py/*.py triple_py/aio triple_py/benchstat "$out/triple_py/" 2>/dev/null || true
-for d in bench interop; do [ -d "triple_py/$d" ] && cp -r "triple_py/$d" "$out/triple_py/"; done
+cp triple_py/*.py triple_py/*.pyi triple_py/py.typed "$out/triple_py/" 2>/dev/null || true
+# Every subpackage (aio, bench, peers, registry, ...): a new one must not be left behind.
+for d in triple_py/*/; do
+  case "$d" in *__pycache__*) ;; *) cp -r "$d" "$out/triple_py/" ;; esac
+done
 find "$out/triple_py" -name '__pycache__' -prune -exec rm -rf {} +
 # The package's metadata next to the copy, so that its entry points (the pytest11 plugin)
 # are found as in an installed package.
