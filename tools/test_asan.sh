@@ -29,6 +29,9 @@ export ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export TRIPLE_PY_ASAN=1
 root=$PWD
+# The package's peer launcher finds the repository (Go and Node peers, protos) here, not
+# next to the instrumented copy (triple_py/peers/builds.py).
+export TRIPLE_PY_ROOT="$root"
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(tests/integration tests/unit)
 for i in "${!args[@]}"; do args[$i]="$root/${args[$i]}"; done
