@@ -30,6 +30,7 @@
 #include "tri_error.h"
 #include "tri_frame.h"
 #include "tri_mem.h"
+#include "tri_options.h"
 #include "tri_pb.h"
 #include "tri_stats.h"
 #include "tri_thread.h"
@@ -181,11 +182,8 @@ void tri_load_config_init(tri_load_config *c) {
   c->duration_s = 10;
   c->payload_size = 128;
   c->stream_messages = 1;
-  tri_channel_opts channel; /* the channel options' defaults (tri_options.c) */
-  tri_channel_opts_init(&channel);
-  c->write_buffer_size = channel.write_buffer_size;
-  c->write_buffer_delay_us = channel.write_buffer_delay_us;
   c->timeout_s = 10;
+  tri_channel_opts_init(&c->channel); /* the table's defaults (tri_options.c) */
 }
 
 const char *tri_load_config_problem(const tri_load_config *c) {
@@ -222,30 +220,30 @@ const char *tri_load_config_problem(const tri_load_config *c) {
     return "hist_digits must be 0..4";
   if (c->start_at_ns < 0) return "start_at_ns must be >= 0";
   if (c->phase_ns < 0 || c->phase_ns > 3600 * NS) return "phase_ns must be 0..1 h";
-  if (c->wire != TRI_WIRE_GRPC && c->wire != TRI_WIRE_TRIPLE) return "unknown wire";
+  if (c->channel.wire != TRI_WIRE_GRPC && c->channel.wire != TRI_WIRE_TRIPLE)
+    return "unknown wire";
   if (c->requests && (c->nrequests < 1 || c->nrequests > TRI_RING_MAX_ENTRIES))
     return "nrequests must be 1..16777216";
-  if (c->compress < TRI_COMPRESS_NONE || c->compress > TRI_COMPRESS_GZIP)
+  if (c->channel.compress < TRI_COMPRESS_NONE || c->channel.compress > TRI_COMPRESS_GZIP)
     return "unknown compression";
   if (c->rate_schedule.start > 0 && tri_sched_problem(&c->rate_schedule))
     return tri_sched_problem(&c->rate_schedule);
   if (c->concurrency_schedule.start > 0 && tri_sched_problem(&c->concurrency_schedule))
     return tri_sched_problem(&c->concurrency_schedule);
   if (c->rate_schedule.start > 0 && c->rate_schedule.start >= 1e9) return "bad rate";
-  if (c->dialect < TRI_DIALECT_AUTO || c->dialect > TRI_DIALECT_SPEC)
+  if (c->channel.dialect < TRI_DIALECT_AUTO || c->channel.dialect > TRI_DIALECT_SPEC)
     return "unknown Triple dialect";
   return NULL;
 }
 
-/* `src` is the caller's configuration: its TLS material, authority and
- * error_out are only borrowed during tri_load_new. */
+/* `src` is the caller's configuration: the strings and PEM bytes of its
+ * channel options and its error_out are only borrowed during tri_load_new. */
 static int worker_init(tri_load *l, worker *w, int id, const tri_load_config *src) {
   const tri_load_config *c = &l->cfg;
   w->l = l;
   w->id = id;
   pthread_mutex_init(&w->pass_lock, NULL);
-  tri_channel_opts o;
-  tri_channel_opts_init(&o);
+  tri_channel_opts o = src->channel;
   o.host = c->host;
   o.port = c->port;
   if (src->nendpoints > 0) { /* connection i -> endpoint i % n */
@@ -254,25 +252,8 @@ static int worker_init(tri_load *l, worker *w, int id, const tri_load_config *sr
     o.port = e->port;
     o.address_kind = e->address_kind;
   }
-  o.write_buffer_size = c->write_buffer_size;
-  o.write_buffer_delay_us = c->write_buffer_delay_us;
-  o.wire = c->wire;
-  o.dialect = c->dialect;
-  o.authority = src->authority;
-  o.compress = c->compress;
-  o.tls = c->tls;
-  o.tls_roots = src->tls_roots;
-  o.tls_roots_len = src->tls_roots_len;
-  o.tls_key = src->tls_key;
-  o.tls_key_len = src->tls_key_len;
-  o.tls_chain = src->tls_chain;
-  o.tls_chain_len = src->tls_chain_len;
-  o.tls_server_name = src->tls_server_name;
-  o.tls_skip_verify = c->tls_skip_verify;
-  o.error_out = src->error_out;
-  o.error_out_len = src->error_out_len;
   size_t size = l->ring ? tri_ring_max_len(l->ring) : c->payload_size;
-  if ((int64_t)size + 1024 > o.max_recv_bytes)
+  if (o.max_recv_bytes >= 0 && (int64_t)size + 1024 > o.max_recv_bytes)
     o.max_recv_bytes = (int64_t)size + 1024; /* echoes come back */
   int rv = tri_channel_new(&w->ch, &o);
   if (rv) return rv;
@@ -330,6 +311,19 @@ static void worker_free(worker *w) {
   tri_hist_del(w->sec);
 }
 
+/* NULLs the strings and PEM bytes of `o` (every STR and PEM row of the
+ * table) and its error_out: borrowed from the caller during tri_load_new. */
+static void forget_borrowed(tri_channel_opts *o) {
+  for (size_t i = 0; i < tri_channel_option_count(); i++) {
+    const tri_option *opt = &tri_channel_options[i];
+    if (opt->type == TRI_OPT_STR || opt->type == TRI_OPT_PEM)
+      tri_option_set_str(o, opt, NULL, 0);
+  }
+  o->host = o->port = NULL;
+  o->error_out = NULL;
+  o->error_out_len = 0;
+}
+
 int tri_load_new(tri_load **out, const tri_load_config *cfg) {
   if (tri_load_config_problem(cfg)) return TRI_ERR_INVALID;
   tri_load *l = tri_mem_calloc(NULL, 1, sizeof(*l));
@@ -343,10 +337,7 @@ int tri_load_new(tri_load **out, const tri_load_config *cfg) {
   pthread_condattr_destroy(&ca);
   l->cfg = *cfg;
   l->cfg.requests = NULL; /* the ring holds the copy */
-  l->cfg.tls_roots = l->cfg.tls_key = l->cfg.tls_chain = NULL; /* borrowed */
-  l->cfg.tls_roots_len = l->cfg.tls_key_len = l->cfg.tls_chain_len = 0;
-  l->cfg.tls_server_name = l->cfg.authority = NULL; /* the channels copy them */
-  l->cfg.error_out = NULL;
+  forget_borrowed(&l->cfg.channel); /* the channels copy them */
   l->cfg.endpoints = NULL; /* borrowed: the channels copied them */
   const char *path = cfg->path ? cfg->path
                      : cfg->mode == TRI_LOAD_BIDI ? STREAM_PATH : UNARY_PATH;

@@ -113,6 +113,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tri_channel.h"
 #include "tri_hist.h"
 #include "tri_ring.h"
 #include "tri_sched.h"
@@ -153,8 +154,6 @@ typedef struct tri_load_config {
   double warmup_s;           /* >= 0 */
   size_t payload_size;       /* BenchmarkRequest payload bytes (<= 64 MiB) */
   int stream_messages;       /* BIDI: K >= 1 messages each way per stream */
-  uint32_t write_buffer_size;     /* channel option; 0: coalescing off */
-  uint32_t write_buffer_delay_us; /* channel option */
   double timeout_s;          /* per call; <= 0: no deadline */
   double rate;               /* open loop: calls/s over all threads; 0: closed */
   int shared_request;        /* UNARY: lend one packed request to all calls;
@@ -172,39 +171,35 @@ typedef struct tri_load_config {
   int64_t phase_ns;          /* open loop: every intended send shifted by
                                 this (>= 0), so that loads in several
                                 processes interleave their schedules */
-  int wire;                  /* TRI_WIRE_GRPC (default) or TRI_WIRE_TRIPLE
-                                (UNARY and UNARY_STREAM_PATH then send Triple
-                                unary calls, TRI_CALL_UNARY_BODY; BIDI streams
-                                are gRPC-framed, as Triple frames streams) */
-  int dialect;               /* TRI_DIALECT_* of a Triple-wire run (tri_channel.h) */
   const tri_ring_entry *requests; /* copied by tri_load_new (tri_ring_new);
                                      NULL: BenchmarkRequests of payload_size */
   size_t nrequests;          /* entries of `requests` (1..TRI_RING_MAX_ENTRIES) */
-  const char *authority;     /* copied; NULL: "host:port" */
-  int compress;              /* request compression: TRI_COMPRESS_* (0: none) */
-  int tls;                   /* 1: TLS, as tri_channel_opts.tls */
-  const char *tls_roots;     /* PEM; borrowed during tri_load_new; NULL: system */
-  size_t tls_roots_len;
-  const char *tls_key;       /* PEM client key (mTLS); borrowed during new */
-  size_t tls_key_len;
-  const char *tls_chain;     /* PEM client chain (mTLS); borrowed during new */
-  size_t tls_chain_len;
-  const char *tls_server_name; /* name to verify; NULL: host; used during new */
-  int tls_skip_verify;       /* 1: accept any server certificate (--skipTLS) */
   tri_sched rate_schedule;   /* start > 0: open loop whose rate (calls/s over all
                                 threads) follows it from the end of the
                                 warm-up (`rate` is then ignored) */
   tri_sched concurrency_schedule; /* start > 0: calls in flight over all
                                 connections follow it, at most
                                 connections * concurrency (closed loop) */
-  char *error_out;           /* optional: why tri_load_new failed to make a
-                                channel (bad TLS material, say) */
-  size_t error_out_len;
+  tri_channel_opts channel;  /* the options of every connection (tri_options.c
+                                rows; tri_load_config_init writes their
+                                defaults).  Its strings and PEM bytes are
+                                borrowed during tri_load_new (the channels copy
+                                them; the load's copy of the config has them
+                                NULL); error_out too (why tri_load_new failed
+                                to make a channel).  The load sets host and
+                                port per connection (the endpoint's, with its
+                                address_kind, when there are endpoints) and
+                                raises a limited max_recv_bytes to fit the
+                                echoes.  wire
+                                TRI_WIRE_TRIPLE: UNARY and UNARY_STREAM_PATH
+                                send Triple unary calls (TRI_CALL_UNARY_BODY);
+                                BIDI streams are gRPC-framed, as Triple frames
+                                streams. */
 } tri_load_config;
 
 /* Defaults: UNARY on 127.0.0.1:50051, 1 x 1, 10 s, no warm-up, 128 B,
- * K = 1, the channel options' default writer (tri_options.c), 10 s timeout,
- * closed loop. */
+ * K = 1, every channel option at its default (tri_channel_opts_init), 10 s
+ * timeout, closed loop. */
 void tri_load_config_init(tri_load_config *c);
 
 /* NULL when `c` is acceptable, else a static description of its first bad

@@ -110,20 +110,19 @@ class Histogram:
 _Schedule = tuple[int, float, float, float, float, float]
 
 
-def run_load(host: str, port: Union[str, int], path: Optional[str], mode: Union[str, int],
-             payload_size: int, concurrency: int, connections: int, duration: float,
-             warmup: float, count: int = 0, rate: float = 0.0, stream_messages: int = 1,
-             write_buffer_size: int = ..., write_buffer_delay_us: int = ...,
-             timeout: float = 10.0, *, shared_request: bool = False, hist_digits: int = 0,
-             driver_threads: bool = False, start_at_ns: int = 0, phase_ns: int = 0,
-             wire: int = 0, dialect: int = 0,
+def run_load(host: str, port: Union[str, int], /, *, path: Optional[str],
+             mode: Union[str, int], payload_size: int, concurrency: int, connections: int,
+             duration: float, warmup: float, count: int = 0, rate: float = 0.0,
+             stream_messages: int = 1, timeout: float = 10.0, shared_request: bool = False,
+             hist_digits: int = 0, driver_threads: bool = False, start_at_ns: int = 0,
+             phase_ns: int = 0,
              requests: Optional[Sequence[tuple[bytes, Sequence[tuple[bytes, bytes]]]]] = None,
-             authority: Optional[str] = None, compress: int = 0, tls: bool = False,
-             tls_roots: Optional[bytes] = None, tls_key: Optional[bytes] = None,
-             tls_chain: Optional[bytes] = None, tls_server_name: Optional[str] = None,
-             tls_skip_verify: bool = False, rate_schedule: Optional[_Schedule] = None,
+             rate_schedule: Optional[_Schedule] = None,
              concurrency_schedule: Optional[_Schedule] = None,
-             endpoints: Optional[Sequence[tuple[str, str, int]]] = None) -> dict[str, Any]: ...
+             endpoints: Optional[Sequence[tuple[str, str, int]]] = None,
+             **channel_options: _OptionValue) -> dict[str, Any]:
+    """The C load generator; ``channel_options`` are Channel()'s keywords (the names of
+    CHANNEL_OPTIONS), given to every connection."""
 def parse_wrapper_response(data: Buffer, /) -> tuple[str, bytes, str]: ...
 def retired_stats() -> dict[str, int]: ...
 def grpc_timeout(ns: int, /) -> str: ...

@@ -117,14 +117,15 @@ typedef struct {
 } tri_py_pems;
 
 /* Sets the options in `kw` (a dict of keyword arguments, or NULL; None values
- * keep the default) on `o` by walking the table: 0, or -1 with TypeError for an
+ * keep the default) on `o` by walking the table, for Channel() and run_load()
+ * alike (`fn` names the caller in errors): 0, or -1 with TypeError for an
  * unknown keyword or a wrong type and ValueError outside a row's range.  STR
  * options point into `kw`'s values (which must outlive the use of `o`); PEM
  * views go to `pems`, which the caller releases with tri_py_release_pems, on
  * failure too. */
 struct tri_channel_opts;
-int tri_py_set_channel_options(struct tri_channel_opts *o, PyObject *kw,
-                               tri_py_pems *pems);
+int tri_py_set_channel_options(const char *fn, struct tri_channel_opts *o,
+                               PyObject *kw, tri_py_pems *pems);
 void tri_py_release_pems(tri_py_pems *pems);
 
 /* _triple.CHANNEL_OPTIONS: a tuple of (key, name, type, min, max, default,

@@ -15,7 +15,7 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   tri_channel_opts_init(&o);
   tri_py_pems pems = {.n = 0};
   int rv = -1;
-  if (tri_py_set_channel_options(&o, kw, &pems) < 0) goto out;
+  if (tri_py_set_channel_options("Channel", &o, kw, &pems) < 0) goto out;
   char err[256] = "";
   o.error_out = err;
   o.error_out_len = sizeof(err);

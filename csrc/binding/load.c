@@ -168,8 +168,8 @@ static PyObject *result_dict(const tri_load_config *cfg, const tri_load_result *
       PUT_I64(d, "connections", cfg->connections) < 0 ||
       PUT_I64(d, "concurrency", cfg->concurrency) < 0 ||
       PUT_I64(d, "stream_messages", bidi ? cfg->stream_messages : 1) < 0 ||
-      PUT_U64(d, "write_buffer_size", cfg->write_buffer_size) < 0 ||
-      PUT_U64(d, "write_buffer_delay_us", cfg->write_buffer_delay_us) < 0 ||
+      PUT_U64(d, "write_buffer_size", cfg->channel.write_buffer_size) < 0 ||
+      PUT_U64(d, "write_buffer_delay_us", cfg->channel.write_buffer_delay_us) < 0 ||
       put(d, "open_loop", PyBool_FromLong(cfg->rate > 0)) < 0 ||
       PUT_F(d, "target_rate", cfg->rate) < 0 ||
       put(d, "shared_request", PyBool_FromLong(cfg->shared_request)) < 0 ||
@@ -319,104 +319,194 @@ static void del_released(tri_load *l) {
   Py_END_ALLOW_THREADS
 }
 
-PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
-  (void)m;
-  static char *kw[] = {"host", "port", "path", "mode", "payload_size",
-                       "concurrency", "connections", "duration", "warmup",
-                       "count", "rate", "stream_messages", "write_buffer_size",
-                       "write_buffer_delay_us", "timeout", "shared_request",
-                       "hist_digits", "driver_threads", "start_at_ns", "phase_ns",
-                       "wire", "dialect", "requests", "authority", "compress",
-                       "tls", "tls_roots", "tls_key", "tls_chain",
-                       "tls_server_name", "tls_skip_verify", "rate_schedule",
-                       "concurrency_schedule", "endpoints", NULL};
-  tri_load_config cfg;
-  tri_load_config_init(&cfg);
-  const char *host, *path;
-  PyObject *port_obj, *mode_obj, *port_str = NULL;
-  Py_ssize_t payload;
-  int concurrency, connections, shared = 0, digits = 0, driver_threads = 0;
-  double duration, warmup;
-  unsigned long long count = 0;
-  long long wbs = cfg.write_buffer_size, wbd = cfg.write_buffer_delay_us;
-  long long start_at = 0, phase = 0;
-  int k = 1;
-  PyObject *requests = Py_None, *rate_sched = Py_None, *conc_sched = Py_None;
-  PyObject *endpoints = Py_None;
-  tri_load_endpoint eps[256];
-  Py_ssize_t roots_len = 0, key_len = 0, chain_len = 0;
-  if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "sOzOniidd|KdiLLd$pipLLiiOzipz#z#z#zpOOO:run_load", kw, &host,
-          &port_obj, &path, &mode_obj, &payload, &concurrency, &connections,
-          &duration, &warmup, &count, &cfg.rate, &k, &wbs, &wbd, &cfg.timeout_s,
-          &shared, &digits, &driver_threads, &start_at, &phase, &cfg.wire,
-          &cfg.dialect, &requests, &cfg.authority, &cfg.compress, &cfg.tls,
-          &cfg.tls_roots, &roots_len, &cfg.tls_key, &key_len, &cfg.tls_chain,
-          &chain_len, &cfg.tls_server_name, &cfg.tls_skip_verify, &rate_sched,
-          &conc_sched, &endpoints))
-    return NULL;
-  if (parse_endpoints(endpoints, eps, &cfg.nendpoints) < 0) return NULL;
-  cfg.endpoints = cfg.nendpoints ? eps : NULL;
-  if (parse_schedule(rate_sched, &cfg.rate_schedule) < 0 ||
-      parse_schedule(conc_sched, &cfg.concurrency_schedule) < 0)
-    return NULL;
-  cfg.tls_roots_len = (size_t)roots_len;
-  cfg.tls_key_len = (size_t)key_len;
-  cfg.tls_chain_len = (size_t)chain_len;
-  char channel_error[256] = "";
-  cfg.error_out = channel_error;
-  cfg.error_out_len = sizeof(channel_error);
-  if (parse_mode(mode_obj, &cfg.mode) < 0) return NULL;
-  if (payload < 0 || wbs < 0 || wbs > UINT32_MAX || wbd < 0 || wbd > UINT32_MAX) {
-    PyErr_SetString(PyExc_ValueError,
-                    "payload_size, write_buffer_size and write_buffer_delay_us "
-                    "must be non-negative");
-    return NULL;
+/* How a load keyword converts (as the old format codes did: i, p, d, L, K,
+ * n), and where it goes: a field of tri_load_config, or an object the caller
+ * reads (ARG_OBJECT). */
+typedef enum { ARG_INT, ARG_BOOL, ARG_DOUBLE, ARG_I64, ARG_U64, ARG_SIZE, ARG_OBJECT } arg_kind;
+
+typedef struct {
+  tri_py_kw kw;
+  arg_kind kind;
+  size_t offset; /* in tri_load_config */
+} load_arg;
+
+#define CFG(kind, name, field) {TRI_PY_KW(name), kind, offsetof(tri_load_config, field)}
+#define OBJ(name) {TRI_PY_KW(name), ARG_OBJECT, 0}
+
+/* The load's own keywords; every other keyword is a channel option, parsed
+ * by walking the table (options.c) as _triple.Channel does. */
+enum {
+  A_PATH,
+  A_MODE,
+  A_PAYLOAD_SIZE,
+  A_CONCURRENCY,
+  A_CONNECTIONS,
+  A_DURATION,
+  A_WARMUP,
+  A_COUNT,
+  A_RATE,
+  A_STREAM_MESSAGES,
+  A_TIMEOUT,
+  A_SHARED_REQUEST,
+  A_HIST_DIGITS,
+  A_DRIVER_THREADS,
+  A_START_AT_NS,
+  A_PHASE_NS,
+  A_REQUESTS,
+  A_RATE_SCHEDULE,
+  A_CONCURRENCY_SCHEDULE,
+  A_ENDPOINTS,
+  NLOAD_ARGS,
+  NREQUIRED = A_WARMUP + 1 /* path .. warmup */
+};
+static const load_arg load_args[NLOAD_ARGS] = {
+    [A_PATH] = OBJ("path"),
+    [A_MODE] = OBJ("mode"),
+    [A_PAYLOAD_SIZE] = CFG(ARG_SIZE, "payload_size", payload_size),
+    [A_CONCURRENCY] = CFG(ARG_INT, "concurrency", concurrency),
+    [A_CONNECTIONS] = CFG(ARG_INT, "connections", connections),
+    [A_DURATION] = CFG(ARG_DOUBLE, "duration", duration_s),
+    [A_WARMUP] = CFG(ARG_DOUBLE, "warmup", warmup_s),
+    [A_COUNT] = CFG(ARG_U64, "count", count),
+    [A_RATE] = CFG(ARG_DOUBLE, "rate", rate),
+    [A_STREAM_MESSAGES] = CFG(ARG_INT, "stream_messages", stream_messages),
+    [A_TIMEOUT] = CFG(ARG_DOUBLE, "timeout", timeout_s),
+    [A_SHARED_REQUEST] = CFG(ARG_BOOL, "shared_request", shared_request),
+    [A_HIST_DIGITS] = CFG(ARG_INT, "hist_digits", hist_digits),
+    [A_DRIVER_THREADS] = CFG(ARG_BOOL, "driver_threads", driver_threads),
+    [A_START_AT_NS] = CFG(ARG_I64, "start_at_ns", start_at_ns),
+    [A_PHASE_NS] = CFG(ARG_I64, "phase_ns", phase_ns),
+    [A_REQUESTS] = OBJ("requests"),
+    [A_RATE_SCHEDULE] = OBJ("rate_schedule"),
+    [A_CONCURRENCY_SCHEDULE] = OBJ("concurrency_schedule"),
+    [A_ENDPOINTS] = OBJ("endpoints"),
+};
+
+/* Writes `v` into the field of `a` in `cfg`: 0, or -1 with TypeError,
+ * OverflowError or ValueError (a negative payload_size). */
+static int set_load_arg(tri_load_config *cfg, const load_arg *a, PyObject *v) {
+  void *f = (char *)cfg + a->offset;
+  if (a->kind == ARG_BOOL) {
+    int b = PyObject_IsTrue(v);
+    return b < 0 ? -1 : (*(int *)f = b, 0);
   }
-  port_str = PyObject_Str(port_obj);
-  if (!port_str) return NULL;
-  cfg.host = host;
-  cfg.port = PyUnicode_AsUTF8(port_str);
-  if (!cfg.port) {
-    Py_DECREF(port_str);
-    return NULL;
+  if (a->kind == ARG_DOUBLE ? !PyFloat_Check(v) && !PyLong_Check(v) : !PyLong_Check(v)) {
+    PyErr_Format(PyExc_TypeError, "run_load() argument '%s' must be %s, not %.100s",
+                 a->kw.name, a->kind == ARG_DOUBLE ? "a number" : "an int",
+                 Py_TYPE(v)->tp_name);
+    return -1;
   }
-  cfg.path = path;
-  cfg.payload_size = (size_t)payload;
-  cfg.concurrency = concurrency;
-  cfg.connections = connections;
-  cfg.duration_s = duration;
-  cfg.warmup_s = warmup;
-  cfg.count = count;
-  cfg.stream_messages = k;
-  cfg.write_buffer_size = (uint32_t)wbs;
-  cfg.write_buffer_delay_us = (uint32_t)wbd;
-  cfg.shared_request = shared;
-  cfg.hist_digits = digits;
-  cfg.driver_threads = driver_threads;
-  cfg.start_at_ns = start_at;
-  cfg.phase_ns = phase;
+  switch (a->kind) {
+  case ARG_DOUBLE: *(double *)f = PyFloat_AsDouble(v); break;
+  case ARG_INT: return tri_py_int_arg(v, 0, (int *)f);
+  case ARG_I64: *(int64_t *)f = PyLong_AsLongLong(v); break;
+  case ARG_U64: *(uint64_t *)f = PyLong_AsUnsignedLongLong(v); break;
+  default: {
+    Py_ssize_t n = PyLong_AsSsize_t(v);
+    if (n < 0 && !PyErr_Occurred())
+      PyErr_Format(PyExc_ValueError, "run_load: %s must be non-negative", a->kw.name);
+    *(size_t *)f = (size_t)n;
+  }
+  }
+  return PyErr_Occurred() ? -1 : 0;
+}
+
+/* Splits `kwargs`: the load's keywords go into `cfg` (objects into objs[],
+ * NULL when not given), the others into *channel_kw (a new dict, or NULL
+ * when there are none) for the table's walker.  0, or -1 with TypeError for
+ * a missing required keyword or a bad value. */
+static int parse_load_args(PyObject *kwargs, tri_load_config *cfg, PyObject **objs,
+                           PyObject **channel_kw) {
+  int seen[NLOAD_ARGS] = {0};
+  *channel_kw = NULL;
+  for (int i = 0; i < NLOAD_ARGS; i++) objs[i] = NULL;
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (kwargs && PyDict_Next(kwargs, &pos, &key, &value)) {
+    int i = 0;
+    while (i < NLOAD_ARGS && PyUnicode_CompareWithASCIIString(key, load_args[i].kw.name))
+      i++;
+    if (i < NLOAD_ARGS) {
+      seen[i] = 1;
+      if (load_args[i].kind == ARG_OBJECT) objs[i] = value;
+      else if (set_load_arg(cfg, &load_args[i], value) < 0) return -1;
+      continue;
+    }
+    if (!*channel_kw && !(*channel_kw = PyDict_New())) return -1;
+    if (PyDict_SetItem(*channel_kw, key, value) < 0) return -1;
+  }
+  for (int i = 0; i < NREQUIRED; i++)
+    if (!seen[i]) {
+      PyErr_Format(PyExc_TypeError, "run_load() missing required argument '%s'",
+                   load_args[i].kw.name);
+      return -1;
+    }
+  return 0;
+}
+
+/* The path: None (the BenchmarkService default) or a str owned by kwargs. */
+static int parse_path(PyObject *o, const char **path) {
+  *path = NULL;
+  if (o == Py_None) return 0;
+  if (!PyUnicode_Check(o)) {
+    PyErr_Format(PyExc_TypeError, "run_load() argument 'path' must be str or None, not %.100s",
+                 Py_TYPE(o)->tp_name);
+    return -1;
+  }
+  *path = PyUnicode_AsUTF8(o);
+  return *path ? 0 : -1;
+}
+
+/* Reads everything but the requests into `cfg` and `eps`: 0, or -1 with an
+ * exception set.  Borrowed pointers point into kwargs, *channel_kw (the
+ * caller's to release) and *port_str (a new reference, the caller's too);
+ * PEM views go to `pems`. */
+static int parse_config(PyObject *args, PyObject *kwargs, tri_load_config *cfg,
+                        PyObject **objs, PyObject **channel_kw, PyObject **port_str,
+                        tri_py_pems *pems, tri_load_endpoint *eps) {
+  const char *host;
+  PyObject *port_obj;
+  *channel_kw = *port_str = NULL;
+  if (!PyArg_ParseTuple(args, "sO:run_load", &host, &port_obj) ||
+      parse_load_args(kwargs, cfg, objs, channel_kw) < 0 ||
+      tri_py_set_channel_options("run_load", &cfg->channel, *channel_kw, pems) < 0 ||
+      parse_path(objs[A_PATH], &cfg->path) < 0 || parse_mode(objs[A_MODE], &cfg->mode) < 0)
+    return -1;
+  PyObject *eps_obj = objs[A_ENDPOINTS] ? objs[A_ENDPOINTS] : Py_None;
+  if (parse_endpoints(eps_obj, eps, &cfg->nendpoints) < 0) return -1;
+  cfg->endpoints = cfg->nendpoints ? eps : NULL;
+  PyObject *rs = objs[A_RATE_SCHEDULE], *cs = objs[A_CONCURRENCY_SCHEDULE];
+  if (parse_schedule(rs ? rs : Py_None, &cfg->rate_schedule) < 0 ||
+      parse_schedule(cs ? cs : Py_None, &cfg->concurrency_schedule) < 0)
+    return -1;
+  if (!(*port_str = PyObject_Str(port_obj))) return -1;
+  cfg->host = host;
+  cfg->port = PyUnicode_AsUTF8(*port_str);
+  return cfg->port ? 0 : -1;
+}
+
+/* Makes the load of `cfg` (requests: run_load's `requests`, NULL or None),
+ * runs it with the GIL released and returns its figures: a new dict, or NULL
+ * with an exception set. */
+static PyObject *run_config(tri_load_config *cfg, PyObject *requests,
+                            const char *channel_error) {
   tri_ring_entry *entries = NULL;
-  if (requests != Py_None &&
-      tri_py_requests(requests, &entries, &cfg.nrequests) < 0) {
-    Py_DECREF(port_str);
+  if (requests && requests != Py_None &&
+      tri_py_requests(requests, &entries, &cfg->nrequests) < 0)
     return NULL;
-  }
-  cfg.requests = entries;
-  const char *problem = tri_load_config_problem(&cfg);
+  cfg->requests = entries;
+  const char *problem = tri_load_config_problem(cfg);
   if (problem) {
     PyErr_Format(PyExc_ValueError, "run_load: %s", problem);
     tri_py_free_requests(entries);
-    Py_DECREF(port_str);
     return NULL;
   }
   tri_load *l;
   int rv;
   Py_BEGIN_ALLOW_THREADS
-  rv = tri_load_new(&l, &cfg);
+  rv = tri_load_new(&l, cfg);
   Py_END_ALLOW_THREADS
   tri_py_free_requests(entries); /* the load copied them into its ring */
-  Py_DECREF(port_str); /* tri_load_new copied the strings */
   if (rv) {
     if (channel_error[0])
       PyErr_Format(rv == TRI_ERR_NOMEM ? PyExc_MemoryError : PyExc_ValueError,
@@ -445,18 +535,38 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
   return result;
 }
 
+PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
+  (void)m;
+  tri_load_config cfg;
+  tri_load_config_init(&cfg);
+  PyObject *objs[NLOAD_ARGS], *channel_kw, *port_str;
+  tri_py_pems pems = {.n = 0};
+  tri_load_endpoint eps[256];
+  char channel_error[256] = "";
+  PyObject *result = NULL;
+  if (parse_config(args, kwargs, &cfg, objs, &channel_kw, &port_str, &pems, eps) < 0)
+    goto out;
+  cfg.channel.error_out = channel_error;
+  cfg.channel.error_out_len = sizeof(channel_error);
+  result = run_config(&cfg, objs[A_REQUESTS], channel_error);
+out:
+  tri_py_release_pems(&pems); /* the channels copied the PEM bytes */
+  Py_XDECREF(channel_kw);     /* ... and the strings */
+  Py_XDECREF(port_str);
+  return result;
+}
+
 const char tri_run_load_doc[] =
-    "run_load(host, port, path, mode, payload_size, concurrency, connections,\n"
-    "         duration, warmup, count=0, rate=0.0, stream_messages=1,\n"
-    "         write_buffer_size=<default>, write_buffer_delay_us=<default>,\n"
-    "         timeout=10.0,\n"
-    "         *, shared_request=False, hist_digits=3, driver_threads=False,\n"
-    "         start_at_ns=0, phase_ns=0, wire=0, dialect=0, requests=None,\n"
-    "         authority=None, compress=0, tls=False, tls_roots=None,\n"
-    "         tls_key=None, tls_chain=None, tls_server_name=None,\n"
-    "         tls_skip_verify=False, rate_schedule=None,\n"
-    "         concurrency_schedule=None, endpoints=None)\n"
-    "         -> dict\n\n"
+    "run_load(host, port, /, *, path, mode, payload_size, concurrency,\n"
+    "         connections, duration, warmup, count=0, rate=0.0,\n"
+    "         stream_messages=1, timeout=10.0, shared_request=False,\n"
+    "         hist_digits=3, driver_threads=False, start_at_ns=0, phase_ns=0,\n"
+    "         requests=None, rate_schedule=None, concurrency_schedule=None,\n"
+    "         endpoints=None, **channel_options) -> dict\n\n"
+    "channel_options: the keywords of Channel(), the names of CHANNEL_OPTIONS\n"
+    "(wire, dialect, write_buffer_size, authority, compression, tls,\n"
+    "root_certificates, keepalive_time_ms, ...), with the same types, ranges\n"
+    "and defaults; every connection of the load is made with them.\n"
     "endpoints: a list of (host, port, address_kind) to spread the connections\n"
     "over (connection i -> endpoint i % n; host and port are then only named in\n"
     "the result's target).\n"
@@ -476,10 +586,7 @@ const char tri_run_load_doc[] =
     "when priming ended after it); phase_ns shifts an open loop's schedule.\n"
     "requests: a ring of pre-encoded requests [(body, [(key, value), ...]),\n"
     "...] (all bytes; \"-bin\" values raw): call i of the run sends entry\n"
-    "i mod len(requests), body and metadata (tri_ring.h).  authority,\n"
-    "compress (0 none, 2 gzip) and tls, tls_roots/tls_key/tls_chain (PEM),\n"
-    "tls_server_name, tls_skip_verify are the channels' options; the write\n"
-    "buffer's defaults are the channel options' (CHANNEL_OPTIONS).\n"
+    "i mod len(requests), body and metadata (tri_ring.h).\n"
     "rate_schedule / concurrency_schedule: (kind, start, step, end, step_s,\n"
     "max_s), kind 0 const, 1 step, 2 line (tri_sched.h): the open-loop rate\n"
     "or the calls in flight over time.\n"

@@ -1,8 +1,8 @@
 /*
  * options.c: the table of channel options (tri_options.h) for Python.
  *
- * _triple.Channel's keyword arguments are parsed by walking the table (no
- * format string to keep in step with it), and the table itself is exported
+ * _triple.Channel's keyword arguments, and run_load's channel options, are
+ * parsed by walking the table (no format string to keep in step with it), and the table itself is exported
  * as _triple.CHANNEL_OPTIONS for triple_py/_options.py, the bench harness and
  * the docs.
  */
@@ -68,7 +68,7 @@ static int set_text(tri_channel_opts *o, const tri_option *opt, PyObject *v,
   return tri_option_set_str(o, opt, view->buf, (size_t)view->len), 0;
 }
 
-int tri_py_set_channel_options(tri_channel_opts *o, PyObject *kw,
+int tri_py_set_channel_options(const char *fn, tri_channel_opts *o, PyObject *kw,
                                tri_py_pems *pems) {
   if (!kw) return 0;
   PyObject *key, *value;
@@ -82,7 +82,7 @@ int tri_py_set_channel_options(tri_channel_opts *o, PyObject *kw,
     const tri_option *opt = tri_channel_option_find(name, (size_t)len);
     if (!opt) {
       PyErr_Format(PyExc_TypeError,
-                   "Channel() got an unexpected keyword argument '%s'", name);
+                   "%s() got an unexpected keyword argument '%s'", fn, name);
       return -1;
     }
     if (value == Py_None) continue; /* None: the default */

@@ -47,15 +47,15 @@ void test_load(void) {
   REFUSED(hist_digits, 9);
   REFUSED(start_at_ns, -1);
   REFUSED(phase_ns, -1);
-  REFUSED(wire, 5);
-  REFUSED(dialect, 3);
-  REFUSED(dialect, -1);
+  REFUSED(channel.wire, 5);
+  REFUSED(channel.dialect, 3);
+  REFUSED(channel.dialect, -1);
   {
     /* Every mode runs on the Triple wire (BIDI's streams gRPC-framed). */
     tri_load_config x;
     tri_load_config_init(&x);
-    x.wire = TRI_WIRE_TRIPLE;
-    x.dialect = TRI_DIALECT_SPEC;
+    x.channel.wire = TRI_WIRE_TRIPLE;
+    x.channel.dialect = TRI_DIALECT_SPEC;
     CHECK_EQ_INT(try_new(&x), 0);
     x.mode = TRI_LOAD_UNARY_STREAM_PATH;
     CHECK_EQ_INT(try_new(&x), 0);
@@ -72,6 +72,43 @@ void test_load(void) {
     x.mode = TRI_LOAD_BIDI;
     x.stream_messages = 0;
     CHECK_EQ_INT(try_new(&x), TRI_ERR_INVALID);
+  }
+
+  {
+    /* The channel options are the table's defaults (tri_options.c). */
+    tri_channel_opts d;
+    tri_channel_opts_init(&d);
+    CHECK(memcmp(&c.channel, &d, sizeof(d)) == 0);
+    /* An option the load has no field of its own for reaches its channels:
+     * tri_channel_new refuses a frame size under RFC 9113's minimum. */
+    tri_load_config x;
+    tri_load_config_init(&x);
+    x.channel.max_frame_size = 100;
+    CHECK_EQ_INT(try_new(&x), TRI_ERR_INVALID);
+    /* TLS material is handed to every channel; bad roots say why. */
+    char err[256] = "";
+    tri_load_config_init(&x);
+    x.channel.tls = 1;
+    x.channel.tls_roots = "not a certificate";
+    x.channel.tls_roots_len = strlen(x.channel.tls_roots);
+    x.channel.error_out = err;
+    x.channel.error_out_len = sizeof(err);
+    CHECK(try_new(&x) != 0);
+    CHECK(err[0] != 0);
+    /* The load's copy keeps the numbers and forgets what was borrowed. */
+    tri_load_config_init(&x);
+    x.channel.keepalive_time_ms = 1234;
+    x.channel.authority = "example.test";
+    x.channel.user_agent = "agent";
+    x.channel.error_out = err;
+    x.channel.error_out_len = sizeof(err);
+    tri_load *l;
+    CHECK_EQ_INT(tri_load_new(&l, &x), 0);
+    const tri_channel_opts *kept = &tri_load_config_of(l)->channel;
+    CHECK_EQ_INT(kept->keepalive_time_ms, 1234);
+    CHECK(kept->authority == NULL && kept->user_agent == NULL);
+    CHECK(kept->tls_roots == NULL && kept->error_out == NULL);
+    tri_load_del(l);
   }
 
   /* Every mode, open and closed loop, several connections: built and freed

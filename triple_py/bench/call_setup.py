@@ -54,8 +54,9 @@ class TlsOptions:
                                                     self.cname))
 
     def load(self) -> Dict[str, Any]:
-        """run_load's TLS keywords with the PEM files read. ConfigError for a conflict or an
-        unreadable file."""
+        """The TLS channel options (the names of ``_triple.CHANNEL_OPTIONS``, as run_load
+        takes them) with the PEM files read. ConfigError for a conflict or an unreadable
+        file."""
         if self.insecure and self.enabled:
             raise ConfigError("--insecure (plaintext) cannot go with --cacert, --cert, --key, "
                               "--cname, --tls or --skipTLS")
@@ -63,9 +64,10 @@ class TlsOptions:
             raise ConfigError("--cert and --key go together (mTLS)")
         if not self.enabled:
             return {}
-        return {"tls": True, "tls_roots": _pem(self.cacert, "--cacert"),
-                "tls_chain": _pem(self.cert, "--cert"), "tls_key": _pem(self.key, "--key"),
-                "tls_server_name": self.cname, "tls_skip_verify": self.skip_verify}
+        return {"tls": True, "root_certificates": _pem(self.cacert, "--cacert"),
+                "certificate_chain": _pem(self.cert, "--cert"),
+                "private_key": _pem(self.key, "--key"),
+                "ssl_target_name_override": self.cname, "tls_skip_verify": self.skip_verify}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,12 +118,13 @@ class CallSetup:
         return bool(self.proto or self.protoset)
 
     def connection(self) -> Dict[str, Any]:
-        """run_load's channel keywords (authority, compression, TLS)."""
+        """run_load's channel options (authority, compression, TLS), by the names of
+        ``_triple.CHANNEL_OPTIONS``."""
         kwargs = self.tls.load()
         if self.authority:
             kwargs["authority"] = self.authority
         if self.compression:
-            kwargs["compress"] = 2  # TRI_COMPRESS_GZIP
+            kwargs["compression"] = 2  # TRI_COMPRESS_GZIP
         return kwargs
 
     def channel(self, target: str, wire: str = "grpc"):
@@ -138,8 +141,8 @@ class CallSetup:
             options.append(("grpc.ssl_target_name_override", self.tls.cname))
         if self.tls.skip_verify:
             options.append(("triple.tls_skip_verify", True))
-        creds = triple_py.ssl_channel_credentials(kw["tls_roots"], kw["tls_key"],
-                                                  kw["tls_chain"])
+        creds = triple_py.ssl_channel_credentials(kw["root_certificates"], kw["private_key"],
+                                                  kw["certificate_chain"])
         return triple_py.secure_channel(target, creds, options=options, wire=wire)
 
     def method(self, method: str, target: Optional[str], timeout: float = 10.0) -> MethodSchema:

@@ -10,7 +10,6 @@ import dataclasses
 from typing import Any, Dict, Mapping, Optional
 
 from .. import _triple
-from .._options import DIALECTS, WIRES
 from .errors import ConfigError, TargetError
 from .result import BenchResult, Latency, status_name
 from .schedules import Schedule
@@ -49,8 +48,10 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     split over several processes: :mod:`.distributed`). ``wire="triple"`` sends Triple
     unary calls with the headers of ``dialect`` (``triple.dialect``: auto, go or spec);
     in the bidi mode, gRPC-framed streams, as Triple frames them. ``requests`` is a ring of pre-encoded requests (body, metadata) that call i
-    of the run takes entry i mod len of (csrc/tri_ring.h); ``connection`` the channel
-    keywords (authority, compress, tls, tls_roots, tls_key, tls_chain, tls_server_name).
+    of the run takes entry i mod len of (csrc/tri_ring.h); ``connection`` more channel
+    options by the names of ``_triple.CHANNEL_OPTIONS`` (authority, compression, tls,
+    root_certificates, ..., keepalive_time_ms: any of them), for every connection; the
+    write buffer, ``wire`` and ``dialect`` arguments are channel options too.
     ``rate_schedule`` / ``concurrency_schedule``: ghz's load schedules (:mod:`.schedules`).
     A target with several servers (``ipv4:a,b``, a registry) spreads the connections
     over them: connection i goes to server i % n (each connection keeps its calls, so
@@ -61,24 +62,26 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     endpoints = target_endpoints(target)
     first = endpoints[0]
     host, port = first.host, first.port or 0
+    channel = {**dict(connection or {}), "write_buffer_size": write_buffer_size,
+               "write_buffer_delay_us": write_buffer_delay_us, "wire": wire,
+               "dialect": dialect}
+    spread = None
     if len(endpoints) > 1 or first.kind != "tcp":
-        connection = {**dict(connection or {}), "endpoints": [
-            (e.host, str(e.port or 0), _ADDRESS_KINDS[e.kind]) for e in endpoints]}
-        if not connection.get("authority"):  # grpc's default :authority (_resolver)
-            connection["authority"] = parse_target(target).default_authority()
+        spread = [(e.host, str(e.port or 0), _ADDRESS_KINDS[e.kind]) for e in endpoints]
+        if not channel.get("authority"):  # grpc's default :authority (_resolver)
+            channel["authority"] = parse_target(target).default_authority()
     try:
         raw = _triple.run_load(
             host, port, path=method, mode=C_MODES[mode], payload_size=payload_size,
             concurrency=concurrency // connections, connections=connections,
             duration=duration, warmup=warmup, count=count, rate=rate or 0.0,
             stream_messages=stream_messages if mode == "bidi" else 1,
-            write_buffer_size=write_buffer_size, write_buffer_delay_us=write_buffer_delay_us,
             timeout=timeout, shared_request=shared_request, hist_digits=hist_digits,
             driver_threads=driver_threads, start_at_ns=start_at_ns, phase_ns=phase_ns,
-            wire=WIRES[wire], dialect=DIALECTS[dialect], requests=requests,
+            requests=requests, endpoints=spread,
             rate_schedule=rate_schedule.as_c() if rate_schedule else None,
             concurrency_schedule=concurrency_schedule.as_c() if concurrency_schedule else None,
-            **dict(connection or {}))
+            **channel)
     except ValueError as exc:
         raise ConfigError(str(exc).removeprefix("run_load: ")) from None
     except ConnectionError as exc:

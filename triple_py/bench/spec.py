@@ -30,8 +30,9 @@ class RunSpec:
     BenchmarkRequest the Python and h2load arms send (default: ``payload_size`` bytes).
     ``requests`` is a ring of pre-encoded requests with their metadata
     (:func:`~.request_data.build_ring`): the C arms cycle through it, the other arms send
-    its first body (and no metadata). ``connection`` holds the C load's channel keywords
-    (authority, compress, TLS: :meth:`~.call_setup.CallSetup.connection`).
+    its first body (and no metadata). ``connection`` holds the C load's channel options by
+    the names of ``_triple.CHANNEL_OPTIONS`` (authority, compression, TLS:
+    :meth:`~.call_setup.CallSetup.connection`).
     ``rate_schedule`` (an open loop whose rate follows it) and ``concurrency_schedule``
     (calls in flight over time, at most ``concurrency``) are ghz's load schedules
     (:mod:`.schedules`, C arms only).
@@ -132,9 +133,10 @@ class RunSpec:
         need(self.count == 0 or kind.count,
              f"-n/--total: the {self.mode} arm runs for a duration only; use -z")
         c_arm = self.mode in ("fastpath", "stream-path", "bidi")
+        pems = ("root_certificates", "private_key", "certificate_chain")
         h2load_ok = self.mode.startswith("h2load") and set(self.connection) <= {
-            "tls", "tls_roots", "tls_server_name", "tls_key", "tls_chain", "tls_skip_verify"} \
-            and not any(self.connection.get(k) for k in ("tls_roots", "tls_key", "tls_chain"))
+            "tls", "ssl_target_name_override", "tls_skip_verify", *pems} \
+            and not any(self.connection.get(k) for k in pems)
         need(not (self.connection or any(md for _, md in self.requests or ()))
              or c_arm or h2load_ok,
              f"metadata, TLS, --authority and compression: the {self.mode} arm does not "
