@@ -545,6 +545,12 @@ class Channel:
         return self._options
 
     @property
+    def retry_buffer_budget(self) -> BufferBudget:
+        """The request bytes kept for retries over this channel's streaming calls
+        (``grpc.retry_buffer_size``), shared by ``triple_py.aio`` on this channel."""
+        return self._retry_budget
+
+    @property
     def has_call_credentials(self) -> bool:
         """True when the channel's credentials add call credentials to every call."""
         return bool(self._call_plugins)

@@ -98,7 +98,7 @@ class _MultiCallable:
                                               STREAM_EVENTS)
             options = self._channel._sync.options
             call._keep_requests(options.per_rpc_retry_buffer_size,
-                                self._channel._sync._retry_budget)
+                                self._channel._sync.retry_buffer_budget)
         self._channel._pump(call, requests)
         return call
 
