@@ -306,6 +306,8 @@ class UnaryUnaryMultiCallable(_MultiCallable):
             core_call = self._start(request, timeout, metadata, False, _FUTURE_EVENTS,
                                     compression)
             fut = UnaryFuture(core_call, self._deserialize)
+            if self._retries:  # transparent retry (no policy here: see _future._settle)
+                fut._again = (self, request, metadata, compression)
             if core_call.notifying():  # else it ended at once: nothing to wait for
                 self._channel._dispatcher.track(core_call, fut)
             return fut
@@ -315,6 +317,17 @@ class UnaryUnaryMultiCallable(_MultiCallable):
             payload, timeout, metadata, False, _FUTURE_EVENTS, compression, credentials,
             wait_for_ready)))
 
+    def _transparent_attempt(self, fut: UnaryFuture, failed: Any, again: tuple) -> Any:
+        """The next attempt of a future whose attempt ``failed`` no server processed
+        (``_retry.Retries`` decides: transparent retries only, the policy being None),
+        or None; ``again`` is (self, request, metadata, compression)."""
+        if fut._retries is None:
+            fut._retries = Retries(None, None, deadline_of(failed))
+        if fut._retries.delay(failed) is None:
+            return None
+        _, request, metadata, compression = again
+        return self._start(request, fut._retries.timeout_left(), metadata, False,
+                           _FUTURE_EVENTS, compression)
 
 
 class UnaryStreamMultiCallable(_MultiCallable):

@@ -154,6 +154,10 @@ class ReplayingCall:
                 following.cancel()
             return following
 
+    def __del__(self) -> None:
+        if self._kept is not None:  # abandoned before its end: free its share
+            self._budget.give_back(self._size)
+
     def _end(self) -> None:
         """The call ends with its current attempt (the lock is held)."""
         self._final = True
