@@ -77,6 +77,8 @@ class ReplayingCall:
     def write(self, payload: Any) -> bool:
         """Sends one serialized request on the current attempt and keeps it for the
         next; False once the call has ended for good."""
+        if self._kept is None:  # committed: this attempt is the last (set under the lock)
+            return self.core.write(payload)
         with self._lock:
             core = self.core
             if self._kept is not None:

@@ -18,7 +18,8 @@ import pytest
 
 import triple_py
 import triple_py.aio
-from _helpers import TIMEOUT, start_child, unary
+from _helpers import TIMEOUT, start_child
+from test_retries import config as unary_config
 
 Code = triple_py.StatusCode
 SERVICE = "benchmark.BenchmarkService"
@@ -87,16 +88,17 @@ class FlakyStreams:
 
 @pytest.fixture(scope="module")
 def flaky():
-    server = FlakyStreams()
-    yield server
-    server.server.stop(0)
+    streams = FlakyStreams()
+    try:
+        yield streams
+    finally:
+        streams.server.stop(0)
 
 
 def config(throttling: Any = None, **retry_policy) -> str:
-    policy = {"maxAttempts": 3, "initialBackoff": "0.01s", "maxBackoff": "0.05s",
-              "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"],
-              **retry_policy}
-    sc: dict = {"methodConfig": [{"name": [{"service": SERVICE}], "retryPolicy": policy}]}
+    """The retry policy of test_retries (3 attempts, UNAVAILABLE), with ``throttling``
+    as the service config's retryThrottling."""
+    sc = json.loads(unary_config(**retry_policy))
     if throttling:
         sc["retryThrottling"] = throttling
     return json.dumps(sc)
