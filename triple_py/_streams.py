@@ -83,8 +83,9 @@ class StreamingCall:
             raise StopIteration
         if self._again is not None:
             self._again = None
-            if self._replay is not None:
+            if self._replay is not None:  # committed: write straight to the last attempt
                 self._replay.response_began()
+                self._writer = self._replay.core
         try:
             return deserialize(self._deserialize, raw)
         except RpcError:

@@ -30,7 +30,8 @@ BIDI = f"/{SERVICE}/StreamingCall"
 
 class FlakyStreams:
     """A grpcio server whose streaming methods fail the first ``x-fail`` attempts of each
-    ``x-id`` with UNAVAILABLE: the client stream after reading every request, the bidi
+    ``x-id`` with UNAVAILABLE: the client stream after reading every request (and
+    sleeping ``x-sleep-ms``), the bidi
     stream before answering (after reading every request, or at once with ``x-early``),
     the server stream before its first message (or, with ``x-after``, after it)."""
 
@@ -62,6 +63,7 @@ class FlakyStreams:
     def _client(self, requests: Any, context: grpc.ServicerContext) -> bytes:
         md, n, received = self._attempt(context)
         received.extend(requests)
+        time.sleep(int(md.get("x-sleep-ms", "0")) / 1000)
         if self._fails(md, n):
             context.abort(grpc.StatusCode.UNAVAILABLE, f"attempt {n} fails")
         return b"%d" % len(received)
@@ -226,7 +228,8 @@ def test_the_deadline_covers_every_stream_attempt(flaky):
         started = time.monotonic()
         with pytest.raises(triple_py.RpcError):
             channel.stream_unary(CLIENT_STREAM)(iter(requests(3)), timeout=0.5,
-                                                metadata=md("dl", 10))
+                                                metadata=[*md("dl", 10),
+                                                          ("x-sleep-ms", "150")])
         assert time.monotonic() - started < 2.0
     assert 1 <= flaky.attempts["dl"] < 5
 
