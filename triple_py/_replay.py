@@ -135,6 +135,8 @@ class ReplayingCall:
         with self._lock:
             if core is not self.core:
                 return self.core
+            if core.code() == 0 and not self._final:
+                self._retries.succeeded()
             if self._final or core.code() == 0 or self._kept is None:
                 return self._end()
             delay = self._retries.delay(core)
@@ -168,23 +170,16 @@ class ReplayingCall:
 
     def ended_ok(self) -> None:
         """The call ended OK (feeds the retry throttle once)."""
-        with self._lock:
-            if not self._final:
-                self._retries.succeeded()
-            self._end()
+        self.failed(self.core)
 
     def finish(self) -> Any:
         """Waits for the call's end over its attempts (the requests were all written):
         the last attempt's core call."""
         core = self.core
         while True:
-            core.wait()
-            if core.code() == 0:
-                self.ended_ok()
-                return core
-            following = self.failed(core)
+            following = self.failed(core)  # None after an OK end too
             if following is None:
-                return self.core
+                return core
             core = following
 
 
