@@ -125,6 +125,7 @@ class _Call:
     _owner: Any = None
     _again: tuple = ()
     _retry_state: Any = None  # the call's _retry.Retries, from its first failure on
+    _kept: Optional[list] = None  # requests kept for the next attempt (StreamRequestMixin)
     _switch: Optional[asyncio.Future] = None  # set while the next attempt is being started
 
     async def _next_attempt_after(self, failed: Any) -> bool:
@@ -251,8 +252,9 @@ class UnaryResponseCall(_Call):
                     break
             if self._core.code() != 0:
                 raise error_of(self._core)
-        if self._owner is not None:
-            self._ended_ok()
+        owner = self._owner
+        if owner is not None and (owner._throttle is not None or self._kept is not None):
+            self._ended_ok()  # nothing to do for a plain unary call without a throttle
         response = getattr(self, "_response", self._UNSET)
         if response is self._UNSET:  # deserialized once, the same object every await
             raw = self._core.response()
@@ -341,7 +343,7 @@ class StreamRequestMixin(_Call):
         self._core.done_writing()
 
     # -- retries: the requests sent, kept for the next attempt (see _replay) ------
-    _kept: Optional[list] = None  # None: not kept (no retries, or committed)
+    # _kept (on _Call): None when not kept (no retries, or committed)
     _kept_size = 0
     _limits: Any = None  # (per-call limit, the channel's _replay.BufferBudget)
 
