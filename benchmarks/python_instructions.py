@@ -10,6 +10,10 @@ interceptor) to the embedded echo server (another process, not counted), under
 ``valgrind --tool=callgrind``, for two values of N; the difference of the totals over
 the difference of the calls cancels start-up. ``--root`` points at another checkout (its
 ``triple_py`` is imported instead), so one run can count a baseline tree and this one.
+``sync-bidi`` and ``aio-bidi`` count per *message* of one bidi stream (StreamCall) instead:
+N ping-pongs (write one 128 B request, read its echo), then half-close; no retry policy,
+grpc.enable_retries at its default (on: transparent retries keep the requests until the
+first response).
 """
 from __future__ import annotations
 
@@ -31,7 +35,26 @@ sys.path.insert(0, sys.argv[1])
 import triple_py, triple_py.aio
 arm, address, method, n = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 payload = b"\\x0a\\x80\\x01" + b"a" * 128
-if arm == "aio":
+if arm == "sync-bidi":
+    with triple_py.insecure_channel(address) as ch:
+        stream = ch.stream_stream(method.replace("UnaryCall", "StreamCall"))(timeout=600)
+        for _ in range(n):
+            stream.write(payload)
+            stream.flush()
+            next(stream)
+        stream.done_writing()
+        assert list(stream) == []
+elif arm == "aio-bidi":
+    async def main():
+        async with triple_py.aio.insecure_channel(address) as ch:
+            stream = ch.stream_stream(method.replace("UnaryCall", "StreamCall"))(timeout=600)
+            for _ in range(n):
+                await stream.write(payload)
+                await stream.read()
+            await stream.done_writing()
+            assert await stream.read() is triple_py.aio.EOF
+    asyncio.run(main())
+elif arm == "aio":
     async def main():
         async with triple_py.aio.insecure_channel(address) as ch:
             call = ch.unary_unary(method)

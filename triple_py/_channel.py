@@ -24,6 +24,7 @@ from ._resolver import Endpoint, ParsedTarget, parse_target, resolver_for, split
 from .registry import with_service_key  # importing it registers zookeeper://
 from ._resolver import static_endpoints
 from ._retry import Retries, deadline_of
+from ._replay import BufferBudget, ReplayingCall, retries_for
 from ._service_config import RetryPolicy, RetryThrottle, ServiceConfig
 
 Serializer = Optional[Callable[[Any], bytes]]
@@ -120,6 +121,21 @@ class _MultiCallable:
             return prepared
         return start(*prepared)
 
+    def _start_request_stream(self, timeout: Optional[float], metadata: MetadataType,
+                              compression: Any, flags: int, credentials: Any,
+                              wait_for_ready: Optional[bool]) -> Any:
+        """The first attempt of a call whose requests stream (``flags`` beside
+        CLIENT_STREAMING): its core call, or with retries on a _replay.ReplayingCall
+        that keeps the requests for the attempts that may follow."""
+        def start(timeout: Optional[float]) -> Any:
+            return self._core_call(None, timeout, metadata, _triple.CLIENT_STREAMING | flags,
+                                   compression, credentials, wait_for_ready)
+        if not self._retries:
+            return start(timeout)
+        return ReplayingCall.begin(start, timeout,
+                                   retries_for(self._retry_policy, self._throttle),
+                                   self._channel._options, self._channel._retry_budget)
+
     def _start_client_stream(self, timeout: Optional[float], metadata: MetadataType,
                              compression: Any, notify: int = 0, flags: int = 0,
                              credentials: Any = None,
@@ -127,6 +143,13 @@ class _MultiCallable:
         """Starts a client-streaming call of this method; requests follow with write()."""
         return self._core_call(None, timeout, metadata, _triple.CLIENT_STREAMING | flags,
                                compression, credentials, wait_for_ready, notify)
+
+    def _tracked(self, core_call: Any) -> UnaryFuture:
+        """The UnaryFuture of a started call, its completion routed to it."""
+        fut = UnaryFuture(core_call, self._deserialize)
+        if core_call.notifying():
+            self._channel._dispatcher.track(core_call, fut)
+        return fut
 
     def _response(self, core_call: Any) -> Any:
         """The single response of a finished call, or its RpcError."""
@@ -283,6 +306,8 @@ class UnaryUnaryMultiCallable(_MultiCallable):
             core_call = self._start(request, timeout, metadata, False, _FUTURE_EVENTS,
                                     compression)
             fut = UnaryFuture(core_call, self._deserialize)
+            if self._retries:  # transparent retry (no policy here: see _future._settle)
+                fut._again = (self, request, metadata, compression)
             if core_call.notifying():  # else it ended at once: nothing to wait for
                 self._channel._dispatcher.track(core_call, fut)
             return fut
@@ -292,12 +317,17 @@ class UnaryUnaryMultiCallable(_MultiCallable):
             payload, timeout, metadata, False, _FUTURE_EVENTS, compression, credentials,
             wait_for_ready)))
 
-    def _tracked(self, core_call: Any) -> UnaryFuture:
-        """The UnaryFuture of a started call, its completion routed to it."""
-        fut = UnaryFuture(core_call, self._deserialize)
-        if core_call.notifying():
-            self._channel._dispatcher.track(core_call, fut)
-        return fut
+    def _transparent_attempt(self, fut: UnaryFuture, failed: Any, again: tuple) -> Any:
+        """The next attempt of a future whose attempt ``failed`` no server processed
+        (``_retry.Retries`` decides: transparent retries only, the policy being None),
+        or None; ``again`` is (self, request, metadata, compression)."""
+        if fut._retries is None:
+            fut._retries = Retries(None, None, deadline_of(failed))
+        if fut._retries.delay(failed) is None:
+            return None
+        _, request, metadata, compression = again
+        return self._start(request, fut._retries.timeout_left(), metadata, False,
+                           _FUTURE_EVENTS, compression)
 
 
 class UnaryStreamMultiCallable(_MultiCallable):
@@ -344,17 +374,32 @@ class StreamUnaryMultiCallable(_MultiCallable):
                   wait_for_ready: Optional[bool] = None,
                   compression: Any = None) -> tuple[Any, CallResult]:
         """Like ``__call__`` but returns ``(response, call)``."""
-        core_call = self._start_client_stream(timeout, metadata, compression, 0,
-                                              credentials=credentials,
-                                              wait_for_ready=wait_for_ready)
-        pump_requests(core_call, request_iterator, self._serialize)
-        core_call.wait()
+        core_call = self._blocking(request_iterator, timeout, metadata, credentials,
+                                   wait_for_ready, compression)
         return self._response(core_call), CallResult(core_call)
+
+    def _blocking(self, request_iterator: Any, timeout: Optional[float],
+                  metadata: MetadataType, credentials: Any, wait_for_ready: Optional[bool],
+                  compression: Any) -> Any:
+        """Sends the requests (over the attempts, with retries) and returns the finished
+        core call."""
+        call = self._start_request_stream(timeout, metadata, compression, 0, credentials,
+                                          wait_for_ready)
+        pump_requests(call, request_iterator, self._serialize)
+        if isinstance(call, ReplayingCall):
+            return call.finish()
+        call.wait()
+        return call
 
     def future(self, request_iterator: Any, timeout: Optional[float] = None,
                metadata: MetadataType = None, credentials: Any = None,
                wait_for_ready: Optional[bool] = None, compression: Any = None) -> UnaryFuture:
-        """Starts the call (requests are sent from a helper thread) and returns a Future."""
+        """Starts the call (requests are sent from a helper thread) and returns a Future.
+        With a retry policy the attempts run on that thread too."""
+        if self._retry_policy is not None:
+            return DeferredFuture(lambda: self._tracked(self._blocking(
+                request_iterator, timeout, metadata, credentials, wait_for_ready,
+                compression)))
         core_call = self._start_client_stream(timeout, metadata, compression,
                                               _FUTURE_EVENTS, credentials=credentials,
                                               wait_for_ready=wait_for_ready)
@@ -374,12 +419,14 @@ class StreamStreamMultiCallable(_MultiCallable):
                  compression: Any = None) -> StreamingCall:
         """Starts the stream.  With an iterator, its requests are sent from a helper
         thread; without one, use the call's ``write`` and ``done_writing``."""
-        core_call = self._core_call(None, timeout, metadata,
-                                    _triple.CLIENT_STREAMING | _triple.SERVER_STREAMING,
-                                    compression, credentials, wait_for_ready)
+        call = self._start_request_stream(timeout, metadata, compression,
+                                          _triple.SERVER_STREAMING, credentials,
+                                          wait_for_ready)
         if request_iterator is not None:
-            start_pump(core_call, request_iterator, self._serialize)
-        return StreamingCall(core_call, self._serialize, self._deserialize)
+            start_pump(call, request_iterator, self._serialize)
+        if isinstance(call, ReplayingCall):
+            return StreamingCall(call.core, self._serialize, self._deserialize, call)
+        return StreamingCall(call, self._serialize, self._deserialize)
 
 
 class Channel:
@@ -400,6 +447,8 @@ class Channel:
         if compression is not None:
             self._options.compression = compression_value(compression)
         self._service_config = ServiceConfig.parse(self._options.service_config)
+        # Request bytes kept for retries over this channel's streaming calls (_replay).
+        self._retry_budget = BufferBudget(self._options.retry_buffer_size)
         policy = self._options.lb_policy or self._service_config.lb_policy or PICK_FIRST
         tls = {}
         override = self._options.ssl_target_name_override
@@ -507,6 +556,12 @@ class Channel:
     def options(self) -> ChannelOptions:
         """The options this channel was built with, resolved to their defaults."""
         return self._options
+
+    @property
+    def retry_buffer_budget(self) -> BufferBudget:
+        """The request bytes kept for retries over this channel's streaming calls
+        (``grpc.retry_buffer_size``), shared by ``triple_py.aio`` on this channel."""
+        return self._retry_budget
 
     @property
     def has_call_credentials(self) -> bool:

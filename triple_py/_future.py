@@ -38,6 +38,35 @@ class UnaryFuture:
         self._result: Optional[CallResult] = None
         self._cancelled = False
 
+    # Transparent retry (A6) of a future without a retry policy, set when retries are on:
+    # (multi-callable, request, metadata, compression); None once the outcome is final.
+    # Class attributes: a future without them costs nothing.
+    _again: Optional[tuple] = None
+    _retries: Any = None  # its _retry.Retries, from the first refused attempt on
+
+    def _settle(self) -> bool:
+        """True when the current attempt is done and is the call's last: a refused one
+        (no server processed it) is first started again, as grpc does for every call."""
+        while True:
+            with self._lock:
+                core = self._core
+                if not core.done():
+                    return False
+                again = self._again
+                if again is None:
+                    return True
+                following = None
+                if core.code() != 0 and not self._cancelled:
+                    following = again[0]._transparent_attempt(self, core, again)
+                if following is None:
+                    self._again = None
+                    return True
+                self._core = following
+            if following.notifying():
+                again[0]._channel._dispatcher.track(following, self)
+                return False
+            # it ended inside call() (QUIET_START): look at it again
+
     # -- completion -------------------------------------------------------------
     def _finished(self) -> CallResult:
         if self._result is None:
@@ -45,7 +74,10 @@ class UnaryFuture:
         return self._result
 
     def _run_callbacks(self) -> None:
-        """Called once by the dispatcher when the core reports completion."""
+        """Called by the dispatcher when the core reports completion: runs the
+        callbacks once the outcome is final."""
+        if self._again is not None and not self._settle():
+            return  # a new attempt runs
         with self._lock:
             self._callbacks_ran = True
             callbacks, self._callbacks = self._callbacks, []
@@ -56,9 +88,11 @@ class UnaryFuture:
                 _LOG.exception("Exception calling done-callback %r", cb)
 
     def _wait(self, timeout: Optional[float]) -> CallResult:
-        if not self._core.wait(timeout):
-            raise FutureTimeoutError()
-        return self._finished()
+        while True:
+            if not self._core.wait(timeout):
+                raise FutureTimeoutError()
+            if self._again is None or self._settle():
+                return self._finished()
 
     # -- grpc.Future ------------------------------------------------------------
     def cancel(self) -> bool:
@@ -74,11 +108,11 @@ class UnaryFuture:
 
     def running(self) -> bool:
         """True while the RPC has not finished (or been cancelled)."""
-        return not self._cancelled and not self._core.done()
+        return not self._cancelled and not self.done()
 
     def done(self) -> bool:
         """True once the RPC has finished (in any way)."""
-        return self._core.done()
+        return self._core.done() and (self._again is None or self._settle())
 
     def result(self, timeout: Optional[float] = None) -> Any:
         """The response; raises the RpcError, FutureTimeoutError or FutureCancelledError."""
@@ -108,6 +142,11 @@ class UnaryFuture:
             if not self._callbacks_ran and not self._core.done():
                 self._callbacks.append(fn)
                 return
+        if self._again is not None and not self._settle():  # a new attempt runs
+            with self._lock:
+                if not self._callbacks_ran:
+                    self._callbacks.append(fn)
+                    return
         fn(self)
 
     # -- grpc.Call --------------------------------------------------------------

@@ -55,6 +55,8 @@ UNARY_FAST_PATH = "triple.unary_fast_path"
 LB_POLICY_NAME = "grpc.lb_policy_name"
 SERVICE_CONFIG = "grpc.service_config"
 ENABLE_RETRIES = "grpc.enable_retries"
+PER_RPC_RETRY_BUFFER_SIZE = "grpc.per_rpc_retry_buffer_size"
+RETRY_BUFFER_SIZE = "grpc.retry_buffer_size"
 LB_POLICIES = ("pick_first", "round_robin")
 # Triple wire dialects (csrc/tri_channel.h TRI_DIALECT_*): the version and deadline headers a
 # Triple unary call sends.  "go": dubbo-go's (triple-protocol-version: 0.1.0,
@@ -128,6 +130,8 @@ _FIELDS[UNARY_FAST_PATH] = ("unary_fast_path", _flag)
 _FIELDS[LB_POLICY_NAME] = ("lb_policy", str)
 _FIELDS[SERVICE_CONFIG] = ("service_config", str)
 _FIELDS[ENABLE_RETRIES] = ("enable_retries", _flag)
+_FIELDS[PER_RPC_RETRY_BUFFER_SIZE] = ("per_rpc_retry_buffer_size", _count)
+_FIELDS[RETRY_BUFFER_SIZE] = ("retry_buffer_size", _count)
 _CHOICES = {o.key: o.choices for o in _CORE_FIELDS if o.type == "choice"}
 
 
@@ -147,7 +151,8 @@ class ChannelOptions:
 
     One field per row of ``_triple.CHANNEL_OPTIONS`` but the TLS material (named as the
     row: ``max_receive``, ``write_buffer_size``...), then those of the Python layer:
-    ``unary_fast_path``, ``lb_policy``, ``service_config``, ``enable_retries``."""
+    ``unary_fast_path``, ``lb_policy``, ``service_config``, ``enable_retries``,
+    ``per_rpc_retry_buffer_size``, ``retry_buffer_size``."""
 
     # Unary calls take the fast path (one op: headers and the whole request at once)
     # unless False: they then go through the client-streaming machinery (start, write,
@@ -158,6 +163,10 @@ class ChannelOptions:
     lb_policy: Optional[str] = None
     service_config: Optional[str] = None  # JSON (_service_config)
     enable_retries: bool = True  # grpcio's default: retries and transparent retries on
+    # Request bytes a streaming call keeps for its next attempt (_replay), per call and
+    # over the channel's calls; past either the call commits (grpc core's defaults).
+    per_rpc_retry_buffer_size: int = 256 << 10
+    retry_buffer_size: int = 256 << 20
 
     if TYPE_CHECKING:
         def __init__(self, **fields: Any) -> None: ...

@@ -1,5 +1,8 @@
-"""Retries of unary calls: the service config's ``retryPolicy`` and gRPC's
-transparent retry (proposal A6).
+"""Retries of calls: the service config's ``retryPolicy`` and gRPC's transparent
+retry (proposal A6).  Unary calls and server streams start the same request again;
+calls whose requests stream replay the ones they sent (``_replay``, and the asyncio
+calls in ``aio/_calls.py``); futures without a policy get the transparent retry only
+(``_future.UnaryFuture._settle``).
 
 A finished attempt that failed is looked at once (``Retries.delay``):
 - a live connection did not process it (``call.unprocessed() == REFUSED``: the

@@ -26,14 +26,19 @@ class StreamingCall:
     """
 
     def __init__(self, core_call: Any, serializer: Serializer,
-                 deserializer: Deserializer) -> None:
+                 deserializer: Deserializer, replay: Any = None) -> None:
         self._core = core_call
+        # Client streams with retries: the _replay.ReplayingCall that writes the requests
+        # and starts the attempts (self._core follows its attempts as they fail).
+        self._replay = replay
+        self._writer = core_call if replay is None else replay
         self._serialize = serializer
         self._deserialize = deserializer
         self._cancelled = False
-        # Server streaming with retries: failed attempt -> the next one's core call (or
-        # None to end); dropped at the first response message, which commits the call.
-        self._again: Optional[Callable[[Any], Optional[Any]]] = None
+        # With retries: failed attempt -> the next one's core call (or None to end);
+        # dropped at the first response message, which commits the call.
+        self._again: Optional[Callable[[Any], Optional[Any]]] = \
+            None if replay is None else replay.failed
 
     # -- request side -----------------------------------------------------------
     def write(self, request: Any) -> None:
@@ -42,20 +47,21 @@ class StreamingCall:
         Raises the call's RpcError if the call has already ended.
         """
         payload = serialize(self._serialize, request)
-        if not self._core.write(payload):
+        if not self._writer.write(payload):
             self._raise_ended()
 
     def flush(self) -> None:
         """Sends queued request messages now instead of at the watermark or timer."""
-        self._core.flush()
+        self._writer.flush()
 
     def done_writing(self) -> None:
         """Sends what is queued and half-closes the request stream."""
-        self._core.done_writing()
+        self._writer.done_writing()
 
     def _raise_ended(self) -> None:
-        self._core.wait()
-        raise _InactiveRpcError(self._core)
+        core = self._core if self._replay is None else self._replay.core
+        core.wait()
+        raise _InactiveRpcError(core)
 
     # -- response side ----------------------------------------------------------
     def __iter__(self) -> Iterator[Any]:
@@ -72,9 +78,14 @@ class StreamingCall:
                         self._core = following
                         return self.__next__()
                 raise _InactiveRpcError(self._core)
+            if self._replay is not None:
+                self._replay.ended_ok()
             raise StopIteration
         if self._again is not None:
             self._again = None
+            if self._replay is not None:  # committed: write straight to the last attempt
+                self._replay.response_began()
+                self._writer = self._replay.core
         try:
             return deserialize(self._deserialize, raw)
         except RpcError:
@@ -88,7 +99,7 @@ class StreamingCall:
     # -- grpc.Call ----------------------------------------------------------------
     def cancel(self) -> bool:
         """Resets the stream (RST_STREAM CANCEL); True if this cancelled a running call."""
-        if self._core.cancel():
+        if self._writer.cancel():
             self._cancelled = True
             return True
         return False
@@ -110,6 +121,8 @@ class StreamingCall:
         return self._core.initial_metadata()
 
     def _result(self) -> CallResult:
+        if self._replay is not None:  # the end of the last attempt
+            self._core = self._replay.finish()
         self._core.wait()
         return CallResult(self._core)
 

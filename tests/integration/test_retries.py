@@ -183,10 +183,11 @@ def test_aio_unary_is_retried(flaky):
     assert flaky.attempts["aio"] == 3
 
 
-def _goaway_load(options) -> tuple[int, List[Exception], int]:
-    """Four threads of plain calls while a fifth makes calls that make the embedded
-    server send GOAWAY (x-misbehave: goaway, last-stream-id below them): returns the
-    calls that succeeded, the plain calls that failed, and the connections made."""
+def _goaway_load(options, futures: bool = False) -> tuple[int, List[Exception], int]:
+    """Four threads of plain calls (``futures``: their ``future().result()``) while a
+    fifth makes calls that make the embedded server send GOAWAY (x-misbehave: goaway,
+    last-stream-id below them): returns the calls that succeeded, the plain calls that
+    failed, and the connections made."""
     with EchoServer() as server, triple_py.insecure_channel(server.address,
                                                             options=options) as channel:
         call = unary(channel)
@@ -198,7 +199,10 @@ def _goaway_load(options) -> tuple[int, List[Exception], int]:
             deadline = time.monotonic() + 20
             while not done.is_set() and time.monotonic() < deadline:
                 try:
-                    call(b"g" * 64, timeout=TIMEOUT)
+                    if futures:
+                        call.future(b"g" * 64, timeout=TIMEOUT).result(TIMEOUT)
+                    else:
+                        call(b"g" * 64, timeout=TIMEOUT)
                     ok[0] += 1
                 except triple_py.RpcError as exc:
                     failures.append(exc)
@@ -207,11 +211,12 @@ def _goaway_load(options) -> tuple[int, List[Exception], int]:
             t.start()
         for _ in range(6):
             time.sleep(0.15)
-            # A future without a retry policy is not retried (notes/issue25.md), so each
-            # trigger makes one GOAWAY (a retried trigger would be refused again and again,
-            # a burst of GOAWAYs that could outlast a plain call's transparent retries).
-            trigger = call.future(b"", timeout=TIMEOUT, metadata=[("x-misbehave", "goaway")])
-            assert trigger.exception(timeout=TIMEOUT) is not None  # refused by its GOAWAY
+            # Straight to the core, not retried, so each trigger makes one GOAWAY (a
+            # retried trigger would be refused again and again, a burst of GOAWAYs that
+            # could outlast a plain call's transparent retries).
+            trigger = channel.core_channel.call(METHOD, b"", TIMEOUT,
+                                                [("x-misbehave", "goaway")], wait=True)
+            assert trigger.code() != 0  # refused by its GOAWAY
         done.set()
         for t in threads:
             t.join()
@@ -223,6 +228,14 @@ def test_goaway_mid_load_loses_no_call():
     assert not failures, failures[:3]
     assert ok > 50
     assert connects >= 6  # every GOAWAY moved the calls to a new connection
+
+
+def test_goaway_mid_load_loses_no_future():
+    """Futures without a retry policy get grpc's transparent retry too (grpc core
+    applies it to every call, whatever the Python API)."""
+    ok, failures, connects = _goaway_load(None, futures=True)
+    assert not failures, failures[:3]
+    assert ok > 50 and connects >= 6
 
 
 def test_without_retries_a_refused_call_fails():

@@ -25,7 +25,18 @@ def test_every_row_is_a_channel_option_with_its_default() -> None:
         expected = row.default if row.name != "user_agent" else f"{row.default}/{__version__}"
         assert getattr(defaults, row.name) == expected, row.name
     assert fields - {row.name for row in CORE_OPTIONS} == {
-        "unary_fast_path", "lb_policy", "service_config", "enable_retries"}  # the Python layer's
+        "unary_fast_path", "lb_policy", "service_config", "enable_retries",
+        "per_rpc_retry_buffer_size", "retry_buffer_size"}  # the Python layer's
+
+
+def test_retry_buffer_sizes_are_read_and_checked() -> None:
+    assert (ChannelOptions().per_rpc_retry_buffer_size,
+            ChannelOptions().retry_buffer_size) == (256 << 10, 256 << 20)  # grpc core's
+    o = ChannelOptions.from_pairs([("grpc.per_rpc_retry_buffer_size", 1000),
+                                   ("grpc.retry_buffer_size", 5000)])
+    assert (o.per_rpc_retry_buffer_size, o.retry_buffer_size) == (1000, 5000)
+    with pytest.raises(ValueError, match="grpc.per_rpc_retry_buffer_size"):
+        ChannelOptions.from_pairs([("grpc.per_rpc_retry_buffer_size", -1)])
 
 
 def test_core_kwargs_are_the_rows_the_binding_takes() -> None:

@@ -119,6 +119,62 @@ class _Call:
                 self.cancel()
             raise
 
+    # Retries (_retry): set on calls of a channel with grpc.enable_retries; the owner (the
+    # multi-callable) makes attempts: owner._next_attempt(again, timeout_left) and
+    # owner._retries_for(first).  Class attributes: a call without them costs nothing.
+    _owner: Any = None
+    _again: tuple = ()
+    _retry_state: Any = None  # the call's _retry.Retries, from its first failure on
+    _kept: Optional[list] = None  # requests kept for the next attempt (StreamRequestMixin)
+    _switch: Optional[asyncio.Future] = None  # set while the next attempt is being started
+
+    async def _next_attempt_after(self, failed: Any) -> bool:
+        """The attempt ``failed`` ended with an error: True once another attempt runs
+        (started here, after ``Retries``'s delay, or by another task of this call),
+        False when the call ends with ``failed``."""
+        while self._switch is not None:
+            await asyncio.shield(self._switch)
+        if self._core is not failed:
+            return True
+        if self._owner is None or self._cancelled:
+            return False
+        retries = self._retry_state
+        if retries is None:
+            retries = self._retry_state = self._owner._retries_for(failed)
+        delay = retries.delay(failed)
+        if delay is None:
+            self._commit()
+            return False
+        switch = self._switch = self._reactor.loop.create_future()
+        try:
+            if delay:
+                await asyncio.sleep(delay)
+            if self._cancelled:
+                return False
+            self._core = self._owner._next_attempt(self._again, retries.timeout_left())
+            self._reactor.register(self._core, self)
+            await self._replay()
+        finally:
+            self._switch = None
+            switch.set_result(None)
+        return True
+
+    def _commit(self) -> None:
+        """No further attempt: the call ends with its current one (or its response
+        began)."""
+        self._owner = None
+
+    async def _replay(self) -> None:
+        """Sends a new attempt what the failed one was sent (request streams)."""
+
+    def _ended_ok(self) -> None:
+        """The call ended OK: the retry throttle is told, once."""
+        owner = self._owner
+        if owner is not None:
+            if owner._throttle is not None:
+                owner._throttle.on_success()
+            self._commit()
+
     async def _wait_done(self, cancel_rpc: bool = False) -> None:
         while not self._core.done():
             await self._next_event(cancel_rpc)
@@ -185,21 +241,20 @@ class UnaryResponseCall(_Call):
     def __await__(self):
         return self._result().__await__()
 
-    # Retries (_retry): set on calls of a channel with grpc.enable_retries; the owner (the
-    # multi-callable) makes attempts: owner._next_attempt(again, timeout_left) and
-    # owner._retries_for(first).  Class attributes: a call without them costs nothing.
-    _owner: Any = None
-    _again: tuple = ()
-
     async def _result(self) -> Any:
         await self._wait_done(cancel_rpc=True)
         self._raise_if_cancelled()
         if self._core.code() != 0:
-            if self._owner is not None:
-                await self._more_attempts()
+            while self._owner is not None and await self._next_attempt_after(self._core):
+                await self._wait_done(cancel_rpc=True)
                 self._raise_if_cancelled()
+                if self._core.code() == 0:
+                    break
             if self._core.code() != 0:
                 raise error_of(self._core)
+        owner = self._owner
+        if owner is not None and (owner._throttle is not None or self._kept is not None):
+            self._ended_ok()  # nothing to do for a plain unary call without a throttle
         response = getattr(self, "_response", self._UNSET)
         if response is self._UNSET:  # deserialized once, the same object every await
             raw = self._core.response()
@@ -207,21 +262,6 @@ class UnaryResponseCall(_Call):
         return response
 
 
-    async def _more_attempts(self) -> None:
-        """Starts further attempts while ``_retry.Retries`` allows; the call then
-        reflects the last one."""
-        retries = self._owner._retries_for(self._core)
-        while self._core.code() != 0 and not self._cancelled:
-            delay = retries.delay(self._core)
-            if delay is None:
-                return
-            if delay:
-                await asyncio.sleep(delay)
-            self._core = self._owner._next_attempt(self._again, retries.timeout_left())
-            self._reactor.register(self._core, self)
-            await self._wait_done(cancel_rpc=True)
-        if self._core.code() == 0:
-            retries.succeeded()
 
 
 class StreamResponseMixin(_Call):
@@ -237,8 +277,14 @@ class StreamResponseMixin(_Call):
                 continue
             if raw is None:
                 if self._core.code() != 0:
+                    if self._owner is not None and \
+                            await self._next_attempt_after(self._core):
+                        continue
                     raise error_of(self._core)
+                self._ended_ok()
                 return EOF
+            if self._owner is not None:  # a response message commits the call (A6)
+                self._commit()
             try:
                 return deserialize(self._deserialize, raw, local_error)
             except AioRpcError:
@@ -269,20 +315,75 @@ class StreamRequestMixin(_Call):
         if self._half_closed:
             raise asyncio.InvalidStateError("RPC is half closed after calling done_writing")
         payload = serialize(self._serialize, request, local_error)
-        while not self._core.can_write(len(payload)):
-            if self._core.done():
+        while self._switch is not None:  # the next attempt is being started
+            await asyncio.shield(self._switch)
+        core = self._core
+        if self._kept is not None:
+            self._keep(payload)
+        while not core.can_write(len(payload)):
+            if core.done():
                 break
             await self._next_event(cancel_rpc=True)
-        if not self._core.write(payload):
-            raise error_of(self._core) if self._core.code() != 0 else \
-                asyncio.InvalidStateError("the RPC has already finished")
+            if self._core is not core:  # a new attempt was sent this request
+                return
+        if self._core is not core or core.write(payload):
+            return
+        if self._owner is not None and await self._next_attempt_after(core):
+            return  # the new attempt was sent this request
+        raise error_of(core) if core.code() != 0 else \
+            asyncio.InvalidStateError("the RPC has already finished")
 
     async def done_writing(self) -> None:
         """Flushes and half-closes the request stream."""
+        while self._switch is not None:
+            await asyncio.shield(self._switch)
         while not self._core.can_write(0) and not self._core.done():
             await self._next_event(cancel_rpc=True)
         self._half_closed = True
         self._core.done_writing()
+
+    # -- retries: the requests sent, kept for the next attempt (see _replay) ------
+    # _kept (on _Call): None when not kept (no retries, or committed)
+    _kept_size = 0
+    _limits: Any = None  # (per-call limit, the channel's _replay.BufferBudget)
+
+    def _keep_requests(self, per_call_limit: int, budget: Any) -> None:
+        """Keeps the requests from now on, for retries."""
+        self._kept, self._limits = [], (per_call_limit, budget)
+
+    def _keep(self, payload: Any) -> None:
+        n = len(payload)
+        limit, budget = self._limits
+        if self._kept_size + n > limit or not budget.take(n):
+            self._commit()
+            return
+        self._kept_size += n
+        self._kept.append(bytes(payload))  # type: ignore[union-attr]
+
+    def _commit(self) -> None:
+        super()._commit()
+        if self._kept is not None:
+            self._kept = None
+            self._limits[1].give_back(self._kept_size)
+            self._kept_size = 0
+
+    def __del__(self) -> None:
+        if self._kept is not None:  # abandoned before its end: free its share
+            self._limits[1].give_back(self._kept_size)
+
+    async def _replay(self) -> None:
+        core = self._core
+        for payload in list(self._kept or ()):
+            while not core.can_write(len(payload)):
+                if core.done():
+                    return
+                await self._next_event(cancel_rpc=True)
+            if not core.write(payload):
+                return
+        if self._half_closed:
+            while not core.can_write(0) and not core.done():
+                await self._next_event(cancel_rpc=True)
+            core.done_writing()
 
     async def _consume(self, requests: Any) -> None:
         """Writes every request of a (sync or async) iterator, then half-closes."""

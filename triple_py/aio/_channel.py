@@ -35,6 +35,9 @@ class _MultiCallable:
         # Interceptors or call credentials on the channel: every call is deferred.
         self._interceptors = channel._interceptors_of(self._SHAPE)
         self._deferred_always = bool(self._interceptors) or channel._sync.has_call_credentials
+        # The service config's word on the method (fixed for the multi-callable).
+        self._cfg_timeout, self._retries, self._retry_policy, self._throttle = \
+            _method_settings(channel._sync, method)
 
     def __call__(self, request: Any = None, *, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
@@ -86,10 +89,29 @@ class _MultiCallable:
                               metadata: MetadataType, compression: Any) -> Any:
         """Starts a call whose requests stream (``flags`` has CLIENT_STREAMING): a
         ``call_class`` call, fed from ``requests`` by a task when they are given."""
+        if self._cfg_timeout is not None:
+            timeout = _min_timeout(timeout, self._cfg_timeout)
         core_call = self._start(None, timeout, metadata, compression, flags, STREAM_EVENTS)
         call = call_class(self._channel._reactor(), core_call, serializer, self._deserialize)
+        if self._retries:  # the requests are kept for the attempts that may follow
+            call._owner, call._again = self, (None, metadata, compression, flags,
+                                              STREAM_EVENTS)
+            options = self._channel._sync.options
+            call._keep_requests(options.per_rpc_retry_buffer_size,
+                                self._channel._sync.retry_buffer_budget)
         self._channel._pump(call, requests)
         return call
+
+    def _next_attempt(self, again: tuple, timeout: Optional[float]) -> Any:
+        """Another attempt of a retried call (_calls._Call._next_attempt_after): ``again``
+        is (request, metadata, compression, flags, events), ``timeout`` what is left of
+        the deadline."""
+        request, metadata, compression, flags, events = again
+        return self._start(request, timeout, metadata, compression, flags, events)
+
+    def _retries_for(self, first: Any) -> Retries:
+        """The retry bookkeeping of a call whose first attempt was ``first``."""
+        return Retries(self._retry_policy, self._throttle, deadline_of(first))
 
 
 class UnaryUnaryMultiCallable(_MultiCallable):
@@ -102,8 +124,6 @@ class UnaryUnaryMultiCallable(_MultiCallable):
         super().__init__(channel, method, serializer, deserializer)
         self._fast_path = channel._sync.options.unary_fast_path  # fixed for the channel
         self._direct = self._fast_path and not self._deferred_always  # fixed too
-        self._cfg_timeout, self._retries, self._retry_policy, self._throttle = \
-            _method_settings(channel._sync, method)
 
     def __call__(self, request: Any, *, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
@@ -136,18 +156,9 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                               self._start(request, timeout, metadata, compression, 0,
                                           _triple.EV_DONE), None, self._deserialize)
         if self._retries:
-            call._owner, call._again = self, (request, metadata, compression)
+            call._owner, call._again = self, (request, metadata, compression, 0,
+                                              _triple.EV_DONE)
         return call
-
-    def _next_attempt(self, again: tuple, timeout: Optional[float]) -> Any:
-        """Another attempt of a retried call (_calls.UnaryResponseCall): ``again`` is
-        (request, metadata, compression), ``timeout`` what is left of the deadline."""
-        request, metadata, compression = again
-        return self._start(request, timeout, metadata, compression, 0, _triple.EV_DONE)
-
-    def _retries_for(self, first: Any) -> Retries:
-        """The retry bookkeeping of a call whose first attempt was ``first``."""
-        return Retries(self._retry_policy, self._throttle, deadline_of(first))
 
 
 class UnaryStreamMultiCallable(_MultiCallable):
@@ -157,9 +168,15 @@ class UnaryStreamMultiCallable(_MultiCallable):
 
     def _invoke(self, request: Any, timeout: Optional[float], metadata: MetadataType,
                 compression: Any) -> UnaryStreamCall:
+        if self._cfg_timeout is not None:
+            timeout = _min_timeout(timeout, self._cfg_timeout)
         core_call = self._start(request, timeout, metadata, compression,
                                 _triple.SERVER_STREAMING, STREAM_EVENTS)
-        return UnaryStreamCall(self._channel._reactor(), core_call, None, self._deserialize)
+        call = UnaryStreamCall(self._channel._reactor(), core_call, None, self._deserialize)
+        if self._retries:  # until its first message (see _calls.StreamResponseMixin.read)
+            call._owner, call._again = self, (request, metadata, compression,
+                                              _triple.SERVER_STREAMING, STREAM_EVENTS)
+        return call
 
 
 class StreamUnaryMultiCallable(_MultiCallable):
