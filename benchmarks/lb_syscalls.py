@@ -10,8 +10,10 @@ same), over ``127.0.0.1:P1`` (``one``, the direct core call) or ``ipv4:`` lists 
 servers under round_robin with ``triple.shared_io_thread`` on (``rr2s``, ``rr4s``) or off
 (``rr2``, ``rr4``).  The child reports the channel's counters per call (``write_syscalls``,
 ``read_syscalls`` of the sockets, ``wakeups``: eventfd writes that woke an I/O thread) and
-the process's context switches per call (``getrusage``, every thread).  These counts do not
-depend on the machine's speed the way QPS does, only on how calls meet in time; the arms
+the process's context switches and CPU time (user + system) per call (``getrusage``,
+every thread).  The counts do not
+depend on the machine's speed the way QPS does, only on how calls meet in time (the CPU
+time does, and is noisy on a shared machine); the arms
 rotate from round to round and the medians of the rounds are kept.  Raw rows go to
 ``<out>/syscalls_rounds.jsonl``, the medians to ``<out>/syscalls_per_call.json``.
 """
@@ -38,17 +40,19 @@ target, shared, api, calls, method = sys.argv[1], sys.argv[2] == "1", sys.argv[3
 options = [("grpc.lb_policy_name", "round_robin"), ("triple.shared_io_thread", shared)]
 payload = b"\x0a\x80\x01" + b"a" * 128
 COUNTERS = ("write_syscalls", "read_syscalls", "wakeups")
-def switches():
+def usage():
     r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_nvcsw + r.ru_nivcsw
-def measure(stats, run):
-    s0, x0 = stats(), switches()
-    run()
-    s1, x1 = stats(), switches()
+    return r.ru_nvcsw + r.ru_nivcsw, r.ru_utime + r.ru_stime
+def row_of(s0, s1, u0, u1):
     n = 4 * calls
     row = {k: (s1[k] - s0[k]) / n for k in COUNTERS}
-    row["context_switches"] = (x1 - x0) / n
-    print(json.dumps(row))
+    row["context_switches"] = (u1[0] - u0[0]) / n
+    row["cpu_us"] = (u1[1] - u0[1]) / n * 1e6
+    return json.dumps(row)
+def measure(stats, run):
+    s0, u0 = stats(), usage()
+    run()
+    print(row_of(s0, stats(), u0, usage()))
 if api == "sync":
     with triple_py.insecure_channel(target, options=options) as ch:
         call = ch.unary_unary(method)
@@ -71,13 +75,9 @@ else:
             async def loop():
                 for _ in range(calls):
                     await call(payload, timeout=10)
-            s0, x0 = ch.stats(), switches()
+            s0, u0 = ch.stats(), usage()
             await asyncio.gather(*(loop() for _ in range(4)))
-            s1, x1 = ch.stats(), switches()
-            n = 4 * calls
-            row = {k: (s1[k] - s0[k]) / n for k in COUNTERS}
-            row["context_switches"] = (x1 - x0) / n
-            print(json.dumps(row))
+            print(row_of(s0, ch.stats(), u0, usage()))
     asyncio.run(main())
 """
 
@@ -118,7 +118,7 @@ def main() -> int:
     finally:
         stop_servers(servers)
     medians = {f"{api}-{arm}": {k: round(statistics.median(r[k] for r in rs), 3)
-                                for k in (*COUNTERS, "context_switches")}
+                                for k in (*COUNTERS, "context_switches", "cpu_us")}
                for (api, arm), rs in rows.items()}
     (out / "syscalls_per_call.json").write_text(json.dumps(medians, indent=1) + "\n")
     print(json.dumps(medians, indent=1))
