@@ -5,8 +5,8 @@ connections on one shared I/O thread or on a thread each (issue 25).
         [--out benchmarks/results/2026-12-02-issue25-sharedio]
 
 Four embedded echo servers in processes of their own.  Each arm runs in a fresh child:
-Python ``sync`` (4 threads, ``calls`` 128 B unary calls each) or ``aio`` (4 tasks, the
-same), over ``127.0.0.1:P1`` (``one``, the direct core call) or ``ipv4:`` lists of 2 or 4
+Python ``sync`` (4 threads, ``calls`` 128 B unary calls each; ``--workers`` changes the
+4) or ``aio`` (4 tasks, the same), over ``127.0.0.1:P1`` (``one``, the direct core call) or ``ipv4:`` lists of 2 or 4
 servers under round_robin with ``triple.shared_io_thread`` on (``rr2s``, ``rr4s``) or off
 (``rr2``, ``rr4``).  The child reports the channel's counters per call (``write_syscalls``,
 ``read_syscalls`` of the sockets, ``wakeups``: eventfd writes that woke an I/O thread) and
@@ -37,6 +37,7 @@ CHILD = r"""
 import asyncio, json, resource, sys, threading
 import triple_py, triple_py.aio
 target, shared, api, calls, method = sys.argv[1], sys.argv[2] == "1", sys.argv[3], int(sys.argv[4]), sys.argv[5]
+workers = int(sys.argv[6])
 options = [("grpc.lb_policy_name", "round_robin"), ("triple.shared_io_thread", shared)]
 payload = b"\x0a\x80\x01" + b"a" * 128
 COUNTERS = ("write_syscalls", "read_syscalls", "wakeups")
@@ -44,7 +45,7 @@ def usage():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_nvcsw + r.ru_nivcsw, r.ru_utime + r.ru_stime
 def row_of(s0, s1, u0, u1):
-    n = 4 * calls
+    n = workers * calls
     row = {k: (s1[k] - s0[k]) / n for k in COUNTERS}
     row["context_switches"] = (u1[0] - u0[0]) / n
     row["cpu_us"] = (u1[1] - u0[1]) / n * 1e6
@@ -62,7 +63,7 @@ if api == "sync":
             def loop():
                 for _ in range(calls):
                     call(payload, timeout=10)
-            threads = [threading.Thread(target=loop) for _ in range(4)]
+            threads = [threading.Thread(target=loop) for _ in range(workers)]
             for t in threads: t.start()
             for t in threads: t.join()
         measure(ch.stats, run)
@@ -76,7 +77,7 @@ else:
                 for _ in range(calls):
                     await call(payload, timeout=10)
             s0, u0 = ch.stats(), usage()
-            await asyncio.gather(*(loop() for _ in range(4)))
+            await asyncio.gather(*(loop() for _ in range(workers)))
             print(row_of(s0, ch.stats(), u0, usage()))
     asyncio.run(main())
 """
@@ -94,6 +95,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=5000, help="calls per thread or task")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=4, help="threads or tasks")
     parser.add_argument("--out",
                         default=str(ROOT / "benchmarks/results/2026-12-02-issue25-sharedio"))
     args = parser.parse_args()
@@ -104,11 +106,13 @@ def main() -> int:
     names = [(api, arm) for api in ("sync", "aio") for arm in table]
     rows: Dict[Tuple[str, str], List[dict]] = {name: [] for name in names}
     try:
-        with open(out / "syscalls_rounds.jsonl", "w") as raw:
+        suffix = "" if args.workers == 4 else f"_{args.workers}workers"
+        with open(out / f"syscalls_rounds{suffix}.jsonl", "w") as raw:
             for rnd in range(args.rounds):
                 for api, arm in names[rnd % len(names):] + names[:rnd % len(names)]:
                     target, shared = table[arm]
-                    row = child(CHILD, target, shared, api, str(args.calls), METHOD)
+                    row = child(CHILD, target, shared, api, str(args.calls), METHOD,
+                                str(args.workers))
                     rows[(api, arm)].append(row)
                     raw.write(json.dumps({**row, "round": rnd, "api": api, "arm": arm,
                                           "target": target, "at": time.time()}) + "\n")
@@ -120,7 +124,8 @@ def main() -> int:
     medians = {f"{api}-{arm}": {k: round(statistics.median(r[k] for r in rs), 3)
                                 for k in (*COUNTERS, "context_switches", "cpu_us")}
                for (api, arm), rs in rows.items()}
-    (out / "syscalls_per_call.json").write_text(json.dumps(medians, indent=1) + "\n")
+    suffix = "" if args.workers == 4 else f"_{args.workers}workers"
+    (out / f"syscalls_per_call{suffix}.json").write_text(json.dumps(medians, indent=1) + "\n")
     print(json.dumps(medians, indent=1))
     return 0
 
