@@ -1453,6 +1453,7 @@ static tri_conn *conn_alloc(tri_channel *ch) {
 }
 
 int tri__conn_new(tri_conn **out, tri_channel *ch, int64_t connect_deadline) {
+  int rv = TRI_ERR_SYSTEM;
   tri_conn *conn = conn_alloc(ch);
   if (!conn) return TRI_ERR_NOMEM;
   conn->connect_deadline = connect_deadline;
@@ -1477,7 +1478,9 @@ int tri__conn_new(tri_conn **out, tri_channel *ch, int64_t connect_deadline) {
     conn->member.fd = conn->epfd;
     conn->member.step = loop_step;
     conn->member.leave = loop_leave;
-    if (tri_loop_attach(conn->loop, &conn->member)) goto fail;
+    /* A loop made before fork() has no thread here: TRI_ERR_FORKED says so. */
+    rv = tri_loop_attach(conn->loop, &conn->member);
+    if (rv) goto fail;
   } else if (tri_thread_create(&conn->thread, conn_main, conn)) {
     goto fail;
   }
@@ -1494,7 +1497,7 @@ fail:
   tri__channel_spare_put(ch, TRI_SPARE_OUT, conn->out.e);
   tri__channel_arena_put(ch, &conn->arena);
   tri_mem_free(conn);
-  return TRI_ERR_SYSTEM;
+  return rv;
 }
 
 void tri__conn_join(tri_conn *conn) {

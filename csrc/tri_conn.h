@@ -137,8 +137,10 @@ struct tri_conn {
 
 /* Creates a connection and starts its I/O thread, which connects at once.
  * `connect_deadline` (CLOCK_MONOTONIC ns; 0 = none) bounds the attempt: it
- * fails unless the server's SETTINGS arrived by then.  Returns 0,
- * TRI_ERR_NOMEM or TRI_ERR_SYSTEM.  *out holds the channel's reference. */
+ * fails unless the server's SETTINGS arrived by then.  On a channel with an
+ * io_loop it attaches to the loop instead of starting a thread.  Returns 0,
+ * TRI_ERR_NOMEM, TRI_ERR_SYSTEM, or TRI_ERR_FORKED (the loop was made before
+ * fork(): no thread runs it here).  *out holds the channel's reference. */
 int tri__conn_new(tri_conn **out, tri_channel *ch, int64_t connect_deadline);
 /* Queues an op for the I/O thread and wakes it; pushed from that I/O thread
  * itself (an I/O hook), it only marks the loop to run again without sleeping. */

@@ -186,10 +186,19 @@ static tri_loop *forked_loop;
 /* In a child of fork(): no loop thread; attaching is refused, and dropping
  * the last reference returns at once (it must not join a thread that does
  * not exist here). */
+static tri_channel *loop_channel(tri_loop *loop, int port);
+static int unary(tri_channel *ch);
+
 static int forked_child(void) {
   fake f;
   fake_init(&f, -1);
   if (tri_loop_attach(forked_loop, &f.m) != TRI_ERR_FORKED) return 1;
+  /* A channel made here on the parent's loop (a balancer adding a backend
+   * in the child): its calls fail at once instead of waiting for a thread. */
+  tri_channel *ch = loop_channel(forked_loop, 1);
+  if (!ch) return 2;
+  if (unary(ch) != TRI_CODE_UNAVAILABLE) return 3;
+  tri_channel_del(ch);
   tri_loop_unref(forked_loop);
   return 0;
 }
