@@ -62,7 +62,9 @@ static void wake(tri_conn *conn) {
 /* The connection whose I/O thread this is (NULL on other threads). */
 static __thread tri_conn *io_self;
 
-int tri__conn_on_io_thread(void) { return io_self != NULL || tri_loop_on_thread(); }
+int tri__conn_on_io_thread(void) {
+  return io_self != NULL || tri_loop_on_thread();
+}
 
 int tri__conn_push(tri_conn *conn, tri_node *node) {
   if (io_self == conn) { /* from an I/O hook: processed before we sleep */
@@ -1400,7 +1402,7 @@ static void *conn_main(void *arg) {
   return NULL;
 }
 
-#define MEMBER_CONN(m) ((tri_conn *)((char *)(m) - offsetof(tri_conn, member)))
+#define MEMBER_CONN(m) ((tri_conn *)((char *)(m)-offsetof(tri_conn, member)))
 
 /* A shared loop's turn for this connection (loop thread, tri_loop.h): the
  * body of conn_main's loop without the wait; the loop waits for everyone. */
@@ -1415,7 +1417,8 @@ static int loop_step(tri_loop_member *m, int ready) {
    * loop again. */
   atomic_store(&conn->wake_pending, 0);
   int t = TRI_LOOP_DONE;
-  if (!conn->dead && !conn_iterate(conn, ready ? 0 : -2)) t = conn_timeout(conn);
+  if (!conn->dead && !conn_iterate(conn, ready ? 0 : -2))
+    t = conn_timeout(conn);
   io_self = NULL;
   return t;
 }
@@ -1467,11 +1470,12 @@ int tri__conn_new(tri_conn **out, tri_channel *ch, int64_t connect_deadline) {
   if (!conn->loop) conn->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   conn->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (!conn->out.e || !conn->out.staging || !conn->rbuf || conn->epfd < 0 ||
-      (ch->ssl_ctx && !conn->tls_out) ||
-      (!conn->loop && conn->evfd < 0) || conn->tfd < 0)
+      (ch->ssl_ctx && !conn->tls_out) || (!conn->loop && conn->evfd < 0) ||
+      conn->tfd < 0)
     goto fail;
   struct epoll_event ev = {.events = EPOLLIN, .data.fd = conn->evfd};
-  if (!conn->loop && epoll_ctl(conn->epfd, EPOLL_CTL_ADD, conn->evfd, &ev)) goto fail;
+  if (!conn->loop && epoll_ctl(conn->epfd, EPOLL_CTL_ADD, conn->evfd, &ev))
+    goto fail;
   struct epoll_event tev = {.events = EPOLLIN, .data.fd = conn->tfd};
   if (epoll_ctl(conn->epfd, EPOLL_CTL_ADD, conn->tfd, &tev)) goto fail;
   if (conn->loop) {
@@ -1502,10 +1506,8 @@ fail:
 
 void tri__conn_join(tri_conn *conn) {
   if (conn->joined) return;
-  if (conn->loop)
-    tri_loop_wait_left(conn->loop, &conn->member);
-  else
-    pthread_join(conn->thread, NULL);
+  if (conn->loop) tri_loop_wait_left(conn->loop, &conn->member);
+  else pthread_join(conn->thread, NULL);
   conn->joined = 1;
 }
 

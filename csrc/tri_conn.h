@@ -66,13 +66,13 @@
 struct tri_conn {
   tri_channel *ch; /* borrowed; outlives the connection */
   tri_stats *stats;
-  pthread_t thread;        /* own I/O thread; unused when `loop` is set */
-  tri_loop *loop;          /* the channel's shared I/O loop (borrowed: the
-                              channel's reference outlives the connection);
-                              NULL: the connection runs its own thread */
-  tri_loop_member member;  /* with `loop`: fd = epfd, attached from creation
-                              until the connection dies (tri_loop.h) */
-  int started;             /* loop only: the first step opened the socket */
+  pthread_t thread;       /* own I/O thread; unused when `loop` is set */
+  tri_loop *loop;         /* the channel's shared I/O loop (borrowed: the
+                             channel's reference outlives the connection);
+                             NULL: the connection runs its own thread */
+  tri_loop_member member; /* with `loop`: fd = epfd, attached from creation
+                             until the connection dies (tri_loop.h) */
+  int started;            /* loop only: the first step opened the socket */
   int fd, epfd, evfd;
   _Atomic int refs;
   tri_mpsc ops;

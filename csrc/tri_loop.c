@@ -19,7 +19,7 @@
 struct tri_loop {
   pthread_t thread;
   int epfd, evfd;
-  unsigned fork_gen;        /* tri_fork_generation() at creation */
+  unsigned fork_gen; /* tri_fork_generation() at creation */
   _Atomic int refs;
   _Atomic int wake_pending; /* the eventfd was written and not yet read */
   _Atomic int stop;         /* the last reference went: the thread returns */
@@ -113,7 +113,8 @@ static void *loop_main(void *arg) {
     int timeout = step_all(loop);
     if (atomic_load(&loop->stop) && !loop->members) break;
     int n = epoll_wait(loop->epfd, evs, EVENTS_MAX, timeout);
-    if (n < 0 && errno != EINTR) n = 0; /* EBADF etc. cannot happen while we own it */
+    if (n < 0 && errno != EINTR)
+      n = 0; /* EBADF etc. cannot happen while we own it */
     for (int i = 0; i < n; i++) {
       if (evs[i].data.ptr == loop) {
         uint64_t v;
@@ -163,11 +164,13 @@ static _Atomic(tri_loop *) abandoned;
 
 void tri_loop_unref(tri_loop *loop) {
   if (atomic_fetch_sub(&loop->refs, 1) != 1) return;
-  if (tri_fork_inherited(loop->fork_gen)) { /* no thread here: this process's fds only */
+  if (tri_fork_inherited(
+          loop->fork_gen)) { /* no thread here: this process's fds only */
     close(loop->evfd);
     close(loop->epfd);
     loop->next_abandoned = atomic_load(&abandoned);
-    while (!atomic_compare_exchange_weak(&abandoned, &loop->next_abandoned, loop)) {
+    while (!atomic_compare_exchange_weak(&abandoned, &loop->next_abandoned,
+                                         loop)) {
     }
     return;
   }
@@ -199,8 +202,11 @@ int tri_loop_attach(tri_loop *loop, tri_loop_member *m) {
 void tri_loop_wait_left(tri_loop *loop, tri_loop_member *m) {
   if (atomic_load(&m->left)) return;
   pthread_mutex_lock(&loop->lock);
-  while (!atomic_load(&m->left)) pthread_cond_wait(&loop->left_cond, &loop->lock);
+  while (!atomic_load(&m->left))
+    pthread_cond_wait(&loop->left_cond, &loop->lock);
   pthread_mutex_unlock(&loop->lock);
 }
 
-int tri_loop_member_count(tri_loop *loop) { return atomic_load(&loop->n_members); }
+int tri_loop_member_count(tri_loop *loop) {
+  return atomic_load(&loop->n_members);
+}

@@ -17,12 +17,14 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   tri_channel_opts_init(&o);
   tri_py_pems pems = {.n = 0};
   int rv = -1;
-  PyObject *loop_obj = kw ? PyDict_GetItemString(kw, "io_loop") : NULL; /* borrowed */
+  PyObject *loop_obj =
+      kw ? PyDict_GetItemString(kw, "io_loop") : NULL; /* borrowed */
   if (loop_obj) {
     kw = PyDict_Copy(kw); /* the table's walk must not see it */
     if (!kw || PyDict_DelItemString(kw, "io_loop") < 0) goto out;
     if (loop_obj != Py_None &&
-        !(o.io_loop = tri_py_ioloop(tri_get_state_from_type(Py_TYPE(self)), loop_obj)))
+        !(o.io_loop =
+              tri_py_ioloop(tri_get_state_from_type(Py_TYPE(self)), loop_obj)))
       goto out;
   }
   if (tri_py_set_channel_options(&o, kw, &pems) < 0) goto out;

@@ -12,10 +12,13 @@
 
 #include "../tri_loop.h"
 
+/* The macros are statements clang-format cannot see. */
+/* clang-format off */
 typedef struct {
   PyObject_HEAD
   tri_loop *loop;
 } IoLoopObject;
+/* clang-format on */
 
 static int ioloop_init(IoLoopObject *self, PyObject *args, PyObject *kwargs) {
   static char *kw[] = {NULL};
@@ -39,9 +42,11 @@ static void ioloop_dealloc(IoLoopObject *self) {
   if (self->loop) {
     tri_loop *loop = self->loop;
     self->loop = NULL;
+    /* clang-format off */
     Py_BEGIN_ALLOW_THREADS
     tri_loop_unref(loop);
     Py_END_ALLOW_THREADS
+    /* clang-format on */
   }
   tp->tp_free((PyObject *)self);
   Py_DECREF(tp);

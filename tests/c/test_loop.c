@@ -101,14 +101,16 @@ static void readiness_and_steps(void) {
   CHECK_EQ_INT(tri_loop_attach(loop, &a.m), 0);
   CHECK_EQ_INT(tri_loop_attach(loop, &b.m), 0);
   CHECK_EQ_INT(tri_loop_member_count(loop), 2);
-  CHECK(wait_for(&a.steps, 1) && wait_for(&b.steps, 1)); /* first step on attach */
+  CHECK(wait_for(&a.steps, 1) &&
+        wait_for(&b.steps, 1)); /* first step on attach */
   CHECK_EQ_INT(threads_now(), before + 1);
-  int a_ready = atomic_load(&a.ready_steps), b_ready = atomic_load(&b.ready_steps);
+  int a_ready = atomic_load(&a.ready_steps),
+      b_ready = atomic_load(&b.ready_steps);
   uint64_t one = 1;
   CHECK_EQ_INT(write(b.efd, &one, sizeof(one)), 8);
   CHECK(wait_for(&b.ready_steps, b_ready + 1));
   CHECK_EQ_INT(atomic_load(&a.ready_steps), a_ready); /* a's fd had nothing */
-  CHECK(atomic_load(&a.steps) >= 2);                  /* but a was stepped too */
+  CHECK(atomic_load(&a.steps) >= 2); /* but a was stepped too */
   /* A wake-up with no fd event steps everyone, ready = 0. */
   int a_steps = atomic_load(&a.steps), b_steps = atomic_load(&b.steps);
   tri_loop_wake(loop);
@@ -218,7 +220,8 @@ static void fork_child_does_not_join(void) {
   int status = 0;
   waitpid(pid, &status, 0);
   CHECK(WIFEXITED(status));
-  CHECK_EQ_INT(WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status), 0);
+  CHECK_EQ_INT(WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status),
+               0);
   /* The parent's loop is untouched. */
   atomic_store(&f.done_after, atomic_load(&f.steps) + 1);
   tri_loop_wake(forked_loop);
@@ -255,7 +258,8 @@ static void channels_share_a_loop(void) {
   tri_server *srv;
   CHECK_EQ_INT(tri_server_new(&srv, NULL), 0);
   if (tri_server_start(srv)) {
-    fprintf(stderr, "test_loop: server did not start: %s\n", tri_server_errstr(srv));
+    fprintf(stderr, "test_loop: server did not start: %s\n",
+            tri_server_errstr(srv));
     CHECK(0);
     tri_server_del(srv);
     return;
@@ -281,7 +285,8 @@ static void channels_share_a_loop(void) {
   tri_server_stop(srv);
   int code = unary(b);
   CHECK(code == TRI_CODE_UNAVAILABLE);
-  int stopped = threads_now(); /* the server's threads are gone, the loop's is not */
+  int stopped =
+      threads_now();  /* the server's threads are gone, the loop's is not */
   tri_channel_del(b); /* the last reference: the loop's thread is joined */
   CHECK_EQ_INT(threads_now(), stopped - 1);
   tri_server_del(srv);
