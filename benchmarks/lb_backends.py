@@ -1,7 +1,7 @@
 """Round robin over 1, 2 and 4 backends against one backend (issue 25), paired rounds.
 
     .venv/bin/python benchmarks/lb_backends.py [--rounds 8] [--seconds 2]
-        [--out benchmarks/results/2026-12-01-issue25]
+        [--out benchmarks/results/2026-12-01-issue25] [--arms one,rr2,rr2s,...] [--no-churn]
 
 Four embedded echo servers run in processes of their own (``python -m triple_py.server``).
 Every round runs each arm once, in an order that rotates from round to round, each in a
@@ -10,7 +10,11 @@ fresh child process:
 - Python (triple_py sync channel, 4 threads of 128 B unary calls): ``one`` (the baseline:
   ``127.0.0.1:P1``, the direct core call), ``rr1`` (``dns:///localhost:P1`` under
   round_robin: the balancer in front of one backend), ``rr2`` and ``rr4``
-  (``ipv4:`` lists of 2 and 4 servers under round_robin);
+  (``ipv4:`` lists of 2 and 4 servers under round_robin, a thread per backend:
+  ``triple.shared_io_thread`` off), ``rr2s`` and ``rr4s`` (the same with the backends'
+  connections on one shared I/O thread);
+- Python asyncio (4 tasks on one channel, the same calls): ``aio-one`` (baseline),
+  ``aio-rr2``, ``aio-rr2s``, ``aio-rr4``, ``aio-rr4s``;
 - C load generator (fastpath, 4 connections x 4 calls in flight): ``c-one``, ``c-rr2``,
   ``c-rr4`` (connection i -> server i % n).
 
@@ -30,7 +34,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -39,11 +43,34 @@ from triple_py.bench.paired import compare_pairs  # noqa: E402
 METHOD = "/benchmark.BenchmarkService/UnaryCall"
 
 PY_CHILD = r"""
-import json, sys, threading, time
-import triple_py
-target, seconds = sys.argv[1], float(sys.argv[2])
+import asyncio, json, sys, threading, time
+import triple_py, triple_py.aio
+target, seconds, shared = sys.argv[1], float(sys.argv[2]), sys.argv[4] != "0"
+api = sys.argv[5] if len(sys.argv) > 5 else "sync"
+options = [("grpc.lb_policy_name", "round_robin"), ("triple.shared_io_thread", shared)]
 payload = b"\x0a\x80\x01" + b"a" * 128
-with triple_py.insecure_channel(target, options=[("grpc.lb_policy_name", "round_robin")]) as ch:
+def report(n, t0, t1, c0, c1):
+    print(json.dumps({"qps": n / (t1 - t0), "cpu_us_per_call": (c1 - c0) / n * 1e6,
+                      "calls": n}))
+if api == "aio":
+    async def main():
+        async with triple_py.aio.insecure_channel(target, options=options) as ch:
+            call = ch.unary_unary(sys.argv[3])
+            for _ in range(300):
+                await call(payload, timeout=10)
+            stop = time.monotonic() + seconds
+            async def loop():
+                n = 0
+                while time.monotonic() < stop:
+                    await call(payload, timeout=10)
+                    n += 1
+                return n
+            t0, c0 = time.monotonic(), time.process_time()
+            counts = await asyncio.gather(*(loop() for _ in range(4)))
+            report(sum(counts), t0, time.monotonic(), c0, time.process_time())
+    asyncio.run(main())
+    sys.exit(0)
+with triple_py.insecure_channel(target, options=options) as ch:
     call = ch.unary_unary(sys.argv[3])
     for _ in range(300):
         call(payload, timeout=10)
@@ -59,10 +86,7 @@ with triple_py.insecure_channel(target, options=[("grpc.lb_policy_name", "round_
     t0, c0 = time.monotonic(), time.process_time()
     for t in threads: t.start()
     for t in threads: t.join()
-    t1, c1 = time.monotonic(), time.process_time()
-    n = sum(counts)
-    print(json.dumps({"qps": n / (t1 - t0), "cpu_us_per_call": (c1 - c0) / n * 1e6,
-                      "calls": n}))
+    report(sum(counts), t0, time.monotonic(), c0, time.process_time())
 """
 
 C_CHILD = r"""
@@ -121,6 +145,36 @@ with triple_py.insecure_channel("churn:///svc", options=[("grpc.lb_policy_name",
 """
 
 
+ARMS = ("one", "rr1", "rr2", "rr2s", "rr4", "rr4s", "aio-one", "aio-rr2", "aio-rr2s",
+        "aio-rr4", "aio-rr4s", "c-one", "c-rr2", "c-rr4")
+# Scenario -> (arm, baseline) pairs compared round by round: each against one backend, and
+# the shared I/O thread against a thread per backend.
+PAIRS = {
+    "python": [("rr1", "one"), ("rr2", "one"), ("rr4", "one"), ("rr2s", "one"),
+               ("rr4s", "one"), ("rr2s", "rr2"), ("rr4s", "rr4")],
+    "aio": [("aio-rr2", "aio-one"), ("aio-rr4", "aio-one"), ("aio-rr2s", "aio-one"),
+            ("aio-rr4s", "aio-one"), ("aio-rr2s", "aio-rr2"), ("aio-rr4s", "aio-rr4")],
+    "c": [("c-rr2", "c-one"), ("c-rr4", "c-one")],
+}
+
+
+def scenario_of(arm: str) -> str:
+    return "c" if arm.startswith("c-") else "aio" if arm.startswith("aio-") else "python"
+
+
+def arm_child(arm: str, targets: Dict[str, str]) -> Tuple[str, str, Tuple[str, ...]]:
+    """(child code, target, extra argv) of an arm: ``[aio-|c-]<one|rr1|rr2|rr4>[s]``; the
+    trailing ``s`` puts the backends on one shared I/O thread."""
+    scenario = scenario_of(arm)
+    base = arm.split("-", 1)[1] if scenario != "python" else arm
+    shared = base.endswith("s")
+    target = targets[base.rstrip("s")]
+    if scenario == "c":
+        return C_CHILD, target, ()
+    return PY_CHILD, target, ("1" if shared or base == "one" else "0",
+                              "aio" if scenario == "aio" else "sync")
+
+
 def start_server() -> Tuple[subprocess.Popen, int]:
     proc = subprocess.Popen([sys.executable, "-m", "triple_py.server", "--port", "0",
                              "--exit-on-stdin-eof"], cwd=ROOT, stdin=subprocess.PIPE,
@@ -129,6 +183,17 @@ def start_server() -> Tuple[subprocess.Popen, int]:
     if not line.startswith("LISTENING "):
         raise RuntimeError(f"server did not start: {line!r}")
     return proc, int(line.split()[1])
+
+
+def start_servers(n: int) -> List[Tuple[subprocess.Popen, int]]:
+    """n embedded echo servers, each in a process of its own."""
+    return [start_server() for _ in range(n)]
+
+
+def stop_servers(servers: List[Tuple[subprocess.Popen, int]]) -> None:
+    for proc, _ in servers:
+        proc.stdin.close()
+        proc.wait(timeout=10)
 
 
 def child(code: str, *args: str) -> dict:
@@ -144,39 +209,39 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/2026-12-01-issue25"))
+    parser.add_argument("--arms", default=",".join(ARMS),
+                        help="comma-separated subset of " + ",".join(ARMS))
+    parser.add_argument("--no-churn", action="store_true", help="skip the churn rounds")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    servers = [start_server() for _ in range(4)]
+    servers = start_servers(4)
     ports = [p for _, p in servers]
 
     def ipv4(n: int) -> str:
         return "ipv4:" + ",".join(f"127.0.0.1:{p}" for p in ports[:n])
-    arms: Dict[str, Tuple[str, str]] = {
-        "one": (PY_CHILD, f"127.0.0.1:{ports[0]}"), "rr1": (PY_CHILD, f"dns:///localhost:{ports[0]}"),
-        "rr2": (PY_CHILD, ipv4(2)), "rr4": (PY_CHILD, ipv4(4)),
-        "c-one": (C_CHILD, f"127.0.0.1:{ports[0]}"), "c-rr2": (C_CHILD, ipv4(2)),
-        "c-rr4": (C_CHILD, ipv4(4))}
+    targets = {"one": f"127.0.0.1:{ports[0]}", "rr1": f"dns:///localhost:{ports[0]}",
+               "rr2": ipv4(2), "rr4": ipv4(4)}
     qps: Dict[Tuple[str, str, int], float] = {}
     cpu: Dict[Tuple[str, str, int], float] = {}
-    names = list(arms)
+    names = args.arms.split(",")
+    churn = []
     try:
         with open(out / "rounds.jsonl", "w") as raw:
             for rnd in range(args.rounds):
                 order = names[rnd % len(names):] + names[:rnd % len(names)]
                 for arm in order:
-                    code, target = arms[arm]
-                    row = child(code, target, str(args.seconds), METHOD)
+                    code, target, extra = arm_child(arm, targets)
+                    row = child(code, target, str(args.seconds), METHOD, *extra)
                     row.update(round=rnd, arm=arm, target=target, at=time.time())
                     raw.write(json.dumps(row) + "\n")
                     raw.flush()
-                    scenario = "c" if arm.startswith("c-") else "python"
+                    scenario = scenario_of(arm)
                     qps[(scenario, arm, rnd)] = row["qps"]
                     cpu[(scenario, arm, rnd)] = row["cpu_us_per_call"]
-                    print(f"round {rnd} {arm:6s} {row['qps']:9.0f} calls/s "
+                    print(f"round {rnd} {arm:8s} {row['qps']:9.0f} calls/s "
                           f"{row['cpu_us_per_call']:7.1f} us CPU/call", flush=True)
-            churn = []
-            for rnd in range(3):
+            for rnd in range(0 if args.no_churn else 3):
                 for mode in ("0", "1"):
                     row = child(CHURN_CHILD, ",".join(map(str, ports)), "4", METHOD, mode)
                     row.update(round=rnd, arm="churn" if mode == "1" else "fixed")
@@ -184,20 +249,17 @@ def main() -> int:
                     churn.append(row)
                     print(row, flush=True)
     finally:
-        for proc, _ in servers:
-            proc.stdin.close()
-            proc.wait(timeout=10)
+        stop_servers(servers)
     lines = ["Paired ratios against the baseline of the same round (2-core shared VM; "
              "the servers run on the same 2 cores).", ""]
-    pairs_py = [(a, "one") for a in ("rr1", "rr2", "rr4")]
-    pairs_c = [("c-rr2", "c-one"), ("c-rr4", "c-one")]
     for what, values in (("QPS", qps), ("client CPU per call (arm / baseline: >1 means more CPU)", cpu)):
         lines.append(f"{what}:")
-        for row in (compare_pairs(values, pairs_py, ["python"])
-                    + compare_pairs(values, pairs_c, ["c"])):
-            lines.append(f"  {row.arm:6s} vs {row.baseline:6s} HL {row.estimate:.3f} "
-                         f"[{row.ci_low:.3f}, {row.ci_high:.3f}] ({row.confidence:.0%}) "
-                         f"p={row.p:.3f} median {row.median:.3f} {row.verdict or ''}")
+        for scenario, pairs in PAIRS.items():
+            pairs = [(a, b) for a, b in pairs if a in names and b in names]
+            for row in compare_pairs(values, pairs, [scenario]) if pairs else ():
+                lines.append(f"  {row.arm:8s} vs {row.baseline:8s} HL {row.estimate:.3f} "
+                             f"[{row.ci_low:.3f}, {row.ci_high:.3f}] ({row.confidence:.0%}) "
+                             f"p={row.p:.3f} median {row.median:.3f} {row.verdict or ''}")
     lines.append("Backends added/removed every 0.25 s under load (4 threads, round robin):")
     for row in churn:
         lines.append(f"  {row['arm']:5s} round {row['round']}: {row['calls']} calls, "

@@ -1,27 +1,99 @@
 """Instructions per unary call (callgrind) through the balancer against the direct core
-call (issue 25), sync and asyncio.
+call (issue 25), sync and asyncio; and, concurrently, over 2 and 4 backends with their
+connections on one shared I/O thread or a thread each.
 
-    .venv/bin/python benchmarks/lb_instructions.py
+    .venv/bin/python benchmarks/lb_instructions.py [--part sequential|backends|all]
 
 Uses ``python_instructions.per_call`` (N sequential 128 B calls under callgrind, two values
 of N, the difference cancels start-up) on two targets of one embedded echo server:
 ``127.0.0.1:P`` (one endpoint: the channel calls the core directly) and
 ``ipv4:127.0.0.1:P,127.0.0.1:P`` (a list: the channel goes through ``_balancer.Balancer``,
 pick_first over the one backend the repeated address makes).
+
+``backends``: four embedded echo servers (processes of their own, not counted); a child
+under callgrind makes 4 x N calls from 4 threads (``sync``) or 4 tasks (``aio``) on one
+channel, for two values of N, over ``one`` (127.0.0.1:P1) or ``ipv4:`` lists of 2 or 4
+servers under round_robin, ``triple.shared_io_thread`` on (``rr2s``, ``rr4s``) or off
+(``rr2``, ``rr4``).  Every thread of the child is counted (callers, I/O threads).  Valgrind
+runs one thread at a time, so how calls meet in time is not the machine's; the arms share
+that condition.
 """
 from __future__ import annotations
 
+import argparse
+import re
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import List
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(1, str(ROOT))
+from lb_backends import METHOD, start_servers, stop_servers  # noqa: E402
+from lb_syscalls import arms  # noqa: E402
 from python_instructions import per_call  # noqa: E402
 from triple_py.testing import EchoServer  # noqa: E402
 
+CONCURRENT = r"""
+import asyncio, sys, threading
+import triple_py, triple_py.aio
+target, shared, api, calls, method = sys.argv[1], sys.argv[2] == "1", sys.argv[3], int(sys.argv[4]), sys.argv[5]
+options = [("grpc.lb_policy_name", "round_robin"), ("triple.shared_io_thread", shared)]
+payload = b"\x0a\x80\x01" + b"a" * 128
+if api == "aio":
+    async def main():
+        async with triple_py.aio.insecure_channel(target, options=options) as ch:
+            call = ch.unary_unary(method)
+            async def loop():
+                for _ in range(calls):
+                    await call(payload, timeout=60)
+            await asyncio.gather(*(loop() for _ in range(4)))
+    asyncio.run(main())
+else:
+    with triple_py.insecure_channel(target, options=options) as ch:
+        call = ch.unary_unary(method)
+        def loop():
+            for _ in range(calls):
+                call(payload, timeout=60)
+        threads = [threading.Thread(target=loop) for _ in range(4)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+print("CALLS", 4 * calls)
+"""
+PER_TASK = (50, 300)  # calls per thread or task in the two runs
 
-def main() -> int:
+
+def counted(target: str, shared: str, api: str, calls: int) -> int:
+    """Instructions of one callgrind run of the concurrent child (every thread)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg.out",
+             sys.executable, "-c", CONCURRENT, target, shared, api, str(calls), METHOD],
+            capture_output=True, text=True, timeout=1800, cwd=ROOT)
+    collected = re.search(r"Collected : (\d+)", proc.stderr)
+    if proc.returncode or not collected or f"CALLS {4 * calls}" not in proc.stdout:
+        raise RuntimeError(f"callgrind run failed: {(proc.stdout + proc.stderr)[-400:]}")
+    return int(collected.group(1))
+
+
+def backends(api_names: List[str]) -> None:
+    servers = start_servers(4)
+    try:
+        table = arms([p for _, p in servers])
+        for api in api_names:
+            for arm, (target, shared) in table.items():
+                totals: List[int] = [counted(target, shared, api, n) for n in PER_TASK]
+                value = (totals[1] - totals[0]) / (4 * (PER_TASK[1] - PER_TASK[0]))
+                print(f"{api:5s} {arm:5s} {value:>10,.0f} instructions/call (totals "
+                      f"{totals[0]:,} / {totals[1]:,} for {4 * PER_TASK[0]} / "
+                      f"{4 * PER_TASK[1]} calls)", flush=True)
+    finally:
+        stop_servers(servers)
+
+
+def sequential() -> None:
     with EchoServer() as server:
         targets = {"direct": f"127.0.0.1:{server.port}",
                    "balancer": f"ipv4:127.0.0.1:{server.port},127.0.0.1:{server.port}"}
@@ -30,6 +102,17 @@ def main() -> int:
                 value, totals = per_call(ROOT, arm, target)
                 print(f"{arm:5s} {name:9s} {value:>10,.0f} instructions/call (totals "
                       f"{totals[0]:,} / {totals[1]:,})", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("sequential", "backends", "all"), default="all")
+    parser.add_argument("--apis", default="sync,aio", help="backends part: sync,aio")
+    args = parser.parse_args()
+    if args.part in ("sequential", "all"):
+        sequential()
+    if args.part in ("backends", "all"):
+        backends(args.apis.split(","))
     return 0
 
 

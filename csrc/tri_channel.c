@@ -14,6 +14,7 @@
 #include "tri_conn.h"
 #include "tri_error.h"
 #include "tri_fork.h"
+#include "tri_loop.h"
 #include "tri_int.h"
 #include "tri_options.h"
 #include "tri_wire.h"
@@ -114,6 +115,7 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
   pthread_mutex_init(&ch->spare_lock, NULL);
   for (int i = 0; i < 2; i++) tri_arena_init(&ch->spare[i], &ch->stats);
   tri_mpsc_init(&ch->completions);
+  if (ch->opts.io_loop) tri_loop_ref(ch->opts.io_loop);
   *out = ch;
   return 0;
 }
@@ -286,6 +288,8 @@ void tri_channel_del(tri_channel *ch) {
   pthread_mutex_destroy(&ch->call_lock);
   pthread_mutex_destroy(&ch->poll_lock);
   close(ch->notify_fd);
+  /* Last: its connections have left it (joined above). */
+  if (ch->opts.io_loop) tri_loop_unref(ch->opts.io_loop);
   tri_mem_free(ch->strings);
   tri_mem_free(ch);
 }

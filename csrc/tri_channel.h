@@ -81,6 +81,16 @@ typedef struct tri_channel_opts {
   uint32_t max_reconnect_backoff_ms;     /* 120000 */
   uint32_t min_connect_timeout_ms;       /* grpc.min_reconnect_backoff_ms: the
                                             least time an attempt gets (20000) */
+  /* I/O threads (tri_conn.h, tri_loop.h). */
+  struct tri_loop *io_loop;    /* NULL (default): each connection runs its own
+                                  I/O thread; else its connections, this one's
+                                  and every reconnect's, run on this shared
+                                  loop.  tri_channel_new takes a reference of
+                                  its own, dropped by tri_channel_del. */
+  int shared_io_thread;        /* for the layer that creates several channels
+                                  for one target's backends (the Python
+                                  balancer): 1 = give them one io_loop.  A
+                                  channel alone does nothing with it. */
   char *error_out;             /* optional: why tri_channel_new failed */
   size_t error_out_len;
 } tri_channel_opts;

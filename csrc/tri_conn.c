@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,6 +49,10 @@ int tri__conn_unusable(tri_conn *conn) { return atomic_load(&conn->unusable); }
 
 static void wake(tri_conn *conn) {
   if (atomic_exchange(&conn->wake_pending, 1)) return; /* already pending */
+  if (conn->loop) { /* shared thread: one eventfd write for all its members */
+    if (tri_loop_wake(conn->loop)) TRI_STATS_ADD(conn->stats, wakeups, 1);
+    return;
+  }
   uint64_t one = 1;
   ssize_t w = write(conn->evfd, &one, sizeof(one));
   (void)w;
@@ -57,7 +62,9 @@ static void wake(tri_conn *conn) {
 /* The connection whose I/O thread this is (NULL on other threads). */
 static __thread tri_conn *io_self;
 
-int tri__conn_on_io_thread(void) { return io_self != NULL; }
+int tri__conn_on_io_thread(void) {
+  return io_self != NULL || tri_loop_on_thread();
+}
 
 int tri__conn_push(tri_conn *conn, tri_node *node) {
   if (io_self == conn) { /* from an I/O hook: processed before we sleep */
@@ -1288,15 +1295,9 @@ static void release_io_resources(tri_conn *conn) {
   tri__channel_arena_put(conn->ch, &conn->arena);
 }
 
-static void *conn_main(void *arg) {
-  tri_conn *conn = arg;
-  io_self = conn;
-  /* A peer that closes while we write must give EPIPE, not kill a host
-   * process that never ignored SIGPIPE (OpenSSL writes with plain write()). */
-  sigset_t pipe;
-  sigemptyset(&pipe);
-  sigaddset(&pipe, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe, NULL);
+/* Opens the socket and the session (the thread's or the loop's first
+ * step); a failure kills the connection. */
+static void conn_start(tri_conn *conn) {
   int rv = open_socket(conn);
   if (rv == 0) rv = start_session(conn);
   if (rv) {
@@ -1305,53 +1306,69 @@ static void *conn_main(void *arg) {
     die(conn, rv == TRI_ERR_NOMEM ? TRI_CODE_RESOURCE_EXHAUSTED : TRI_CODE_UNAVAILABLE,
         conn->errstr);
   }
+}
+
+/* How long the next wait may last (ms; -1: until an event). */
+static int conn_timeout(tri_conn *conn) {
+  if (conn->self_pushed) return 0;
+  int timeout = next_timeout_ms(conn);
+  if (conn->hook_ms >= 0 && (timeout < 0 || conn->hook_ms < timeout))
+    timeout = conn->hook_ms;
+  return timeout;
+}
+
+/* One loop iteration: waits up to `timeout` ms for events on the
+ * connection's epoll (-2: does not look at it), handles them, then does the
+ * iteration's work (after_events).  Returns nonzero once it is dead. */
+static int conn_iterate(tri_conn *conn, int timeout) {
   struct epoll_event evs[4];
-  while (!conn->dead) {
-    int timeout = next_timeout_ms(conn);
-    if (conn->hook_ms >= 0 && (timeout < 0 || conn->hook_ms < timeout))
-      timeout = conn->hook_ms;
-    if (conn->self_pushed) timeout = 0;
-    int n = epoll_wait(conn->epfd, evs, 4, timeout);
-    if (n < 0 && errno != EINTR) {
-      die(conn, TRI_CODE_UNAVAILABLE, "epoll_wait failed");
-      break;
-    }
-    for (int i = 0; i < n && !conn->dead; i++) {
-      if (evs[i].data.fd == conn->evfd) {
-        uint64_t v;
-        ssize_t r = read(conn->evfd, &v, sizeof(v));
-        (void)r;
-        atomic_store(&conn->wake_pending, 0);
-        continue;
-      }
-      if (evs[i].data.fd == conn->tfd) {
-        uint64_t v;
-        ssize_t r = read(conn->tfd, &v, sizeof(v));
-        (void)r;
-        conn->tfd_armed = 0;
-        continue;
-      }
-      if (conn->fd < 0) {
-        dial_event(conn, evs[i].data.fd);
-        continue;
-      }
-      if (conn->handshaking) {
-        tls_step(conn);
-      } else if (!conn->connected &&
-                 (evs[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
-        check_connected(conn);
-      }
-      if (!conn->dead && conn->connected &&
-          (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
-        read_in(conn);
-    }
-    if (atomic_load(&conn->shutdown_req)) {
-      die(conn, TRI_CODE_CANCELLED, "Channel closed");
-      break;
-    }
-    if (conn->dead) break;
-    after_events(conn);
+  int n = 0;
+  if (timeout != -2) n = epoll_wait(conn->epfd, evs, 4, timeout);
+  if (n < 0 && errno != EINTR) {
+    die(conn, TRI_CODE_UNAVAILABLE, "epoll_wait failed");
+    return 1;
   }
+  for (int i = 0; i < n && !conn->dead; i++) {
+    if (evs[i].data.fd == conn->evfd) {
+      uint64_t v;
+      ssize_t r = read(conn->evfd, &v, sizeof(v));
+      (void)r;
+      atomic_store(&conn->wake_pending, 0);
+      continue;
+    }
+    if (evs[i].data.fd == conn->tfd) {
+      uint64_t v;
+      ssize_t r = read(conn->tfd, &v, sizeof(v));
+      (void)r;
+      conn->tfd_armed = 0;
+      continue;
+    }
+    if (conn->fd < 0) {
+      dial_event(conn, evs[i].data.fd);
+      continue;
+    }
+    if (conn->handshaking) {
+      tls_step(conn);
+    } else if (!conn->connected &&
+               (evs[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+      check_connected(conn);
+    }
+    if (!conn->dead && conn->connected &&
+        (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+      read_in(conn);
+  }
+  if (atomic_load(&conn->shutdown_req)) {
+    if (!conn->dead) die(conn, TRI_CODE_CANCELLED, "Channel closed");
+    return 1;
+  }
+  if (conn->dead) return 1;
+  after_events(conn);
+  return conn->dead;
+}
+
+/* The thread's (or the loop's) last act: frees the session, TLS state and
+ * descriptors, and marks the connection exited. */
+static void conn_end(tri_conn *conn) {
   if (conn->sess) {
     nghttp2_session_del(conn->sess);
     conn->sess = NULL;
@@ -1367,7 +1384,50 @@ static void *conn_main(void *arg) {
   tri_dial_end(&conn->dial);
   release_io_resources(conn);
   atomic_store(&conn->exited, 1);
+}
+
+static void *conn_main(void *arg) {
+  tri_conn *conn = arg;
+  io_self = conn;
+  /* A peer that closes while we write must give EPIPE, not kill a host
+   * process that never ignored SIGPIPE (OpenSSL writes with plain write()). */
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, NULL);
+  conn_start(conn);
+  while (!conn->dead && !conn_iterate(conn, conn_timeout(conn))) {
+  }
+  conn_end(conn);
   return NULL;
+}
+
+#define MEMBER_CONN(m) ((tri_conn *)((char *)(m)-offsetof(tri_conn, member)))
+
+/* A shared loop's turn for this connection (loop thread, tri_loop.h): the
+ * body of conn_main's loop without the wait; the loop waits for everyone. */
+static int loop_step(tri_loop_member *m, int ready) {
+  tri_conn *conn = MEMBER_CONN(m);
+  io_self = conn;
+  if (!conn->started) {
+    conn->started = 1;
+    conn_start(conn);
+  }
+  /* Before the queue is taken (after_events): a push after this wakes the
+   * loop again. */
+  atomic_store(&conn->wake_pending, 0);
+  int t = TRI_LOOP_DONE;
+  if (!conn->dead && !conn_iterate(conn, ready ? 0 : -2))
+    t = conn_timeout(conn);
+  io_self = NULL;
+  return t;
+}
+
+static void loop_leave(tri_loop_member *m) {
+  tri_conn *conn = MEMBER_CONN(m);
+  io_self = conn;
+  conn_end(conn);
+  io_self = NULL;
 }
 
 /* The state every connection starts with (no descriptors yet).  NULL when
@@ -1396,6 +1456,7 @@ static tri_conn *conn_alloc(tri_channel *ch) {
 }
 
 int tri__conn_new(tri_conn **out, tri_channel *ch, int64_t connect_deadline) {
+  int rv = TRI_ERR_SYSTEM;
   tri_conn *conn = conn_alloc(ch);
   if (!conn) return TRI_ERR_NOMEM;
   conn->connect_deadline = connect_deadline;
@@ -1403,18 +1464,30 @@ int tri__conn_new(tri_conn **out, tri_channel *ch, int64_t connect_deadline) {
   conn->rbuf_cap = RBUF_SIZE;
   conn->rbuf = tri__channel_spare_take(ch, TRI_SPARE_RBUF);
   if (!conn->rbuf) conn->rbuf = tri_mem_alloc(&ch->stats, conn->rbuf_cap);
+  conn->loop = ch->opts.io_loop;
   conn->epfd = epoll_create1(EPOLL_CLOEXEC);
-  conn->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  /* On a shared loop, wake-ups go to the loop's eventfd. */
+  if (!conn->loop) conn->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   conn->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (!conn->out.e || !conn->out.staging || !conn->rbuf || conn->epfd < 0 ||
-      (ch->ssl_ctx && !conn->tls_out) ||
-      conn->evfd < 0 || conn->tfd < 0)
+      (ch->ssl_ctx && !conn->tls_out) || (!conn->loop && conn->evfd < 0) ||
+      conn->tfd < 0)
     goto fail;
   struct epoll_event ev = {.events = EPOLLIN, .data.fd = conn->evfd};
-  if (epoll_ctl(conn->epfd, EPOLL_CTL_ADD, conn->evfd, &ev)) goto fail;
+  if (!conn->loop && epoll_ctl(conn->epfd, EPOLL_CTL_ADD, conn->evfd, &ev))
+    goto fail;
   struct epoll_event tev = {.events = EPOLLIN, .data.fd = conn->tfd};
   if (epoll_ctl(conn->epfd, EPOLL_CTL_ADD, conn->tfd, &tev)) goto fail;
-  if (tri_thread_create(&conn->thread, conn_main, conn)) goto fail;
+  if (conn->loop) {
+    conn->member.fd = conn->epfd;
+    conn->member.step = loop_step;
+    conn->member.leave = loop_leave;
+    /* A loop made before fork() has no thread here: TRI_ERR_FORKED says so. */
+    rv = tri_loop_attach(conn->loop, &conn->member);
+    if (rv) goto fail;
+  } else if (tri_thread_create(&conn->thread, conn_main, conn)) {
+    goto fail;
+  }
   TRI_STATS_ADD(&ch->stats, connects, 1);
   *out = conn;
   return 0;
@@ -1428,12 +1501,13 @@ fail:
   tri__channel_spare_put(ch, TRI_SPARE_OUT, conn->out.e);
   tri__channel_arena_put(ch, &conn->arena);
   tri_mem_free(conn);
-  return TRI_ERR_SYSTEM;
+  return rv;
 }
 
 void tri__conn_join(tri_conn *conn) {
   if (conn->joined) return;
-  pthread_join(conn->thread, NULL);
+  if (conn->loop) tri_loop_wait_left(conn->loop, &conn->member);
+  else pthread_join(conn->thread, NULL);
   conn->joined = 1;
 }
 

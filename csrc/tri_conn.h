@@ -29,6 +29,17 @@
  *  - keepalive (off by default, as in grpcio): a PING after keepalive_time_ms
  *    without reading anything; no ACK within keepalive_timeout_ms kills it.
  *
+ * Shared I/O thread: a channel given a tri_loop (tri_channel_opts.io_loop)
+ * runs its connections on that loop's thread instead of one thread each.
+ * The connection is then a loop member: the loop's outer epoll watches its
+ * epfd, and each loop turn runs one iteration of the same body as the own
+ * thread's loop (conn_iterate: events without waiting, ops, timers, output).
+ * Its wake-ups go to the loop's eventfd, coalesced by the connection's
+ * wake_pending and then the loop's flag, so calls to several backends share
+ * one wake-up; it has no eventfd of its own.  The per-call path takes no lock
+ * in either mode.  "Thread exits" below means "leaves the loop" for such a
+ * connection, and joining waits for that (tri_loop_wait_left).
+ *
  * Lifetime: created by the channel (reference 1 held by the channel), plus
  * one reference per call bound to it.  When it dies (peer gone, protocol
  * error, shutdown) every in-flight call completes with a status, later pushes
@@ -48,13 +59,20 @@
 #include "tri_dial.h"
 #include "tri_hpack_filter.h"
 #include "tri_int.h"
+#include "tri_loop.h"
 #include "tri_outq.h"
 #include "tri_tls.h"
 
 struct tri_conn {
   tri_channel *ch; /* borrowed; outlives the connection */
   tri_stats *stats;
-  pthread_t thread;
+  pthread_t thread;       /* own I/O thread; unused when `loop` is set */
+  tri_loop *loop;         /* the channel's shared I/O loop (borrowed: the
+                             channel's reference outlives the connection);
+                             NULL: the connection runs its own thread */
+  tri_loop_member member; /* with `loop`: fd = epfd, attached from creation
+                             until the connection dies (tri_loop.h) */
+  int started;            /* loop only: the first step opened the socket */
   int fd, epfd, evfd;
   _Atomic int refs;
   tri_mpsc ops;
@@ -119,15 +137,17 @@ struct tri_conn {
 
 /* Creates a connection and starts its I/O thread, which connects at once.
  * `connect_deadline` (CLOCK_MONOTONIC ns; 0 = none) bounds the attempt: it
- * fails unless the server's SETTINGS arrived by then.  Returns 0,
- * TRI_ERR_NOMEM or TRI_ERR_SYSTEM.  *out holds the channel's reference. */
+ * fails unless the server's SETTINGS arrived by then.  On a channel with an
+ * io_loop it attaches to the loop instead of starting a thread.  Returns 0,
+ * TRI_ERR_NOMEM, TRI_ERR_SYSTEM, or TRI_ERR_FORKED (the loop was made before
+ * fork(): no thread runs it here).  *out holds the channel's reference. */
 int tri__conn_new(tri_conn **out, tri_channel *ch, int64_t connect_deadline);
 /* Queues an op for the I/O thread and wakes it; pushed from that I/O thread
  * itself (an I/O hook), it only marks the loop to run again without sleeping. */
 int tri__conn_push(tri_conn *conn, tri_node *node);
 /* Wakes the I/O thread once with no op (it calls the channel's I/O hook). */
 void tri__conn_kick(tri_conn *conn);
-/* Nonzero on an I/O thread (of any connection). */
+/* Nonzero on an I/O thread (of any connection, or a shared loop's). */
 int tri__conn_on_io_thread(void);
 int tri__conn_unusable(tri_conn *conn);
 void tri__conn_shutdown(tri_conn *conn);

@@ -472,6 +472,10 @@ class Channel:
                        certificate_chain=credentials.certificate_chain)
         core_kwargs: dict[str, Any] = {**self._options.core_kwargs(), "authority": authority,
                                        **tls}
+        if one is None and self._options.shared_io_thread:
+            # Several backends: their connections share one I/O thread (one wake-up
+            # for calls to all of them; notes/issue25-sharedio.md).
+            core_kwargs["io_loop"] = _triple.IoLoop()
 
         def make_core(endpoint: Endpoint) -> Any:
             """One backend: a core channel to ``endpoint``."""

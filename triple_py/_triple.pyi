@@ -54,10 +54,21 @@ class Call:
     def metadata(self) -> tuple[_Metadata, _Metadata]: ...
 
 
-class Channel:
-    """The C core's channel; the keyword options are the names of CHANNEL_OPTIONS."""
+class IoLoop:
+    """One I/O thread shared by the connections of every Channel created with
+    ``io_loop=`` this loop (csrc/tri_loop.h); it ends with the last of them."""
 
-    def __init__(self, host: str, port: str, /, **options: _OptionValue) -> None: ...
+    def __init__(self) -> None: ...
+    @property
+    def members(self) -> int: ...
+
+
+class Channel:
+    """The C core's channel; the keyword options are the names of CHANNEL_OPTIONS, and
+    ``io_loop`` runs its connections on a shared IoLoop instead of a thread each."""
+
+    def __init__(self, host: str, port: str, /, io_loop: Optional[IoLoop] = None,
+                 **options: _OptionValue) -> None: ...
     @property
     def closed(self) -> bool: ...
     def call(self, path: str, request: Optional[Buffer] = None,

@@ -16,6 +16,7 @@ typedef struct {
   PyTypeObject *call_type;
   PyTypeObject *echo_server_type; /* server_type.c */
   PyTypeObject *hist_type;        /* hist_type.c */
+  PyTypeObject *ioloop_type;      /* ioloop_type.c */
   tri_stats retired; /* counters of channels already deallocated */
 } tri_module_state;
 
@@ -41,6 +42,10 @@ int tri_channel_type_init(PyObject *module, tri_module_state *st);
 int tri_call_type_init(PyObject *module, tri_module_state *st);
 int tri_server_type_init(PyObject *module, tri_module_state *st);
 int tri_hist_type_init(PyObject *module, tri_module_state *st);
+int tri_ioloop_type_init(PyObject *module, tri_module_state *st);
+/* The tri_loop of an IoLoop (borrowed from it), or NULL with an exception. */
+struct tri_loop;
+struct tri_loop *tri_py_ioloop(tri_module_state *st, PyObject *obj);
 
 /* Creates the heap type of `spec` into *slot (a strong reference held by the
  * module state) and adds it to `module` as `name`.  Returns 0 or -1. */

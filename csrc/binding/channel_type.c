@@ -2,8 +2,10 @@
 #include "binding.h"
 #include "../tri_connectivity.h"
 
-/* Channel(host, port, /, **options): the options are the rows of the table
- * (csrc/tri_options.h, _triple.CHANNEL_OPTIONS), by name; None keeps a default. */
+/* Channel(host, port, /, io_loop=None, **options): the options are the rows
+ * of the table (csrc/tri_options.h, _triple.CHANNEL_OPTIONS), by name; None
+ * keeps a default.  io_loop, an IoLoop, runs the connections on that shared
+ * thread (the channel holds a reference of the loop). */
 static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   const char *host, *port;
   if (!PyArg_ParseTuple(args, "ss:Channel", &host, &port)) return -1;
@@ -15,6 +17,16 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
   tri_channel_opts_init(&o);
   tri_py_pems pems = {.n = 0};
   int rv = -1;
+  PyObject *loop_obj =
+      kw ? PyDict_GetItemString(kw, "io_loop") : NULL; /* borrowed */
+  if (loop_obj) {
+    kw = PyDict_Copy(kw); /* the table's walk must not see it */
+    if (!kw || PyDict_DelItemString(kw, "io_loop") < 0) goto out;
+    if (loop_obj != Py_None &&
+        !(o.io_loop =
+              tri_py_ioloop(tri_get_state_from_type(Py_TYPE(self)), loop_obj)))
+      goto out;
+  }
   if (tri_py_set_channel_options("Channel", &o, kw, &pems) < 0) goto out;
   char err[256] = "";
   o.error_out = err;
@@ -31,6 +43,7 @@ static int channel_init(ChannelObject *self, PyObject *args, PyObject *kw) {
 out:
   /* The PEM bytes were copied into OpenSSL objects (or not needed). */
   tri_py_release_pems(&pems);
+  if (loop_obj) Py_XDECREF(kw); /* our copy */
   return rv;
 }
 

@@ -130,6 +130,7 @@ static int mod_exec(PyObject *m) {
   if (tri_call_type_init(m, st) < 0) return -1;
   if (tri_server_type_init(m, st) < 0) return -1;
   if (tri_hist_type_init(m, st) < 0) return -1;
+  if (tri_ioloop_type_init(m, st) < 0) return -1;
   if (PyModule_AddStringConstant(m, "CORE_VERSION", TRIPLE_VERSION) < 0 ||
       PyModule_AddStringConstant(m, "USER_AGENT", TRI_USER_AGENT) < 0 ||
       PyModule_AddIntConstant(m, "CLIENT_STREAMING", TRI_CALL_CLIENT_STREAMING) < 0 ||
@@ -171,6 +172,7 @@ static int mod_traverse(PyObject *m, visitproc visit, void *arg) {
   Py_VISIT(st->call_type);
   Py_VISIT(st->echo_server_type);
   Py_VISIT(st->hist_type);
+  Py_VISIT(st->ioloop_type);
   return 0;
 }
 
@@ -180,6 +182,7 @@ static int mod_clear(PyObject *m) {
   Py_CLEAR(st->call_type);
   Py_CLEAR(st->echo_server_type);
   Py_CLEAR(st->hist_type);
+  Py_CLEAR(st->ioloop_type);
   return 0;
 }
 

@@ -33,6 +33,7 @@ void test_hpack_filter(void);
 void test_sched(void);
 void test_failmalloc(void);
 void test_options(void);
+void test_loop(void);
 
 static const struct {
   const char *name;
@@ -58,7 +59,8 @@ static const struct {
               {"hpack_filter", test_hpack_filter},
               {"sched", test_sched},
               {"failmalloc", test_failmalloc},
-              {"options", test_options}};
+              {"options", test_options},
+              {"loop", test_loop}};
 
 /* Runs every suite, or only those named on the command line. */
 int main(int argc, char **argv) {

@@ -1,0 +1,212 @@
+/*
+ * tri_loop.c: one I/O thread shared by several members (see tri_loop.h).
+ */
+#include "tri_loop.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "tri_error.h"
+#include "tri_fork.h"
+#include "tri_mem.h"
+#include "tri_thread.h"
+
+#define EVENTS_MAX 64
+
+struct tri_loop {
+  pthread_t thread;
+  int epfd, evfd;
+  unsigned fork_gen; /* tri_fork_generation() at creation */
+  _Atomic int refs;
+  _Atomic int wake_pending; /* the eventfd was written and not yet read */
+  _Atomic int stop;         /* the last reference went: the thread returns */
+  _Atomic int n_members;    /* attached and not yet left */
+  pthread_mutex_t lock;     /* guards `joining` and members' `left` */
+  pthread_cond_t left_cond; /* broadcast when a member has left */
+  tri_loop_member *joining; /* attached, not yet taken by the thread */
+  tri_loop_member *members; /* loop thread only, in attach order */
+  tri_loop *next_abandoned; /* fork children: the abandoned list */
+};
+
+static __thread int on_loop_thread;
+
+int tri_loop_on_thread(void) { return on_loop_thread; }
+
+int tri_loop_wake(tri_loop *loop) {
+  if (atomic_exchange(&loop->wake_pending, 1)) return 0;
+  uint64_t one = 1;
+  ssize_t w = write(loop->evfd, &one, sizeof(one));
+  (void)w;
+  return 1;
+}
+
+/* Moves the newly attached members to the end of `members` and into the
+ * outer epoll (data.ptr = member).  A member whose fd cannot be watched
+ * still gets its steps: it runs on timeouts and wake-ups alone. */
+static void take_joining(tri_loop *loop) {
+  pthread_mutex_lock(&loop->lock);
+  tri_loop_member *j = loop->joining;
+  loop->joining = NULL;
+  pthread_mutex_unlock(&loop->lock);
+  tri_loop_member *rev = NULL; /* joining is LIFO: restore attach order */
+  while (j) {
+    tri_loop_member *n = j->next;
+    j->next = rev;
+    rev = j;
+    j = n;
+  }
+  tri_loop_member **tail = &loop->members;
+  while (*tail) tail = &(*tail)->next;
+  *tail = rev;
+  for (tri_loop_member *m = rev; m; m = m->next) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = m};
+    if (m->fd >= 0) epoll_ctl(loop->epfd, EPOLL_CTL_ADD, m->fd, &ev);
+    m->ready = 1; /* its first step looks at whatever is there */
+  }
+}
+
+static void member_left(tri_loop *loop, tri_loop_member *m) {
+  if (m->fd >= 0) epoll_ctl(loop->epfd, EPOLL_CTL_DEL, m->fd, NULL);
+  if (m->leave) m->leave(m);
+  atomic_fetch_sub(&loop->n_members, 1);
+  pthread_mutex_lock(&loop->lock);
+  atomic_store(&m->left, 1); /* m may be freed from here on */
+  pthread_cond_broadcast(&loop->left_cond);
+  pthread_mutex_unlock(&loop->lock);
+}
+
+/* Steps every member once; returns the loop's next epoll timeout (ms). */
+static int step_all(tri_loop *loop) {
+  int timeout = -1;
+  tri_loop_member **pp = &loop->members;
+  while (*pp) {
+    tri_loop_member *m = *pp;
+    int ready = m->ready;
+    m->ready = 0;
+    int t = m->step(m, ready);
+    if (t == TRI_LOOP_DONE) {
+      *pp = m->next;
+      member_left(loop, m);
+      continue;
+    }
+    if (t >= 0 && (timeout < 0 || t < timeout)) timeout = t;
+    pp = &m->next;
+  }
+  return timeout;
+}
+
+static void *loop_main(void *arg) {
+  tri_loop *loop = arg;
+  on_loop_thread = 1;
+  /* As on a connection's own thread: a peer that closes while we write must
+   * give EPIPE, not kill the process. */
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, NULL);
+  struct epoll_event evs[EVENTS_MAX];
+  for (;;) {
+    take_joining(loop);
+    int timeout = step_all(loop);
+    if (atomic_load(&loop->stop) && !loop->members) break;
+    int n = epoll_wait(loop->epfd, evs, EVENTS_MAX, timeout);
+    if (n < 0 && errno != EINTR)
+      n = 0; /* EBADF etc. cannot happen while we own it */
+    for (int i = 0; i < n; i++) {
+      if (evs[i].data.ptr == loop) {
+        uint64_t v;
+        ssize_t r = read(loop->evfd, &v, sizeof(v));
+        (void)r;
+        atomic_store(&loop->wake_pending, 0);
+      } else {
+        ((tri_loop_member *)evs[i].data.ptr)->ready = 1;
+      }
+    }
+  }
+  return NULL;
+}
+
+int tri_loop_new(tri_loop **out) {
+  tri_loop *loop = tri_mem_calloc(NULL, 1, sizeof(*loop));
+  if (!loop) return TRI_ERR_NOMEM;
+  atomic_init(&loop->refs, 1);
+  loop->fork_gen = tri_fork_generation();
+  loop->epfd = epoll_create1(EPOLL_CLOEXEC);
+  loop->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = loop};
+  if (loop->epfd < 0 || loop->evfd < 0 ||
+      epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->evfd, &ev))
+    goto fail;
+  pthread_mutex_init(&loop->lock, NULL);
+  pthread_cond_init(&loop->left_cond, NULL);
+  if (tri_thread_create(&loop->thread, loop_main, loop)) {
+    pthread_mutex_destroy(&loop->lock);
+    pthread_cond_destroy(&loop->left_cond);
+    goto fail;
+  }
+  *out = loop;
+  return 0;
+fail:
+  if (loop->epfd >= 0) close(loop->epfd);
+  if (loop->evfd >= 0) close(loop->evfd);
+  tri_mem_free(loop);
+  return TRI_ERR_SYSTEM;
+}
+
+void tri_loop_ref(tri_loop *loop) { atomic_fetch_add(&loop->refs, 1); }
+
+/* Loops inherited across fork() whose last reference went in the child:
+ * reachable, so leak checkers do not count them. */
+static _Atomic(tri_loop *) abandoned;
+
+void tri_loop_unref(tri_loop *loop) {
+  if (atomic_fetch_sub(&loop->refs, 1) != 1) return;
+  if (tri_fork_inherited(
+          loop->fork_gen)) { /* no thread here: this process's fds only */
+    close(loop->evfd);
+    close(loop->epfd);
+    loop->next_abandoned = atomic_load(&abandoned);
+    while (!atomic_compare_exchange_weak(&abandoned, &loop->next_abandoned,
+                                         loop)) {
+    }
+    return;
+  }
+  atomic_store(&loop->stop, 1);
+  uint64_t one = 1; /* unconditionally: a pending flag may be stale */
+  ssize_t w = write(loop->evfd, &one, sizeof(one));
+  (void)w;
+  pthread_join(loop->thread, NULL);
+  close(loop->evfd);
+  close(loop->epfd);
+  pthread_mutex_destroy(&loop->lock);
+  pthread_cond_destroy(&loop->left_cond);
+  tri_mem_free(loop);
+}
+
+int tri_loop_attach(tri_loop *loop, tri_loop_member *m) {
+  if (tri_fork_inherited(loop->fork_gen)) return TRI_ERR_FORKED;
+  atomic_store(&m->left, 0);
+  m->ready = 0;
+  atomic_fetch_add(&loop->n_members, 1);
+  pthread_mutex_lock(&loop->lock);
+  m->next = loop->joining;
+  loop->joining = m;
+  pthread_mutex_unlock(&loop->lock);
+  tri_loop_wake(loop);
+  return 0;
+}
+
+void tri_loop_wait_left(tri_loop *loop, tri_loop_member *m) {
+  if (atomic_load(&m->left)) return;
+  pthread_mutex_lock(&loop->lock);
+  while (!atomic_load(&m->left))
+    pthread_cond_wait(&loop->left_cond, &loop->lock);
+  pthread_mutex_unlock(&loop->lock);
+}
+
+int tri_loop_member_count(tri_loop *loop) {
+  return atomic_load(&loop->n_members);
+}

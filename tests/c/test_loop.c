@@ -1,0 +1,307 @@
+/* test_loop.c: tri_loop, one I/O thread shared by several members.
+ *
+ * The first cases drive the loop with members of the test's own, whose
+ * descriptor is an eventfd (no network): readiness, steps, timeouts, leaving,
+ * references and fork.  The last case runs two channels' connections on one
+ * loop against the embedded server on 127.0.0.1 (loopback, as test_server
+ * does): calls complete on both, the loop is one thread, a closed channel's
+ * connection leaves it and the other channel keeps working. */
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tri_call.h"
+#include "tri_channel.h"
+#include "tri_error.h"
+#include "tri_loop.h"
+#include "tri_server.h"
+#include "tri_test.h"
+#include "tri_wire.h"
+
+#define WAIT_NS 5000000000LL
+#define UNARY "/benchmark.BenchmarkService/UnaryCall"
+
+typedef struct {
+  tri_loop_member m; /* first: the callbacks cast back */
+  int efd;
+  _Atomic int steps, ready_steps, leaves, left_on_thread;
+  _Atomic int done_after; /* leave once this many steps ran (0: never) */
+  int timeout_ms;         /* what step returns */
+} fake;
+
+static int fake_step(tri_loop_member *m, int ready) {
+  fake *f = (fake *)m;
+  int n = atomic_fetch_add(&f->steps, 1) + 1;
+  if (ready) {
+    atomic_fetch_add(&f->ready_steps, 1);
+    uint64_t v;
+    ssize_t r = read(f->efd, &v, sizeof(v));
+    (void)r;
+  }
+  int after = atomic_load(&f->done_after);
+  if (after && n >= after) return TRI_LOOP_DONE;
+  return f->timeout_ms;
+}
+
+static void fake_leave(tri_loop_member *m) {
+  fake *f = (fake *)m;
+  atomic_fetch_add(&f->leaves, 1);
+  atomic_store(&f->left_on_thread, tri_loop_on_thread());
+  close(f->efd); /* as a connection closes its epoll fd */
+  f->efd = -1;
+}
+
+static void fake_init(fake *f, int timeout_ms) {
+  memset(f, 0, sizeof(*f));
+  f->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  f->m.fd = f->efd;
+  f->m.step = fake_step;
+  f->m.leave = fake_leave;
+  f->timeout_ms = timeout_ms;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Waits (bounded) until *v reaches `want`; returns whether it did. */
+static int wait_for(_Atomic int *v, int want) {
+  for (int i = 0; i < 5000 && atomic_load(v) < want; i++) sleep_ms(1);
+  return atomic_load(v) >= want;
+}
+
+static int threads_now(void) {
+  DIR *d = opendir("/proc/self/task");
+  int n = 0;
+  if (!d) return -1;
+  for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+/* A member whose fd becomes readable is stepped with ready = 1; members
+ * with nothing to do are stepped after every wake-up all the same. */
+static void readiness_and_steps(void) {
+  int before = threads_now();
+  tri_loop *loop;
+  CHECK_EQ_INT(tri_loop_new(&loop), 0);
+  CHECK_EQ_INT(threads_now(), before + 1); /* one thread, however many members */
+  fake a, b;
+  fake_init(&a, -1);
+  fake_init(&b, -1);
+  CHECK_EQ_INT(tri_loop_attach(loop, &a.m), 0);
+  CHECK_EQ_INT(tri_loop_attach(loop, &b.m), 0);
+  CHECK_EQ_INT(tri_loop_member_count(loop), 2);
+  CHECK(wait_for(&a.steps, 1) &&
+        wait_for(&b.steps, 1)); /* first step on attach */
+  CHECK_EQ_INT(threads_now(), before + 1);
+  int a_ready = atomic_load(&a.ready_steps),
+      b_ready = atomic_load(&b.ready_steps);
+  uint64_t one = 1;
+  CHECK_EQ_INT(write(b.efd, &one, sizeof(one)), 8);
+  CHECK(wait_for(&b.ready_steps, b_ready + 1));
+  CHECK_EQ_INT(atomic_load(&a.ready_steps), a_ready); /* a's fd had nothing */
+  CHECK(atomic_load(&a.steps) >= 2); /* but a was stepped too */
+  /* A wake-up with no fd event steps everyone, ready = 0. */
+  int a_steps = atomic_load(&a.steps), b_steps = atomic_load(&b.steps);
+  tri_loop_wake(loop);
+  CHECK(wait_for(&a.steps, a_steps + 1) && wait_for(&b.steps, b_steps + 1));
+  CHECK_EQ_INT(atomic_load(&a.ready_steps), a_ready);
+  /* Leaving: on the loop's thread, after which `left` is set. */
+  atomic_store(&a.done_after, atomic_load(&a.steps) + 1);
+  atomic_store(&b.done_after, atomic_load(&b.steps) + 1);
+  tri_loop_wake(loop);
+  tri_loop_wait_left(loop, &a.m);
+  tri_loop_wait_left(loop, &b.m);
+  CHECK_EQ_INT(atomic_load(&a.leaves), 1);
+  CHECK_EQ_INT(atomic_load(&b.leaves), 1);
+  CHECK_EQ_INT(atomic_load(&a.left_on_thread), 1);
+  CHECK_EQ_INT(tri_loop_member_count(loop), 0);
+  CHECK(!tri_loop_on_thread());
+  tri_loop_unref(loop);
+  CHECK_EQ_INT(threads_now(), before); /* the last reference joined it */
+}
+
+/* The loop sleeps no longer than its members' shortest timeout: a member
+ * that asks to run again in 5 ms is stepped with no event or wake-up at all
+ * (else it would never leave), and one that answers 0 runs at once again. */
+static void timeouts(void) {
+  tri_loop *loop;
+  CHECK_EQ_INT(tri_loop_new(&loop), 0);
+  fake idle, timed, busy;
+  fake_init(&idle, -1);
+  fake_init(&timed, 5);
+  fake_init(&busy, 0);
+  atomic_store(&timed.done_after, 10);
+  atomic_store(&busy.done_after, 100);
+  CHECK_EQ_INT(tri_loop_attach(loop, &idle.m), 0);
+  CHECK_EQ_INT(tri_loop_attach(loop, &timed.m), 0);
+  CHECK(wait_for(&timed.leaves, 1));
+  CHECK_EQ_INT(atomic_load(&timed.steps), 10);
+  CHECK_EQ_INT(tri_loop_attach(loop, &busy.m), 0);
+  CHECK(wait_for(&busy.leaves, 1));
+  CHECK_EQ_INT(atomic_load(&busy.steps), 100);
+  CHECK_EQ_INT(tri_loop_member_count(loop), 1);
+  /* A member may attach again after it left (a reconnect reuses nothing
+   * else, but the member struct may be recycled). */
+  fake_init(&timed, 1);
+  atomic_store(&timed.done_after, 3);
+  CHECK_EQ_INT(tri_loop_attach(loop, &timed.m), 0);
+  tri_loop_wait_left(loop, &timed.m);
+  CHECK_EQ_INT(atomic_load(&timed.steps), 3);
+  atomic_store(&idle.done_after, 1);
+  tri_loop_wake(loop);
+  tri_loop_wait_left(loop, &idle.m);
+  tri_loop_unref(loop);
+}
+
+/* References: the thread lives until the last one goes, whoever drops it. */
+static void references(void) {
+  int before = threads_now();
+  tri_loop *loop;
+  CHECK_EQ_INT(tri_loop_new(&loop), 0);
+  tri_loop_ref(loop);
+  tri_loop_unref(loop);
+  CHECK_EQ_INT(threads_now(), before + 1);
+  fake f;
+  fake_init(&f, -1);
+  CHECK_EQ_INT(tri_loop_attach(loop, &f.m), 0); /* still usable */
+  CHECK(wait_for(&f.steps, 1));
+  atomic_store(&f.done_after, atomic_load(&f.steps) + 1);
+  tri_loop_wake(loop);
+  tri_loop_wait_left(loop, &f.m);
+  tri_loop_unref(loop);
+  CHECK_EQ_INT(threads_now(), before);
+}
+
+static tri_loop *forked_loop;
+
+/* In a child of fork(): no loop thread; attaching is refused, and dropping
+ * the last reference returns at once (it must not join a thread that does
+ * not exist here). */
+static tri_channel *loop_channel(tri_loop *loop, int port);
+static int unary(tri_channel *ch);
+
+static int forked_child(void) {
+  fake f;
+  fake_init(&f, -1);
+  if (tri_loop_attach(forked_loop, &f.m) != TRI_ERR_FORKED) return 1;
+  /* A channel made here on the parent's loop (a balancer adding a backend
+   * in the child): its calls fail at once instead of waiting for a thread. */
+  tri_channel *ch = loop_channel(forked_loop, 1);
+  if (!ch) return 2;
+  if (unary(ch) != TRI_CODE_UNAVAILABLE) return 3;
+  tri_channel_del(ch);
+  tri_loop_unref(forked_loop);
+  return 0;
+}
+
+static void fork_child_does_not_join(void) {
+  CHECK_EQ_INT(tri_loop_new(&forked_loop), 0);
+  fake f;
+  fake_init(&f, -1);
+  CHECK_EQ_INT(tri_loop_attach(forked_loop, &f.m), 0); /* a member mid-life */
+  CHECK(wait_for(&f.steps, 1));
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(10); /* a join would hang: the alarm kills the child */
+    _exit(forked_child());
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status));
+  CHECK_EQ_INT(WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status),
+               0);
+  /* The parent's loop is untouched. */
+  atomic_store(&f.done_after, atomic_load(&f.steps) + 1);
+  tri_loop_wake(forked_loop);
+  tri_loop_wait_left(forked_loop, &f.m);
+  tri_loop_unref(forked_loop);
+}
+
+static tri_channel *loop_channel(tri_loop *loop, int port) {
+  char p[16];
+  snprintf(p, sizeof(p), "%d", port);
+  tri_channel_opts o;
+  tri_channel_opts_init(&o);
+  o.host = "127.0.0.1";
+  o.port = p;
+  o.io_loop = loop;
+  tri_channel *ch = NULL;
+  CHECK_EQ_INT(tri_channel_new(&ch, &o), 0);
+  return ch;
+}
+
+/* One unary call (an empty SimpleRequest); returns its status code. */
+static int unary(tri_channel *ch) {
+  tri_call *c;
+  if (tri_call_new(ch, &c, UNARY, strlen(UNARY), WAIT_NS, 0)) return -1;
+  tri_call_set_request_borrowed(c, (const uint8_t *)"", 0);
+  tri_call_start(c);
+  int code = tri_call_wait(c, WAIT_NS) ? -2 : tri_call_code(c);
+  tri_call_release(c);
+  return code;
+}
+
+/* Two channels (a balancer's two backends) on one loop, over loopback. */
+static void channels_share_a_loop(void) {
+  tri_server *srv;
+  CHECK_EQ_INT(tri_server_new(&srv, NULL), 0);
+  if (tri_server_start(srv)) {
+    fprintf(stderr, "test_loop: server did not start: %s\n",
+            tri_server_errstr(srv));
+    CHECK(0);
+    tri_server_del(srv);
+    return;
+  }
+  int port = tri_server_port(srv);
+  int before = threads_now();
+  tri_loop *loop;
+  CHECK_EQ_INT(tri_loop_new(&loop), 0);
+  tri_channel *a = loop_channel(loop, port), *b = loop_channel(loop, port);
+  tri_loop_unref(loop); /* the channels' references keep it */
+  for (int i = 0; i < 20; i++) {
+    CHECK_EQ_INT(unary(a), TRI_CODE_OK);
+    CHECK_EQ_INT(unary(b), TRI_CODE_OK);
+  }
+  CHECK_EQ_INT(tri_loop_member_count(loop), 2);
+  CHECK_EQ_INT(threads_now(), before + 1); /* not one per connection */
+  CHECK_EQ_INT(tri_channel_stats(a)->connects, 1);
+  tri_channel_del(a); /* its connection leaves; b's stays */
+  CHECK_EQ_INT(tri_loop_member_count(loop), 1);
+  CHECK_EQ_INT(unary(b), TRI_CODE_OK);
+  /* The server goes away: b's connection dies and leaves the loop; the
+   * next call fails (nothing listens), the loop thread is still there. */
+  tri_server_stop(srv);
+  int code = unary(b);
+  CHECK(code == TRI_CODE_UNAVAILABLE);
+  int stopped =
+      threads_now();  /* the server's threads are gone, the loop's is not */
+  tri_channel_del(b); /* the last reference: the loop's thread is joined */
+  CHECK_EQ_INT(threads_now(), stopped - 1);
+  tri_server_del(srv);
+}
+
+static void *nothing(void *arg) { return arg; }
+
+void test_loop(void) {
+  /* Sanitizers start a helper thread at the first thread creation: let it
+   * exist before the cases count threads. */
+  pthread_t t;
+  if (pthread_create(&t, NULL, nothing, NULL) == 0) pthread_join(t, NULL);
+  readiness_and_steps();
+  timeouts();
+  references();
+  fork_child_does_not_join();
+  channels_share_a_loop();
+}
