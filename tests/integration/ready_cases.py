@@ -13,62 +13,25 @@ import json
 import socket
 import threading
 import time
-from typing import Callable, List, Optional
+from typing import Callable, List
 
 import triple_py
 import triple_py.aio
 from triple_py._resolver import Endpoint, register_scheme
-from triple_py.testing import EchoServer
+from triple_py.testing import EchoServer, FaultProxy
 
 METHOD = "/benchmark.BenchmarkService/UnaryCall"
 ROUND_ROBIN = [("grpc.lb_policy_name", "round_robin")]
 LONG = 10.0  # the deadline of calls that must succeed
 
 
-class HoldingRelay:
-    """A TCP listener on 127.0.0.1 that accepts connections and, ``hold_s`` seconds
-    after each one, relays it to ``upstream_port``; with ``hold_s`` None it never
-    relays and never sends a byte: a black-holed backend (the server accepted, its
-    HTTP/2 SETTINGS never come)."""
-
-    def __init__(self, upstream_port: Optional[int], hold_s: Optional[float]) -> None:
-        self._upstream, self._hold = upstream_port, hold_s
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
-        self._sockets: List[socket.socket] = [self._listener]
-        self._closed = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self._closed.is_set():
-            try:
-                conn, _ = self._listener.accept()
-            except OSError:
-                return
-            self._sockets.append(conn)
-            if self._hold is not None:
-                threading.Thread(target=self._relay, args=(conn,), daemon=True).start()
-
-    def _relay(self, conn: socket.socket) -> None:
-        if self._closed.wait(self._hold):
-            return
-        up = socket.create_connection(("127.0.0.1", self._upstream))
-        self._sockets.append(up)
-        for src, dst in ((conn, up), (up, conn)):
-            threading.Thread(target=_pipe, args=(src, dst), daemon=True).start()
-
-    def close(self) -> None:
-        self._closed.set()
-        for s in self._sockets:
-            s.close()
-
-
-def _pipe(src: socket.socket, dst: socket.socket) -> None:
-    try:
-        while data := src.recv(65536):
-            dst.sendall(data)
-    except OSError:
-        pass
+def stalled(server: EchoServer) -> FaultProxy:
+    """A proxy to ``server`` that accepts connections and forwards nothing until
+    ``clear()``: a backend whose HTTP/2 SETTINGS do not come (black-holed, or still
+    starting)."""
+    proxy = FaultProxy(server.address).start()
+    proxy.set_fault("stall")
+    return proxy
 
 
 def free_port() -> int:
@@ -95,8 +58,7 @@ def black_holed_backend_gets_no_calls() -> None:
     """Round robin over a black-holed backend and two live ones: every call succeeds
     on the live ones well within a deadline that a call held by the black hole would
     miss (sync, futures, aio)."""
-    with EchoServer() as a, EchoServer() as b:
-        hole = HoldingRelay(None, None)
+    with EchoServer() as a, EchoServer() as b, EchoServer() as c, stalled(c) as hole:
         target = ipv4(hole.port, a.port, b.port)
         with triple_py.insecure_channel(target, options=ROUND_ROBIN) as channel:
             call = channel.unary_unary(METHOD)
@@ -111,7 +73,6 @@ def black_holed_backend_gets_no_calls() -> None:
                 return await asyncio.gather(*(unary(b"a", timeout=2) for _ in range(12)))
         assert asyncio.run(aio()) == [b"a"] * 12
         assert a.stats()["calls"] + b.stats()["calls"] == 54
-        hole.close()
 
 
 class ListResolver:
@@ -136,10 +97,10 @@ class ListResolver:
 
 
 def backend_added_under_load_gets_calls_once_ready() -> None:
-    """A backend added under load whose connection takes 2 s to become READY: no call
-    waits for it (each has a 1 s deadline), and it serves calls once READY."""
-    with EchoServer() as a, EchoServer() as c:
-        slow = HoldingRelay(c.port, 2.0)
+    """A backend added under load whose connection does not become READY for 1.5 s:
+    no call waits for it (each has a 1 s deadline) and it gets none; once READY it
+    serves calls."""
+    with EchoServer() as a, EchoServer() as c, stalled(c) as slow:
         resolver = ListResolver([Endpoint("127.0.0.1", a.port)])
         register_scheme("ready-list", lambda parsed: resolver)
         failures: List[BaseException] = []
@@ -161,24 +122,30 @@ def backend_added_under_load_gets_calls_once_ready() -> None:
                 t.start()
             time.sleep(0.3)
             resolver.set([Endpoint("127.0.0.1", a.port), Endpoint("127.0.0.1", slow.port)])
+            time.sleep(1.5)
+            assert c.stats()["calls"] == 0, "a call reached the backend before it was READY"
+            slow.clear()
             end = time.monotonic() + 15
             while c.stats()["calls"] < 20 and time.monotonic() < end:
                 time.sleep(0.05)
             stop.set()
             for t in threads:
                 t.join()
-        slow.close()
         assert not failures, failures[:3]
         assert c.stats()["calls"] >= 20, "the added backend got no calls once READY"
 
 
 def queued_calls_succeed_when_a_backend_becomes_ready() -> None:
-    """Both backends take 1 s to become READY: calls started at once (sync threads,
+    """No backend becomes READY for 1 s: calls started meanwhile (sync threads,
     futures, aio) wait and then succeed; the aio wait does not block the loop."""
     with EchoServer() as a, EchoServer() as b:
-        relays = [HoldingRelay(a.port, 1.0), HoldingRelay(b.port, 1.0)]
-        target = ipv4(*(r.port for r in relays))
-        with triple_py.insecure_channel(target, options=ROUND_ROBIN) as channel:
+        def ready_in_1s() -> tuple:
+            proxies = (stalled(a), stalled(b))
+            threading.Timer(1.0, lambda: [p.clear() for p in proxies]).start()
+            return proxies
+        proxies = ready_in_1s()
+        with triple_py.insecure_channel(ipv4(*(p.port for p in proxies)),
+                                        options=ROUND_ROBIN) as channel:
             call = channel.unary_unary(METHOD)
             results: List[object] = []
             threads = [threading.Thread(target=lambda: results.append(call(b"s", timeout=LONG)))
@@ -190,10 +157,8 @@ def queued_calls_succeed_when_a_backend_becomes_ready() -> None:
                 t.join()
             assert results == [b"s"] * 4
             assert [f.result() for f in futures] == [b"f"] * 4
-        relays += [HoldingRelay(a.port, 1.0), HoldingRelay(b.port, 1.0)]
-        target = ipv4(*(r.port for r in relays[2:]))
 
-        async def aio() -> tuple:
+        async def aio(target: str) -> tuple:
             ticks = 0
             async with triple_py.aio.insecure_channel(target, options=ROUND_ROBIN) as ch:
                 unary = ch.unary_unary(METHOD)
@@ -202,11 +167,12 @@ def queued_calls_succeed_when_a_backend_becomes_ready() -> None:
                     ticks += 1
                     await asyncio.sleep(0.01)
                 return await calls, ticks
-        answers, ticks = asyncio.run(aio())
+        proxies += ready_in_1s()
+        answers, ticks = asyncio.run(aio(ipv4(*(p.port for p in proxies[2:]))))
         assert answers == [b"a"] * 6
         assert ticks >= 20, f"the event loop ran only {ticks} times in the 1 s wait"
-        for r in relays:
-            r.close()
+        for p in proxies:
+            p.stop()
 
 
 def all_backends_down_fail_fast_or_wait() -> None:
