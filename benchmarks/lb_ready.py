@@ -47,6 +47,27 @@ def churn(root: Path, ports: List[int]) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def summarize(rows: List[dict], scenarios: List[str], rounds: int) -> List[str]:
+    """The after/before ratios of each round and the raw lost calls and p99s."""
+    lines = ["Churn under load, after/before per round (2-core VM shared with other "
+             "helpers; servers and client on the same cores).", ""]
+    for scenario in scenarios:
+        by: Dict[tuple, dict] = {(r["round"], r["arm"]): r for r in rows
+                                 if r["scenario"] == scenario}
+        lines.append(f"{scenario}:")
+        for key in ("p99_us", "p50_us", "qps"):
+            ratios = [by[(n, "after")][key] / by[(n, "before")][key] for n in range(rounds)]
+            lines.append(f"  {key:7s} after/before per round "
+                         f"{', '.join(f'{x:.3f}' for x in ratios)}; median "
+                         f"{statistics.median(ratios):.3f}")
+        for arm in ("before", "after"):
+            mine = [by[(n, arm)] for n in range(rounds)]
+            lines.append(f"  {arm:6s} lost {[r['lost'] for r in mine]} of calls "
+                         f"{[r['calls'] for r in mine]}; p99 us "
+                         f"{[round(r['p99_us']) for r in mine]}")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, required=True, help="the reference checkout")
@@ -83,27 +104,10 @@ def main() -> int:
         for proc, _ in servers:
             proc.stdin.close()
             proc.wait(timeout=10)
-    lines = ["Churn under load, after/before per round (2-core VM shared with other "
-             "helpers; servers and client on the same cores).", ""]
-    for scenario in scenarios:
-        by: Dict[tuple, dict] = {(r["round"], r["arm"]): r for r in rows
-                                 if r["scenario"] == scenario}
-        lines.append(f"{scenario}:")
-        for key in ("p99_us", "p50_us", "qps"):
-            ratios = [by[(n, "after")][key] / by[(n, "before")][key]
-                      for n in range(args.rounds)]
-            lines.append(f"  {key:7s} after/before per round "
-                         f"{', '.join(f'{x:.3f}' for x in ratios)}; median "
-                         f"{statistics.median(ratios):.3f}")
-        for arm in ("before", "after"):
-            mine = [by[(n, arm)] for n in range(args.rounds)]
-            lines.append(f"  {arm:6s} lost {[r['lost'] for r in mine]} of calls "
-                         f"{[r['calls'] for r in mine]}; p99 us "
-                         f"{[round(r['p99_us']) for r in mine]}")
-    (out / "churn_summary.txt").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    summary = "\n".join(summarize(rows, list(scenarios), args.rounds)) + "\n"
+    (out / "churn_summary.txt").write_text(summary)
+    print(summary, end="")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,12 +5,10 @@ since a wrong wait would hang."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 
 import pytest
 
-from _helpers import start_child
+from _helpers import finished_child, start_child
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARD_TIMEOUT_S = 90
@@ -18,14 +16,7 @@ HARD_TIMEOUT_S = 90
 
 def run_case(name: str) -> None:
     code = f"import sys; sys.path.insert(0, {HERE!r}); import ready_cases; ready_cases.{name}()"
-    child = start_child(code, start_new_session=True)
-    try:
-        out, err = child.communicate(timeout=HARD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        out, err = child.communicate()
-        pytest.fail(f"{name} hung for {HARD_TIMEOUT_S} s\nstdout:\n{out}\nstderr:\n{err}")
-    assert child.returncode == 0, f"{name} exited {child.returncode}\n{out}\n{err}"
+    finished_child(start_child(code, start_new_session=True), HARD_TIMEOUT_S, name)
 
 
 @pytest.mark.parametrize("name", [
