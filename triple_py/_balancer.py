@@ -91,6 +91,7 @@ class Balancer:
         self._changed = threading.Condition(self._lock)  # _ready or _all_failed changed
         self._waiters = 0  # calls waiting for a READY backend
         self._poke = threading.Event()  # wakes the watcher now
+        self._pid = os.getpid()  # a forked child has no watcher: its calls never wait
         threading.Thread(target=_watch, args=(weakref.ref(self), self._poke), daemon=True,
                          name="triple_py-balancer").start()
         resolver.start(self._on_update)
@@ -161,7 +162,7 @@ class Balancer:
         """True if a round_robin call started now would wait for a READY backend
         (asyncio calls then wait on an executor thread first: ``wait_ready``)."""
         return (self._policy == ROUND_ROBIN and not self._ready and not self._all_failed
-                and bool(self._cores) and not self._closed)
+                and bool(self._cores) and not self._closed and os.getpid() == self._pid)
 
     def wait_ready(self, deadline: Optional[float]) -> Optional[EndedCall]:
         """Blocks until a call may be picked (a READY backend, or every backend failed:
