@@ -234,12 +234,18 @@ class Balancer:
                 self._failed(core)
             return self._queued(path, request, timeout, metadata, wait, notify, flags,
                                 compression)
-        cores = self._cores
+        cores = self._cores  # pick_first: the current backend, then the next ones
         if not cores:
             return EndedCall(StatusCode.UNAVAILABLE, "no endpoint resolved for this target")
         start = self._current
-        return self._each(tuple(cores[(start + i) % len(cores)] for i in range(len(cores))),
-                          path, request, timeout, metadata, wait, notify, flags, compression)
+        core = cores[start % len(cores)]
+        result = core.call(path, request, timeout, metadata, wait=wait, notify=notify,
+                           flags=flags, compression=compression)
+        if not result.unprocessed() or len(cores) == 1:
+            return result
+        self._failed(core)
+        return self._each(_rotated(cores, start + 1)[:-1], path, request, timeout, metadata,
+                          wait, notify, flags, compression)  # the others, each once
 
     def _queued(self, path: str, request: Any, timeout: Optional[float], metadata: Any,
                 wait: bool, notify: int, flags: int, compression: int) -> Any:
@@ -255,11 +261,9 @@ class Balancer:
                 return ended
             if deadline is not None:
                 timeout = max(deadline - time.monotonic(), 0.0)
-        ready, cores = self._ready, self._cores
-        start = next(self._counter)
-        order = (*(ready[(start + i) % len(ready)] for i in range(len(ready))),
-                 *(cores[(start + i) % len(cores)] for i in range(len(cores))
-                   if cores[(start + i) % len(cores)] not in ready))
+        ready, start = self._ready, next(self._counter)
+        order = (*_rotated(ready, start),
+                 *(core for core in _rotated(self._cores, start) if core not in ready))
         return self._each(order, path, request, timeout, metadata, wait, notify, flags,
                           compression)
 
@@ -365,6 +369,14 @@ class Balancer:
             os.close(self._wake_fd)
         except (AttributeError, OSError):
             pass
+
+
+def _rotated(cores: tuple, start: int) -> tuple:
+    """``cores`` beginning at index ``start`` (modulo their number)."""
+    if not cores:
+        return cores
+    start %= len(cores)
+    return cores[start:] + cores[:start]
 
 
 def _watch(balancer: "weakref.ref[Balancer]", poke: threading.Event) -> None:
