@@ -21,6 +21,7 @@ from triple_py._resolver import Endpoint, register_scheme
 from triple_py.testing import EchoServer, FaultProxy
 
 METHOD = "/benchmark.BenchmarkService/UnaryCall"
+STREAM_METHOD = "/benchmark.BenchmarkService/StreamCall"
 ROUND_ROBIN = [("grpc.lb_policy_name", "round_robin")]
 LONG = 10.0  # the deadline of calls that must succeed
 
@@ -218,9 +219,9 @@ def _late_server_case(target: str, options: list, port: int, make_call: Callable
 
 def service_config_wait_for_ready() -> None:
     """methodConfig waitForReady true: a call without wait_for_ready waits for a
-    backend that starts late (sync, with_call, future, aio; direct and round_robin
-    channels); a call's own wait_for_ready=False overrides it and fails UNAVAILABLE;
-    without the config the call fails UNAVAILABLE too."""
+    backend that starts late (sync, with_call, future, a bidi stream, aio; direct and
+    round_robin channels); a call's own wait_for_ready=False overrides it and fails
+    UNAVAILABLE; without the config the call fails UNAVAILABLE too."""
     config = json.dumps({"methodConfig": [{
         "name": [{"service": "benchmark.BenchmarkService"}], "waitForReady": True}]})
     ok, unavailable = b"x", triple_py.StatusCode.UNAVAILABLE
@@ -237,6 +238,8 @@ def service_config_wait_for_ready() -> None:
             "call": lambda ch: ch.unary_unary(METHOD)(b"x", timeout=LONG),
             "with_call": lambda ch: ch.unary_unary(METHOD).with_call(b"x", timeout=LONG)[0],
             "future": lambda ch: ch.unary_unary(METHOD).future(b"x", timeout=LONG).result(),
+            "stream_stream": lambda ch: b"".join(
+                ch.stream_stream(STREAM_METHOD)(iter([b"x"]), timeout=LONG)),
         }
         for name, make_call in [*kinds.items(), ("aio", None)]:
             for options, want in (([("grpc.service_config", config)], ok), ([], unavailable)):
