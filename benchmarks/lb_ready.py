@@ -73,7 +73,8 @@ def main() -> int:
     parser.add_argument("--before", type=Path, required=True, help="the reference checkout")
     parser.add_argument("--after", type=Path, default=ROOT, help="the changed checkout")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/2026-12-02-issue25-ready"))
+    parser.add_argument("--out",
+                        default=str(ROOT / "benchmarks/results/2026-12-02-issue25-ready"))
     args = parser.parse_args()
     roots = {"before": args.before.resolve(), "after": args.after.resolve()}
     out = Path(args.out)

@@ -154,8 +154,9 @@ class Balancer:
                 self._ready, self._all_failed = ready, failed
                 self._changed.notify_all()
             waiting = self._waiters
-        settled = all(st in (_READY, _TRANSIENT_FAILURE) for st in states) if round_robin \
-            else not cores or states[self._current % len(cores)] in (_READY, _TRANSIENT_FAILURE)
+        watched = states if round_robin or not cores else \
+            states[self._current % len(cores):][:1]
+        settled = all(st in (_READY, _TRANSIENT_FAILURE) for st in watched)
         return POLL_S if waiting or not settled else IDLE_POLL_S
 
     def must_queue(self) -> bool:

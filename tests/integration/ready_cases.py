@@ -149,8 +149,8 @@ def queued_calls_succeed_when_a_backend_becomes_ready() -> None:
                                         options=ROUND_ROBIN) as channel:
             call = channel.unary_unary(METHOD)
             results: List[object] = []
-            threads = [threading.Thread(target=lambda: results.append(call(b"s", timeout=LONG)))
-                       for _ in range(4)]
+            threads = [threading.Thread(
+                target=lambda: results.append(call(b"s", timeout=LONG))) for _ in range(4)]
             for t in threads:
                 t.start()
             futures = [call.future(b"f", timeout=LONG) for _ in range(4)]
