@@ -159,6 +159,11 @@ class Balancer:
         settled = all(st in (_READY, _TRANSIENT_FAILURE) for st in watched)
         return POLL_S if waiting or not settled else IDLE_POLL_S
 
+    @property
+    def queues_calls(self) -> bool:
+        """True if calls may wait here for a READY backend (round_robin)."""
+        return self._policy == ROUND_ROBIN
+
     def must_queue(self) -> bool:
         """True if a round_robin call started now would wait for a READY backend
         (asyncio calls then wait on an executor thread first: ``wait_ready``)."""

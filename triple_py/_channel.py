@@ -81,9 +81,10 @@ def _config_wait_for_ready(channel: Any, method: str) -> Optional[bool]:
 
 
 def _queue_check(core: Any) -> Optional[Callable[[], bool]]:
-    """A balanced core's ``must_queue`` (a call started now would wait for a READY
-    backend); None for a core channel, which never makes a call wait."""
-    return getattr(core, "must_queue", None)
+    """A round_robin balancer's ``must_queue`` (a call started now would wait for a
+    READY backend); None for a core channel or pick_first, which never make a call
+    wait."""
+    return core.must_queue if getattr(core, "queues_calls", False) else None
 
 
 def _compression(compression: Any) -> int:
