@@ -1,7 +1,7 @@
 """Instructions per unary call (callgrind) through the balancer against the direct core
 call (issue 25), sync and asyncio.
 
-    .venv/bin/python benchmarks/lb_instructions.py [--root DIR ...]
+    .venv/bin/python benchmarks/lb_instructions.py [--root DIR ...] [--arms sync,aio]
 
 Uses ``python_instructions.per_call`` (N sequential 128 B calls under callgrind, two values
 of N, the difference cancels start-up) on three targets of embedded echo servers:
@@ -29,7 +29,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, action="append",
                         help="a checkout whose triple_py to count (repeatable; default: this)")
-    roots = [r.resolve() for r in parser.parse_args().root or [ROOT]]
+    parser.add_argument("--arms", default="sync,aio")
+    args = parser.parse_args()
+    roots = [r.resolve() for r in args.root or [ROOT]]
     round_robin = json.dumps([["grpc.lb_policy_name", "round_robin"]])
     with EchoServer() as server, EchoServer() as other:
         targets = {"direct": (f"127.0.0.1:{server.port}", "null"),
@@ -37,7 +39,7 @@ def main() -> int:
                                 "null"),
                    "rr2": (f"ipv4:127.0.0.1:{server.port},127.0.0.1:{other.port}",
                            round_robin)}
-        for arm in ("sync", "aio"):
+        for arm in args.arms.split(","):
             for name, (target, options) in targets.items():
                 for root in roots:
                     value, totals = per_call(root, arm, target, options)
