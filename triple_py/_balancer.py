@@ -9,11 +9,11 @@ dispatcher and the asyncio reactor use it as they use one core channel.
 
 Connecting (grpc's rule): round_robin connects every backend as soon as it is added
 and reconnects it whenever it falls IDLE (after its connection backoff); pick_first
-connects its current backend and moves on to the next when that one is in
-TRANSIENT_FAILURE.  The core pushes no state changes (``tri_connectivity.h``), so one
-watcher thread per balancer reads the backends' states: every ``POLL_S`` while a
-backend is connecting or a call waits, every ``IDLE_POLL_S`` otherwise, and at once
-when a call finds a backend unusable.  It keeps ``_ready``, the READY backends, as an
+connects its current backend when the endpoints change and moves on to the next when
+a call finds it failing.  The core pushes no state changes (``tri_connectivity.h``),
+so one watcher thread per round_robin balancer reads the backends' states: every
+``POLL_S`` while a backend is connecting or a call waits, every ``IDLE_POLL_S``
+otherwise, and at once when a call finds a backend unusable.  It keeps ``_ready``, the READY backends, as an
 immutable tuple that it replaces whole when the set changes.
 
 Picking (per call, no lock shared across backends): round_robin takes
@@ -92,8 +92,9 @@ class Balancer:
         self._waiters = 0  # calls waiting for a READY backend
         self._poke = threading.Event()  # wakes the watcher now
         self._pid = os.getpid()  # a forked child has no watcher: its calls never wait
-        threading.Thread(target=_watch, args=(weakref.ref(self), self._poke), daemon=True,
-                         name="triple_py-balancer").start()
+        if policy == ROUND_ROBIN:  # pick_first needs no states: calls move it on
+            threading.Thread(target=_watch, args=(weakref.ref(self), self._poke),
+                             daemon=True, name="triple_py-balancer").start()
         resolver.start(self._on_update)
 
     # ---- resolver updates -------------------------------------------------------
@@ -129,6 +130,8 @@ class Balancer:
         if self._policy == ROUND_ROBIN:
             for core in added:  # connect at once, as grpc's round_robin does
                 core.state(True)
+        elif self._cores:  # pick_first connects its current backend
+            self._cores[self._current % len(self._cores)].state(True)
         self._updated.set()
         self._poke.set()
         os.eventfd_write(self._wake_fd, 1)  # pollers pick up the new set
@@ -136,17 +139,12 @@ class Balancer:
     # ---- backend states (the watcher thread) ------------------------------------
 
     def _look(self) -> float:
-        """Reads the backends' states, connects the ones the policy wants connected,
+        """round_robin: reads the backends' states, connecting the IDLE ones, and
         publishes the READY set; returns how long to wait before the next look."""
-        cores, current = self._cores, self._current
+        cores = self._cores
         if self._closed:
             return 0
-        round_robin = self._policy == ROUND_ROBIN
-        if not round_robin and cores:  # pick_first: connect the current one only
-            current %= len(cores)
-            if cores[current].state(True) == _TRANSIENT_FAILURE and len(cores) > 1:
-                self._current = (current + 1) % len(cores)
-        states = [core.state(round_robin) for core in cores]
+        states = [core.state(True) for core in cores]
         ready = tuple(c for c, st in zip(cores, states) if st == _READY)
         failed = bool(states) and all(st == _TRANSIENT_FAILURE for st in states)
         with self._lock:
@@ -154,9 +152,7 @@ class Balancer:
                 self._ready, self._all_failed = ready, failed
                 self._changed.notify_all()
             waiting = self._waiters
-        watched = states if round_robin or not cores else \
-            states[self._current % len(cores):][:1]
-        settled = all(st in (_READY, _TRANSIENT_FAILURE) for st in watched)
+        settled = all(st in (_READY, _TRANSIENT_FAILURE) for st in states)
         return POLL_S if waiting or not settled else IDLE_POLL_S
 
     @property
