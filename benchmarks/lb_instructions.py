@@ -3,12 +3,15 @@ call (issue 25), sync and asyncio; and, concurrently, over 2 and 4 backends with
 connections on one shared I/O thread or a thread each.
 
     .venv/bin/python benchmarks/lb_instructions.py [--part sequential|backends|all]
+        [--root DIR ...] [--apis sync,aio]
 
 Uses ``python_instructions.per_call`` (N sequential 128 B calls under callgrind, two values
-of N, the difference cancels start-up) on two targets of one embedded echo server:
-``127.0.0.1:P`` (one endpoint: the channel calls the core directly) and
+of N, the difference cancels start-up) on three targets of embedded echo servers:
+``127.0.0.1:P`` (one endpoint: the channel calls the core directly),
 ``ipv4:127.0.0.1:P,127.0.0.1:P`` (a list: the channel goes through ``_balancer.Balancer``,
-pick_first over the one backend the repeated address makes).
+pick_first over the one backend the repeated address makes) and ``ipv4:P,Q`` under
+round_robin (``rr2``: two backends, the picker's path).  ``--root`` (repeatable) counts the
+``triple_py`` of other checkouts in the same run (sequential part), e.g. a base commit's.
 
 ``backends``: four embedded echo servers (processes of their own, not counted); a child
 under callgrind makes 4 x N calls from 4 threads (``sync``) or 4 tasks (``aio``) on one
@@ -21,6 +24,7 @@ that condition.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -93,26 +97,37 @@ def backends(api_names: List[str]) -> None:
         stop_servers(servers)
 
 
-def sequential() -> None:
-    with EchoServer() as server:
-        targets = {"direct": f"127.0.0.1:{server.port}",
-                   "balancer": f"ipv4:127.0.0.1:{server.port},127.0.0.1:{server.port}"}
-        for arm in ("sync", "aio"):
-            for name, target in targets.items():
-                value, totals = per_call(ROOT, arm, target)
-                print(f"{arm:5s} {name:9s} {value:>10,.0f} instructions/call (totals "
-                      f"{totals[0]:,} / {totals[1]:,})", flush=True)
+def sequential(roots: List[Path], api_names: List[str]) -> None:
+    round_robin = json.dumps([["grpc.lb_policy_name", "round_robin"]])
+    with EchoServer() as server, EchoServer() as other:
+        targets = {"direct": (f"127.0.0.1:{server.port}", "null"),
+                   "balancer": (f"ipv4:127.0.0.1:{server.port},127.0.0.1:{server.port}",
+                                "null"),
+                   "rr2": (f"ipv4:127.0.0.1:{server.port},127.0.0.1:{other.port}",
+                           round_robin)}
+        for api in api_names:
+            for name, (target, options) in targets.items():
+                for root in roots:
+                    value, totals = per_call(root, api, target, options)
+                    print(f"{str(root):<12s} {api:5s} {name:9s} {value:>10,.0f} "
+                          f"instructions/call (totals {totals[0]:,} / {totals[1]:,})",
+                          flush=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("sequential", "backends", "all"), default="all")
-    parser.add_argument("--apis", default="sync,aio", help="backends part: sync,aio")
+    parser.add_argument("--root", type=Path, action="append",
+                        help="sequential part: a checkout whose triple_py to count "
+                             "(repeatable; default: this)")
+    parser.add_argument("--apis", "--arms", dest="apis", default="sync,aio",
+                        help="sync,aio")
     args = parser.parse_args()
+    apis = args.apis.split(",")
     if args.part in ("sequential", "all"):
-        sequential()
+        sequential([r.resolve() for r in args.root or [ROOT]], apis)
     if args.part in ("backends", "all"):
-        backends(args.apis.split(","))
+        backends(apis)
     return 0
 
 

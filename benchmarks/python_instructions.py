@@ -30,10 +30,11 @@ from triple_py.bench.messages import UNARY_METHOD  # noqa: E402
 from triple_py.peers import start_peer  # noqa: E402
 
 CHILD = """
-import asyncio, sys
+import asyncio, json, sys
 sys.path.insert(0, sys.argv[1])
 import triple_py, triple_py.aio
 arm, address, method, n = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+options = json.loads(sys.argv[6]) if len(sys.argv) > 6 else None
 payload = b"\\x0a\\x80\\x01" + b"a" * 128
 if arm == "sync-bidi":
     with triple_py.insecure_channel(address) as ch:
@@ -56,13 +57,13 @@ elif arm == "aio-bidi":
     asyncio.run(main())
 elif arm == "aio":
     async def main():
-        async with triple_py.aio.insecure_channel(address) as ch:
+        async with triple_py.aio.insecure_channel(address, options=options) as ch:
             call = ch.unary_unary(method)
             for _ in range(n):
                 await call(payload, timeout=10)
     asyncio.run(main())
 else:
-    ch = triple_py.insecure_channel(address)
+    ch = triple_py.insecure_channel(address, options=options)
     if arm == "sync-intercepted":
         class Pass(triple_py.UnaryUnaryClientInterceptor):
             def intercept_unary_unary(self, continuation, details, request):
@@ -77,13 +78,14 @@ print("CALLS", n)
 COUNTS = (300, 1800)
 
 
-def counted(root: Path, arm: str, address: str, calls: int) -> int:
-    """Instructions of one callgrind run of the child."""
+def counted(root: Path, arm: str, address: str, calls: int, options: str = "null") -> int:
+    """Instructions of one callgrind run of the child (``options``: the channel options
+    as a JSON list of pairs, "null" for none)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         proc = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-             "-c", CHILD, str(root), arm, address, UNARY_METHOD, str(calls)],
+             "-c", CHILD, str(root), arm, address, UNARY_METHOD, str(calls), options],
             capture_output=True, text=True, timeout=1800, cwd=root)
     collected = re.search(r"Collected : (\d+)", proc.stderr)
     if proc.returncode or not collected or f"CALLS {calls}" not in proc.stdout:
@@ -91,9 +93,10 @@ def counted(root: Path, arm: str, address: str, calls: int) -> int:
     return int(collected.group(1))
 
 
-def per_call(root: Path, arm: str, address: str) -> Tuple[float, List[int]]:
+def per_call(root: Path, arm: str, address: str,
+             options: str = "null") -> Tuple[float, List[int]]:
     """(instructions per call, the two totals) of one arm."""
-    totals = [counted(root, arm, address, n) for n in COUNTS]
+    totals = [counted(root, arm, address, n, options) for n in COUNTS]
     return (totals[1] - totals[0]) / (COUNTS[1] - COUNTS[0]), totals
 
 

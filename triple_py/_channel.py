@@ -75,6 +75,19 @@ def _method_settings(channel: Any, method: str
             channel._service_config.throttle if policy else None)
 
 
+def _config_wait_for_ready(channel: Any, method: str) -> Optional[bool]:
+    """The service config's ``waitForReady`` for ``method`` (None: not set).  As in
+    grpcio, it applies to calls whose own ``wait_for_ready`` is None."""
+    return channel._service_config.method(method).wait_for_ready
+
+
+def _queue_check(core: Any) -> Optional[Callable[[], bool]]:
+    """A round_robin balancer's ``must_queue`` (a call started now would wait for a
+    READY backend); None for a core channel or pick_first, which never make a call
+    wait."""
+    return core.must_queue if getattr(core, "queues_calls", False) else None
+
+
 def _compression(compression: Any) -> int:
     """The core's compression argument: -1 keeps the channel's default."""
     return -1 if compression is None else compression_value(compression)
@@ -94,12 +107,21 @@ class _MultiCallable:
         # The service config's word on the method (fixed for the multi-callable).
         self._cfg_timeout, self._retries, self._retry_policy, self._throttle = \
             _method_settings(channel, method)
+        self._cfg_wait_for_ready = _config_wait_for_ready(channel, method)
+        # No per-method timeout nor waitForReady: a plain call may skip both.
+        self._plain = self._cfg_timeout is None and not self._cfg_wait_for_ready
+        self._queues = _queue_check(self._core)
+
+    def _waits(self, wait_for_ready: Optional[bool]) -> Optional[bool]:
+        """The call's ``wait_for_ready``: its own, else the service config's."""
+        return self._cfg_wait_for_ready if wait_for_ready is None else wait_for_ready
 
     def _core_call(self, payload: Any, timeout: Optional[float], metadata: MetadataType,
                    flags: int, compression: Any, credentials: Any,
                    wait_for_ready: Optional[bool], notify: int = 0) -> Any:
         """Starts a call of this method in the core, after its call credentials and
         ``wait_for_ready`` (or the EndedCall they failed it with)."""
+        wait_for_ready = self._waits(wait_for_ready)
         if self._cfg_timeout is not None:
             timeout = _min_timeout(timeout, self._cfg_timeout)
 
@@ -229,7 +251,7 @@ class UnaryUnaryMultiCallable(_MultiCallable):
 
         The GIL is released while the call is in flight; Ctrl-C cancels it.
         """
-        if credentials is None and not wait_for_ready and self._cfg_timeout is None:
+        if credentials is None and not wait_for_ready and self._plain:
             core_call = self._start(request, timeout, metadata, True, False, compression)
             if core_call.code() == 0 and self._throttle is None:  # the common case, inline
                 return deserialize(self._deserialize, core_call.response())
@@ -241,6 +263,7 @@ class UnaryUnaryMultiCallable(_MultiCallable):
     def _blocking(self, request: Any, timeout: Optional[float], metadata: MetadataType,
                   credentials: Any, wait_for_ready: Optional[bool], compression: Any) -> Any:
         """Makes the call (and its retries) and returns the finished core call."""
+        wait_for_ready = self._waits(wait_for_ready)
         if self._cfg_timeout is not None:
             timeout = _min_timeout(timeout, self._cfg_timeout)
         core_call = (self._start(request, timeout, metadata, True, False, compression)
@@ -300,9 +323,11 @@ class UnaryUnaryMultiCallable(_MultiCallable):
         if self._retry_policy is not None:
             return DeferredFuture(lambda: self._tracked(self._blocking(
                 request, timeout, metadata, credentials, wait_for_ready, compression)))
+        wait_for_ready = self._waits(wait_for_ready)
         if self._cfg_timeout is not None:
             timeout = _min_timeout(timeout, self._cfg_timeout)
-        if credentials is None and not wait_for_ready and not self._has_plugins:
+        if credentials is None and not wait_for_ready and not self._has_plugins and \
+                (self._queues is None or not self._queues()):  # else it would block here
             core_call = self._start(request, timeout, metadata, False, _FUTURE_EVENTS,
                                     compression)
             fut = UnaryFuture(core_call, self._deserialize)

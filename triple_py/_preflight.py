@@ -94,6 +94,10 @@ def prepare(channel: Any, method: str, timeout: Optional[float], metadata: Any,
         return EndedCall(StatusCode.UNAUTHENTICATED, INSECURE_DETAILS)
     if wait_for_ready and not wait_until_ready(channel._core, deadline):
         return EndedCall(StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+    wait_ready = getattr(channel._core, "wait_ready", None)  # a balancer's queue
+    ended = wait_ready(deadline) if wait_ready is not None else None
+    if ended is not None:
+        return ended
     if plugins:
         service, _, name = method.rpartition("/")
         context = AuthMetadataContext(f"{channel._url_prefix}{service}", name)

@@ -87,6 +87,7 @@ class MethodConfig:
 
     timeout: Optional[float] = None
     retry: Optional[RetryPolicy] = None
+    wait_for_ready: Optional[bool] = None  # None: not set (a call's own value wins anyway)
 
 
 NO_CONFIG = MethodConfig()
@@ -192,7 +193,11 @@ def _methods(entries: Any) -> Dict[Tuple[str, str], MethodConfig]:
         timeout = (duration_s(entry["timeout"], "methodConfig.timeout")
                    if "timeout" in entry else None)
         retry = RetryPolicy.parse(entry["retryPolicy"]) if "retryPolicy" in entry else None
-        config = MethodConfig(timeout, retry)  # waitForReady is not applied (yet)
+        wait_for_ready = entry.get("waitForReady")
+        if wait_for_ready is not None and not isinstance(wait_for_ready, bool):
+            raise ValueError("service config: methodConfig.waitForReady must be true or "
+                             f"false, not {wait_for_ready!r}")
+        config = MethodConfig(timeout, retry, wait_for_ready)
         for name in entry.get("name", [{}]):
             if not isinstance(name, dict):
                 raise ValueError("service config: a methodConfig name must be an object")

@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import queue
+import signal
 import socket
 import subprocess
 import threading
@@ -211,6 +212,20 @@ class LineReader:
             raise AssertionError(f"no output line within {timeout} s") from None
         assert item is not None, "the child closed its stdout"
         return item
+
+
+def finished_child(child: subprocess.Popen, timeout: float, what: str) -> str:
+    """The stdout of ``child`` (started with ``start_new_session=True``) once it exits
+    0; fails the test if it runs longer than ``timeout`` seconds (its session is killed:
+    children it forked hold its output pipes open) or exits otherwise."""
+    try:
+        out, err = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        out, err = child.communicate()
+        pytest.fail(f"{what} hung for {timeout} s\nstdout:\n{out}\nstderr:\n{err}")
+    assert child.returncode == 0, f"{what} exited {child.returncode}\n{out}\n{err}"
+    return out
 
 
 def start_child(code: str, *args: str, **popen: Any) -> subprocess.Popen:

@@ -37,10 +37,24 @@ def calls_of(servers) -> List[int]:
     return [s.stats()["calls"] for s in servers]
 
 
-def spread(servers, target: str, options, n: int = 30) -> List[int]:
-    """Makes n calls on a new channel; the calls each server got."""
+def wait_all_ready(core, n: int) -> None:
+    """Waits (bounded) until ``n`` backends of a balanced core channel are READY: a
+    user waits with channel_ready_future (one READY backend); the even spreads below
+    also need the others, which connected at the same time."""
+    end = time.monotonic() + TIMEOUT
+    while len(core._ready) < n:
+        assert time.monotonic() < end, f"only {len(core._ready)} of {n} backends READY"
+        time.sleep(0.005)
+
+
+def spread(servers, target: str, options, n: int = 30, ready: int = 0) -> List[int]:
+    """Makes n calls on a new channel (after ``ready`` backends are READY); the calls
+    each server got."""
     before = calls_of(servers)
     with triple_py.insecure_channel(target, options=options) as channel:
+        if ready:
+            triple_py.channel_ready_future(channel).result(timeout=TIMEOUT)
+            wait_all_ready(channel._core, ready)
         call = unary(channel)
         for _ in range(n):
             assert call(b"x", timeout=TIMEOUT) == b"x"
@@ -52,13 +66,13 @@ def ipv4_list(servers) -> str:
 
 
 def test_round_robin_spreads_calls_evenly(servers):
-    assert spread(servers, ipv4_list(servers), ROUND_ROBIN) == [10, 10, 10]
+    assert spread(servers, ipv4_list(servers), ROUND_ROBIN, ready=3) == [10, 10, 10]
 
 
 def test_round_robin_from_the_service_config(servers):
     config = json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})
-    assert spread(servers, ipv4_list(servers), [("grpc.service_config", config)]) == \
-        [10, 10, 10]
+    assert spread(servers, ipv4_list(servers), [("grpc.service_config", config)],
+                  ready=3) == [10, 10, 10]
 
 
 def test_pick_first_is_the_default_and_sticks_to_one_backend(servers):
@@ -161,11 +175,14 @@ def test_futures_and_aio_over_round_robin(servers):
     target = ipv4_list(servers)
     before = calls_of(servers)
     with triple_py.insecure_channel(target, options=ROUND_ROBIN) as channel:
+        wait_all_ready(channel._core, 3)
         results = [unary(channel).future(b"f") for _ in range(6)]
         assert [f.result(timeout=TIMEOUT) for f in results] == [b"f"] * 6
 
     async def run():
         async with triple_py.aio.insecure_channel(target, options=ROUND_ROBIN) as channel:
+            await channel.channel_ready()
+            wait_all_ready(channel._sync.core_channel, 3)
             call = channel.unary_unary("/benchmark.BenchmarkService/UnaryCall")
             return await asyncio.gather(*(call(b"a", timeout=TIMEOUT) for _ in range(6)))
     assert asyncio.run(run()) == [b"a"] * 6

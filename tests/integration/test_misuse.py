@@ -7,14 +7,11 @@ echo server is the test's own, on 127.0.0.1.
 """
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import textwrap
 
 import pytest
 
-from _helpers import start_child
+from _helpers import finished_child, start_child
 from triple_py.testing import EchoServer
 
 HARD_TIMEOUT = 60  # seconds: a probe still running then has hung
@@ -39,19 +36,9 @@ def server():
 def probe(server: EchoServer, *parts: str, timeout: float = HARD_TIMEOUT) -> str:
     """Runs PRELUDE and `parts` (each dedented on its own) in a child; fails the test if
     it hangs or fails.  Returns the child's stdout."""
-    # A session of its own: a hung probe's forked children are killed with it (they
-    # hold its output pipes open).
     body = "".join(textwrap.dedent(part) for part in parts)
-    child = start_child(PRELUDE + body, server.address,
-                        start_new_session=True)
-    try:
-        out, err = child.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        out, err = child.communicate()
-        pytest.fail(f"probe hung for {timeout} s\nstdout:\n{out}\nstderr:\n{err}")
-    assert child.returncode == 0, f"probe exited {child.returncode}\n{out}\n{err}"
-    return out
+    child = start_child(PRELUDE + body, server.address, start_new_session=True)
+    return finished_child(child, timeout, "probe")
 
 
 # --- row 1 and 2: fork ------------------------------------------------------------------

@@ -77,3 +77,18 @@ def test_throttle_follows_grpc_token_bucket():
     with pytest.raises(ValueError, match="maxTokens"):
         config(retryThrottling={"maxTokens": 0, "tokenRatio": 1})
     assert isinstance(throttle, RetryThrottle)
+
+
+def test_wait_for_ready_per_method():
+    sc = config(methodConfig=[
+        {"name": [{"service": "s.S", "method": "M"}], "waitForReady": True},
+        {"name": [{"service": "s.S"}], "waitForReady": False},
+    ])
+    assert sc.method("/s.S/M").wait_for_ready is True
+    assert sc.method("/s.S/Other").wait_for_ready is False
+    assert sc.method("/t.T/X").wait_for_ready is None  # not set: the call's own value
+
+
+def test_wait_for_ready_must_be_a_boolean():
+    with pytest.raises(ValueError, match="waitForReady must be true or false"):
+        config(methodConfig=[{"name": [{}], "waitForReady": "yes"}])

@@ -6,7 +6,8 @@ from typing import Any, Iterable, Optional, Sequence
 
 from .. import _triple
 from .._channel import Channel as _SyncChannel
-from .._channel import _compression, _method_settings, _min_timeout
+from .._channel import (_compression, _config_wait_for_ready, _method_settings,
+                        _min_timeout, _queue_check)
 from .._retry import Retries, deadline_of
 from .._codec import serialize
 from .._connectivity import ChannelConnectivity, state_of, wait_for_change, wait_ready_async
@@ -38,12 +39,22 @@ class _MultiCallable:
         # The service config's word on the method (fixed for the multi-callable).
         self._cfg_timeout, self._retries, self._retry_policy, self._throttle = \
             _method_settings(channel._sync, method)
+        self._cfg_wait_for_ready = _config_wait_for_ready(channel._sync, method)
+        self._queues = _queue_check(self._core)  # a balancer with no READY backend yet
+
+    def _must_queue(self) -> bool:
+        """True if a call started now would wait for a READY backend: it then
+        waits on an executor thread first (see _deferred), not on the loop."""
+        return self._queues is not None and self._queues()
 
     def __call__(self, request: Any = None, *, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
                  wait_for_ready: Optional[bool] = None, compression: Any = None) -> Any:
         """Starts the call (for streaming requests, ``request`` is the iterator)."""
-        if credentials is not None or wait_for_ready or self._deferred_always:
+        if wait_for_ready is None:
+            wait_for_ready = self._cfg_wait_for_ready
+        if credentials is not None or wait_for_ready or self._deferred_always or \
+                self._must_queue():
             return self._deferred(request, timeout, metadata, credentials, wait_for_ready,
                                   compression)
         return self._invoke(request, timeout, metadata, compression)
@@ -61,7 +72,7 @@ class _MultiCallable:
             target = self if d.method == self._method else type(self)(
                 self._channel, d.method, self._serialize, self._deserialize)
             if d.credentials is None and not d.wait_for_ready and \
-                    not self._channel._sync.has_call_credentials:
+                    not self._channel._sync.has_call_credentials and not self._must_queue():
                 return target._invoke(req, d.timeout, d.metadata, compression)
 
             async def start() -> Any:
@@ -123,14 +134,17 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                  deserializer: Deserializer) -> None:
         super().__init__(channel, method, serializer, deserializer)
         self._fast_path = channel._sync.options.unary_fast_path  # fixed for the channel
-        self._direct = self._fast_path and not self._deferred_always  # fixed too
+        # Fixed too; a method whose service config says waitForReady never takes it.
+        self._direct = (self._fast_path and not self._deferred_always
+                        and not self._cfg_wait_for_ready)
 
     def __call__(self, request: Any, *, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
                  wait_for_ready: Optional[bool] = None,
                  compression: Any = None) -> UnaryUnaryCall:
         """``await`` it for the response."""
-        if self._direct and credentials is None and not wait_for_ready:  # the fast path
+        if self._direct and credentials is None and not wait_for_ready and \
+                (self._queues is None or not self._queues()):  # the fast path
             return self._unary(request, timeout, metadata, compression)
         return _MultiCallable.__call__(self, request, timeout=timeout, metadata=metadata,
                                        credentials=credentials, wait_for_ready=wait_for_ready,
