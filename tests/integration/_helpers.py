@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, List, Optional
 
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -237,3 +237,18 @@ def start_child(code: str, *args: str, **popen: Any) -> subprocess.Popen:
     return subprocess.Popen([str(VENV_PYTHON), "-c", code, *args], cwd=package_root, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **popen)
+
+
+def calls_of(servers) -> List[int]:
+    """The calls each embedded server has answered so far."""
+    return [s.stats()["calls"] for s in servers]
+
+
+def wait_all_ready(core, n: int) -> None:
+    """Waits (bounded) until ``n`` backends of a balanced core channel are READY: a
+    user waits with channel_ready_future (one READY backend); the even spreads below
+    also need the others, which connected at the same time."""
+    end = time.monotonic() + TIMEOUT
+    while len(core._ready) < n:
+        assert time.monotonic() < end, f"only {len(core._ready)} of {n} backends READY"
+        time.sleep(0.005)

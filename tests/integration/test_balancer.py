@@ -20,7 +20,7 @@ import pytest
 
 import triple_py
 import triple_py.aio
-from _helpers import TIMEOUT, closed_port, echo_servers, unary
+from _helpers import TIMEOUT, calls_of, closed_port, echo_servers, unary, wait_all_ready
 from triple_py._resolver import DnsResolver, Endpoint, register_scheme
 from triple_py.testing import EchoServer
 
@@ -31,20 +31,6 @@ ROUND_ROBIN = [("grpc.lb_policy_name", "round_robin")]
 def servers():
     with echo_servers(3) as started:
         yield started
-
-
-def calls_of(servers) -> List[int]:
-    return [s.stats()["calls"] for s in servers]
-
-
-def wait_all_ready(core, n: int) -> None:
-    """Waits (bounded) until ``n`` backends of a balanced core channel are READY: a
-    user waits with channel_ready_future (one READY backend); the even spreads below
-    also need the others, which connected at the same time."""
-    end = time.monotonic() + TIMEOUT
-    while len(core._ready) < n:
-        assert time.monotonic() < end, f"only {len(core._ready)} of {n} backends READY"
-        time.sleep(0.005)
 
 
 def spread(servers, target: str, options, n: int = 30, ready: int = 0) -> List[int]:

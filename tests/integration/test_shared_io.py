@@ -18,7 +18,7 @@ import pytest
 
 import triple_py
 import triple_py.aio
-from _helpers import TIMEOUT, echo_servers, unary
+from _helpers import TIMEOUT, calls_of, echo_servers, unary, wait_all_ready
 from test_misuse import FORK_CHILD, probe
 from triple_py import _triple
 from triple_py.testing import EchoServer
@@ -53,10 +53,6 @@ def settle(want: int) -> int:
     return threads()
 
 
-def calls_of(servers) -> List[int]:
-    return [s.stats()["calls"] for s in servers]
-
-
 def echo_stream(channel, n: int) -> List[bytes]:
     call = channel.stream_stream(STREAM)
     return list(call(iter([b"m%d" % i for i in range(n)]), timeout=TIMEOUT))
@@ -70,6 +66,8 @@ def test_the_option_is_a_row_of_the_table_and_on_by_default():
 def test_unary_and_streams_over_four_backends_on_one_thread(servers):
     before = calls_of(servers)
     with triple_py.insecure_channel(ipv4_list(servers), options=SHARED) as channel:
+        triple_py.channel_ready_future(channel).result(timeout=TIMEOUT)
+        wait_all_ready(channel._core, len(servers))  # round_robin picks READY ones only
         call = unary(channel)
         for i in range(40):
             assert call(b"%d" % i, timeout=TIMEOUT) == b"%d" % i
@@ -126,6 +124,8 @@ def test_aio_unary_and_stream_over_a_shared_thread(servers):
     async def main() -> None:
         async with triple_py.aio.insecure_channel(ipv4_list(servers),
                                                   options=SHARED) as channel:
+            await channel.channel_ready()
+            wait_all_ready(channel._sync.core_channel, len(servers))
             call = channel.unary_unary("/benchmark.BenchmarkService/UnaryCall")
             replies = await asyncio.gather(*(call(b"%d" % i, timeout=TIMEOUT)
                                              for i in range(32)))
