@@ -271,7 +271,11 @@ def test_write_stall_kills_the_connection(embedded):
     written, the connection is declared dead; every call on it (an open stream too) ends
     UNAVAILABLE with the reason, long before its deadline.  Later calls connect again: they
     end with their deadline while the peer still stalls, and succeed once it reads."""
-    options = [("triple.write_stall_timeout_ms", STALL_TIMEOUT_MS), *SHORT_BACKOFF]
+    # Retries off: a future started after the watchdog fired would otherwise be sent
+    # again on a new connection (transparent retry) that stalls too, and end with its
+    # deadline; this test is about the watchdog's own verdict.
+    options = [("triple.write_stall_timeout_ms", STALL_TIMEOUT_MS), *SHORT_BACKOFF,
+               ("grpc.enable_retries", 0)]
     with FaultProxy(embedded.address) as proxy, \
             triple_py.insecure_channel(proxy.address, options=options) as channel:
         assert unary(channel)(b"warm", timeout=TIMEOUT) == b"warm"

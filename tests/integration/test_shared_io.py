@@ -44,10 +44,10 @@ def threads() -> int:
 
 
 def settle(want: int) -> int:
-    """The thread count once it reaches `want` (threads end asynchronously), waiting at
-    most 5 s; the last count seen otherwise."""
+    """The thread count once it is at most `want` (threads end asynchronously, ours and
+    those earlier tests left ending), waiting at most 5 s; the last count seen otherwise."""
     deadline = time.monotonic() + 5
-    while threads() != want and time.monotonic() < deadline:
+    while threads() > want and time.monotonic() < deadline:
         gc.collect()
         time.sleep(0.02)
     return threads()
@@ -90,7 +90,7 @@ def test_one_thread_instead_of_one_per_backend_and_none_left_after_close(servers
         counts[name] = threads() - base
         channel.close()
         del channel, call
-        assert settle(base) == base, f"{name}: threads left after close"
+        assert settle(base) <= base, f"{name}: threads left after close"
     # Four connections: four I/O threads apart, one shared.
     assert counts["per_backend"] - counts["shared"] == 3, counts
 
