@@ -224,14 +224,16 @@ const char *tri_load_config_problem(const tri_load_config *c) {
     return "unknown wire";
   if (c->requests && (c->nrequests < 1 || c->nrequests > TRI_RING_MAX_ENTRIES))
     return "nrequests must be 1..16777216";
-  if (c->channel.compress < TRI_COMPRESS_NONE || c->channel.compress > TRI_COMPRESS_GZIP)
+  if (c->channel.compress < TRI_COMPRESS_NONE ||
+      c->channel.compress > TRI_COMPRESS_GZIP)
     return "unknown compression";
   if (c->rate_schedule.start > 0 && tri_sched_problem(&c->rate_schedule))
     return tri_sched_problem(&c->rate_schedule);
   if (c->concurrency_schedule.start > 0 && tri_sched_problem(&c->concurrency_schedule))
     return tri_sched_problem(&c->concurrency_schedule);
   if (c->rate_schedule.start > 0 && c->rate_schedule.start >= 1e9) return "bad rate";
-  if (c->channel.dialect < TRI_DIALECT_AUTO || c->channel.dialect > TRI_DIALECT_SPEC)
+  if (c->channel.dialect < TRI_DIALECT_AUTO ||
+      c->channel.dialect > TRI_DIALECT_SPEC)
     return "unknown Triple dialect";
   return NULL;
 }

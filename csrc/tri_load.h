@@ -173,28 +173,23 @@ typedef struct tri_load_config {
                                 processes interleave their schedules */
   const tri_ring_entry *requests; /* copied by tri_load_new (tri_ring_new);
                                      NULL: BenchmarkRequests of payload_size */
-  size_t nrequests;          /* entries of `requests` (1..TRI_RING_MAX_ENTRIES) */
+  size_t nrequests; /* entries of `requests` (1..TRI_RING_MAX_ENTRIES) */
   tri_sched rate_schedule;   /* start > 0: open loop whose rate (calls/s over all
                                 threads) follows it from the end of the
                                 warm-up (`rate` is then ignored) */
   tri_sched concurrency_schedule; /* start > 0: calls in flight over all
                                 connections follow it, at most
                                 connections * concurrency (closed loop) */
-  tri_channel_opts channel;  /* the options of every connection (tri_options.c
-                                rows; tri_load_config_init writes their
-                                defaults).  Its strings and PEM bytes are
-                                borrowed during tri_load_new (the channels copy
-                                them; the load's copy of the config has them
-                                NULL); error_out too (why tri_load_new failed
-                                to make a channel).  The load sets host and
-                                port per connection (the endpoint's, with its
-                                address_kind, when there are endpoints) and
-                                raises a limited max_recv_bytes to fit the
-                                echoes.  wire
-                                TRI_WIRE_TRIPLE: UNARY and UNARY_STREAM_PATH
-                                send Triple unary calls (TRI_CALL_UNARY_BODY);
-                                BIDI streams are gRPC-framed, as Triple frames
-                                streams. */
+  /* The options of every connection (the rows of tri_options.c;
+   * tri_load_config_init writes their defaults).  Its strings and PEM bytes
+   * are borrowed during tri_load_new (the channels copy them; the load's copy
+   * of the config has them NULL); error_out too (why tri_load_new failed to
+   * make a channel).  The load sets host and port per connection (the
+   * endpoint's, with its address_kind, when there are endpoints) and raises
+   * a limited max_recv_bytes to fit the echoes.  wire TRI_WIRE_TRIPLE: UNARY
+   * and UNARY_STREAM_PATH send Triple unary calls (TRI_CALL_UNARY_BODY); BIDI
+   * streams are gRPC-framed, as Triple frames streams. */
+  tri_channel_opts channel;
 } tri_load_config;
 
 /* Defaults: UNARY on 127.0.0.1:50051, 1 x 1, 10 s, no warm-up, 128 B,

@@ -158,6 +158,7 @@ static PyObject *result_dict(const tri_load_config *cfg, const tri_load_result *
   if (!d) return NULL;
   double elapsed = (double)r->elapsed_ns / 1e9;
   int bidi = cfg->mode == TRI_LOAD_BIDI;
+  const tri_channel_opts *ch = &cfg->channel;
   double cpu = r->cpu_user_s + r->cpu_sys_s;
 
   /* What ran. */
@@ -168,8 +169,8 @@ static PyObject *result_dict(const tri_load_config *cfg, const tri_load_result *
       PUT_I64(d, "connections", cfg->connections) < 0 ||
       PUT_I64(d, "concurrency", cfg->concurrency) < 0 ||
       PUT_I64(d, "stream_messages", bidi ? cfg->stream_messages : 1) < 0 ||
-      PUT_U64(d, "write_buffer_size", cfg->channel.write_buffer_size) < 0 ||
-      PUT_U64(d, "write_buffer_delay_us", cfg->channel.write_buffer_delay_us) < 0 ||
+      PUT_U64(d, "write_buffer_size", ch->write_buffer_size) < 0 ||
+      PUT_U64(d, "write_buffer_delay_us", ch->write_buffer_delay_us) < 0 ||
       put(d, "open_loop", PyBool_FromLong(cfg->rate > 0)) < 0 ||
       PUT_F(d, "target_rate", cfg->rate) < 0 ||
       put(d, "shared_request", PyBool_FromLong(cfg->shared_request)) < 0 ||
@@ -322,7 +323,15 @@ static void del_released(tri_load *l) {
 /* How a load keyword converts (as the old format codes did: i, p, d, L, K,
  * n), and where it goes: a field of tri_load_config, or an object the caller
  * reads (ARG_OBJECT). */
-typedef enum { ARG_INT, ARG_BOOL, ARG_DOUBLE, ARG_I64, ARG_U64, ARG_SIZE, ARG_OBJECT } arg_kind;
+typedef enum {
+  ARG_INT,
+  ARG_BOOL,
+  ARG_DOUBLE,
+  ARG_I64,
+  ARG_U64,
+  ARG_SIZE,
+  ARG_OBJECT
+} arg_kind;
 
 typedef struct {
   tri_py_kw kw;
@@ -330,8 +339,10 @@ typedef struct {
   size_t offset; /* in tri_load_config */
 } load_arg;
 
-#define CFG(kind, name, field) {TRI_PY_KW(name), kind, offsetof(tri_load_config, field)}
-#define OBJ(name) {TRI_PY_KW(name), ARG_OBJECT, 0}
+#define CFG(kind, name, field) \
+  { TRI_PY_KW(name), kind, offsetof(tri_load_config, field) }
+#define OBJ(name) \
+  { TRI_PY_KW(name), ARG_OBJECT, 0 }
 
 /* The load's own keywords; every other keyword is a channel option, parsed
  * by walking the table (options.c) as _triple.Channel does. */
@@ -390,23 +401,26 @@ static int set_load_arg(tri_load_config *cfg, const load_arg *a, PyObject *v) {
     int b = PyObject_IsTrue(v);
     return b < 0 ? -1 : (*(int *)f = b, 0);
   }
-  if (a->kind == ARG_DOUBLE ? !PyFloat_Check(v) && !PyLong_Check(v) : !PyLong_Check(v)) {
-    PyErr_Format(PyExc_TypeError, "run_load() argument '%s' must be %s, not %.100s",
-                 a->kw.name, a->kind == ARG_DOUBLE ? "a number" : "an int",
+  if (a->kind == ARG_DOUBLE ? !PyFloat_Check(v) && !PyLong_Check(v)
+                            : !PyLong_Check(v)) {
+    PyErr_Format(PyExc_TypeError,
+                 "run_load() argument '%s' must be %s, not %.100s", a->kw.name,
+                 a->kind == ARG_DOUBLE ? "a number" : "an int",
                  Py_TYPE(v)->tp_name);
     return -1;
   }
   switch (a->kind) {
-  case ARG_DOUBLE: *(double *)f = PyFloat_AsDouble(v); break;
-  case ARG_INT: return tri_py_int_arg(v, 0, (int *)f);
-  case ARG_I64: *(int64_t *)f = PyLong_AsLongLong(v); break;
-  case ARG_U64: *(uint64_t *)f = PyLong_AsUnsignedLongLong(v); break;
-  default: {
-    Py_ssize_t n = PyLong_AsSsize_t(v);
-    if (n < 0 && !PyErr_Occurred())
-      PyErr_Format(PyExc_ValueError, "run_load: %s must be non-negative", a->kw.name);
-    *(size_t *)f = (size_t)n;
-  }
+    case ARG_DOUBLE: *(double *)f = PyFloat_AsDouble(v); break;
+    case ARG_INT: return tri_py_int_arg(v, 0, (int *)f);
+    case ARG_I64: *(int64_t *)f = PyLong_AsLongLong(v); break;
+    case ARG_U64: *(uint64_t *)f = PyLong_AsUnsignedLongLong(v); break;
+    default: {
+      Py_ssize_t n = PyLong_AsSsize_t(v);
+      if (n < 0 && !PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "run_load: %s must be non-negative",
+                     a->kw.name);
+      *(size_t *)f = (size_t)n;
+    }
   }
   return PyErr_Occurred() ? -1 : 0;
 }
@@ -415,8 +429,8 @@ static int set_load_arg(tri_load_config *cfg, const load_arg *a, PyObject *v) {
  * NULL when not given), the others into *channel_kw (a new dict, or NULL
  * when there are none) for the table's walker.  0, or -1 with TypeError for
  * a missing required keyword or a bad value. */
-static int parse_load_args(PyObject *kwargs, tri_load_config *cfg, PyObject **objs,
-                           PyObject **channel_kw) {
+static int parse_load_args(PyObject *kwargs, tri_load_config *cfg,
+                           PyObject **objs, PyObject **channel_kw) {
   int seen[NLOAD_ARGS] = {0};
   *channel_kw = NULL;
   for (int i = 0; i < NLOAD_ARGS; i++) objs[i] = NULL;
@@ -424,7 +438,8 @@ static int parse_load_args(PyObject *kwargs, tri_load_config *cfg, PyObject **ob
   Py_ssize_t pos = 0;
   while (kwargs && PyDict_Next(kwargs, &pos, &key, &value)) {
     int i = 0;
-    while (i < NLOAD_ARGS && PyUnicode_CompareWithASCIIString(key, load_args[i].kw.name))
+    while (i < NLOAD_ARGS &&
+           PyUnicode_CompareWithASCIIString(key, load_args[i].kw.name))
       i++;
     if (i < NLOAD_ARGS) {
       seen[i] = 1;
@@ -449,7 +464,8 @@ static int parse_path(PyObject *o, const char **path) {
   *path = NULL;
   if (o == Py_None) return 0;
   if (!PyUnicode_Check(o)) {
-    PyErr_Format(PyExc_TypeError, "run_load() argument 'path' must be str or None, not %.100s",
+    PyErr_Format(PyExc_TypeError,
+                 "run_load() argument 'path' must be str or None, not %.100s",
                  Py_TYPE(o)->tp_name);
     return -1;
   }
@@ -462,15 +478,18 @@ static int parse_path(PyObject *o, const char **path) {
  * caller's to release) and *port_str (a new reference, the caller's too);
  * PEM views go to `pems`. */
 static int parse_config(PyObject *args, PyObject *kwargs, tri_load_config *cfg,
-                        PyObject **objs, PyObject **channel_kw, PyObject **port_str,
-                        tri_py_pems *pems, tri_load_endpoint *eps) {
+                        PyObject **objs, PyObject **channel_kw,
+                        PyObject **port_str, tri_py_pems *pems,
+                        tri_load_endpoint *eps) {
   const char *host;
   PyObject *port_obj;
   *channel_kw = *port_str = NULL;
   if (!PyArg_ParseTuple(args, "sO:run_load", &host, &port_obj) ||
-      parse_load_args(kwargs, cfg, objs, channel_kw) < 0 ||
-      tri_py_set_channel_options("run_load", &cfg->channel, *channel_kw, pems) < 0 ||
-      parse_path(objs[A_PATH], &cfg->path) < 0 || parse_mode(objs[A_MODE], &cfg->mode) < 0)
+      parse_load_args(kwargs, cfg, objs, channel_kw) < 0)
+    return -1;
+  if (tri_py_set_channel_options("run_load", &cfg->channel, *channel_kw, pems) ||
+      parse_path(objs[A_PATH], &cfg->path) < 0 ||
+      parse_mode(objs[A_MODE], &cfg->mode) < 0)
     return -1;
   PyObject *eps_obj = objs[A_ENDPOINTS] ? objs[A_ENDPOINTS] : Py_None;
   if (parse_endpoints(eps_obj, eps, &cfg->nendpoints) < 0) return -1;
@@ -503,10 +522,12 @@ static PyObject *run_config(tri_load_config *cfg, PyObject *requests,
   }
   tri_load *l;
   int rv;
+  /* clang-format off */
   Py_BEGIN_ALLOW_THREADS
   rv = tri_load_new(&l, cfg);
   Py_END_ALLOW_THREADS
   tri_py_free_requests(entries); /* the load copied them into its ring */
+  /* clang-format on */
   if (rv) {
     if (channel_error[0])
       PyErr_Format(rv == TRI_ERR_NOMEM ? PyExc_MemoryError : PyExc_ValueError,
@@ -544,7 +565,8 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
   tri_load_endpoint eps[256];
   char channel_error[256] = "";
   PyObject *result = NULL;
-  if (parse_config(args, kwargs, &cfg, objs, &channel_kw, &port_str, &pems, eps) < 0)
+  if (parse_config(args, kwargs, &cfg, objs, &channel_kw, &port_str, &pems,
+                   eps) < 0)
     goto out;
   cfg.channel.error_out = channel_error;
   cfg.channel.error_out_len = sizeof(channel_error);
@@ -567,8 +589,10 @@ const char tri_run_load_doc[] =
     "(wire, dialect, write_buffer_size, authority, compression, tls,\n"
     "root_certificates, keepalive_time_ms, ...), with the same types, ranges\n"
     "and defaults; every connection of the load is made with them.\n"
-    "endpoints: a list of (host, port, address_kind) to spread the connections\n"
-    "over (connection i -> endpoint i % n; host and port are then only named in\n"
+    "endpoints: a list of (host, port, address_kind) to spread the "
+    "connections\n"
+    "over (connection i -> endpoint i % n; host and port are then only named "
+    "in\n"
     "the result's target).\n"
     "Runs the C load generator against host:port with the GIL released:\n"
     "`connections` channels (one connection and one C thread each) with\n"

@@ -2,9 +2,9 @@
  * options.c: the table of channel options (tri_options.h) for Python.
  *
  * _triple.Channel's keyword arguments, and run_load's channel options, are
- * parsed by walking the table (no format string to keep in step with it), and the table itself is exported
- * as _triple.CHANNEL_OPTIONS for triple_py/_options.py, the bench harness and
- * the docs.
+ * parsed by walking the table (no format string to keep in step with it), and
+ * the table itself is exported as _triple.CHANNEL_OPTIONS for
+ * triple_py/_options.py, the bench harness and the docs.
  */
 #include "binding.h"
 
@@ -68,8 +68,8 @@ static int set_text(tri_channel_opts *o, const tri_option *opt, PyObject *v,
   return tri_option_set_str(o, opt, view->buf, (size_t)view->len), 0;
 }
 
-int tri_py_set_channel_options(const char *fn, tri_channel_opts *o, PyObject *kw,
-                               tri_py_pems *pems) {
+int tri_py_set_channel_options(const char *fn, tri_channel_opts *o,
+                               PyObject *kw, tri_py_pems *pems) {
   if (!kw) return 0;
   PyObject *key, *value;
   Py_ssize_t pos = 0;
