@@ -26,6 +26,7 @@ void test_backoff(void);
 void test_deadlines(void);
 void test_outq(void);
 void test_conn(void);
+void test_notify(void);
 void test_thread(void);
 void test_connectivity(void);
 void test_ring(void);
@@ -52,6 +53,7 @@ static const struct {
               {"deadlines", test_deadlines},
               {"outq", test_outq},
               {"conn", test_conn},
+              {"notify", test_notify},
               {"thread", test_thread},
               {"connectivity", test_connectivity},
               {"ring", test_ring},
