@@ -422,8 +422,9 @@ static int take_ready(tri_channel *ch, void **tokens, int max) {
      * side: the flag is cleared before done is read.) */
     atomic_store(&c->notify_queued, 0);
     int idle = 0;
-    c->notify_final = atomic_load(&c->done) &&
-                      atomic_compare_exchange_strong(&c->notify_queued, &idle, 1);
+    int last = atomic_load(&c->done) &&
+               atomic_compare_exchange_strong(&c->notify_queued, &idle, 1);
+    c->notify_final = last;
     tokens[n++] = c->token;
   }
   return n;

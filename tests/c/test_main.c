@@ -38,8 +38,12 @@ void test_options(void);
 static const struct {
   const char *name;
   void (*fn)(void);
-} suites[] = {{"buf", test_buf},   {"mem", test_mem}, {"frame", test_frame},
-              {"wire", test_wire}, {"pb", test_pb},   {"mpsc", test_mpsc},
+} suites[] = {{"buf", test_buf},
+              {"mem", test_mem},
+              {"frame", test_frame},
+              {"wire", test_wire},
+              {"pb", test_pb},
+              {"mpsc", test_mpsc},
               {"writer", test_writer},
               {"server", test_server},
               {"gzip", test_gzip},

@@ -25,14 +25,9 @@ static tri_call *notified_call(tri_channel *ch, tri_conn *conn, void *token) {
 }
 
 void test_notify(void) {
-  tri_channel_opts o;
-  tri_channel_opts_init(&o);
-  o.host = "127.0.0.1";
-  o.port = "1";
   tri_channel *ch;
   tri_conn *conn;
-  CHECK_EQ_INT(tri_channel_new(&ch, &o), 0);
-  CHECK_EQ_INT(tri__conn_new_detached(&conn, ch), 0);
+  CHECK_EQ_INT(detached_open(&ch, &conn), 0);
   void *tokens[4];
   int a_token, b_token;
 
@@ -58,7 +53,8 @@ void test_notify(void) {
   }
   CHECK(a_last);
   CHECK(b_last);
-  CHECK_EQ_INT(tri_channel_take_completions(ch, tokens, 4), 0); /* nothing left */
+  /* Nothing is left. */
+  CHECK_EQ_INT(tri_channel_take_completions(ch, tokens, 4), 0);
 
   tri_call *calls[2] = {a, b};
   detached_teardown(ch, conn, calls, 2);
