@@ -294,6 +294,8 @@ int tri_call_done(const tri_call *c) {
   return atomic_load_explicit(&((tri_call *)c)->done, memory_order_acquire);
 }
 
+int tri_call_notify_final(const tri_call *c) { return c->notify_final; }
+
 int64_t tri_call_deadline(const tri_call *c) { return c->deadline; }
 
 int tri_call_unprocessed(const tri_call *c) {

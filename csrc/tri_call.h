@@ -109,6 +109,15 @@ int tri_call_start(tri_call *c);
 /* Nonzero once the call has its final status. */
 int tri_call_done(const tri_call *c);
 
+/* Nonzero when the token of `c` that tri_channel_poll_completions (or
+ * tri_channel_take_completions) returned last was its last one: the call was
+ * done when it was taken, and the queue will hold no more.  Read it right
+ * after the poll that returned the token (the polling thread); until it is
+ * nonzero the token stays queued or may be queued again, so the owner must
+ * keep it (and the call) alive.  tri_call_done() is no substitute: the call
+ * may end between the poll and that check, with its DONE token queued. */
+int tri_call_notify_final(const tri_call *c);
+
 /* Why a done call never reached a server application, so that it can be sent
  * again safely (gRPC's transparent retry, proposal A6); 0 when it may have.
  * REFUSED: a live connection did not process it: the server refused the stream

@@ -418,7 +418,17 @@ static int take_ready(tri_channel *ch, void **tokens, int max) {
     ch->ready_head = node->next;
     if (!ch->ready_head) ch->ready_tail = NULL;
     tri_call *c = container_of(node, tri_call, notify_node);
-    atomic_store(&c->notify_queued, 0); /* later events queue it again */
+    /* Later events queue it again.  A call done when taken may still have
+     * its DONE notification on the way (done is stored before it is queued):
+     * taking the queued flag back makes that one queue nothing, and this is
+     * its last token; if the flag is already taken, DONE queued it again and
+     * that token will be the last.  (Sequentially consistent, as on the I/O
+     * side: the flag is cleared before done is read.) */
+    atomic_store(&c->notify_queued, 0);
+    int idle = 0;
+    int last = atomic_load(&c->done) &&
+               atomic_compare_exchange_strong(&c->notify_queued, &idle, 1);
+    c->notify_final = last;
     tokens[n++] = c->token;
   }
   return n;

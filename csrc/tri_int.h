@@ -63,6 +63,9 @@ struct tri_call {
   void *token;
   int notify;           /* TRI_EV_* mask of events to report, 0 = none */
   _Atomic int notify_queued; /* on the channel's completion queue now */
+  int notify_final;          /* the token taken last was the call's last one (it
+                                was done when taken); written by the poller
+                                holding the channel's poll_lock */
   int started;          /* tri_call_start was called */
   int triple;           /* unary call on the Triple wire (fast path, or
                            TRI_CALL_UNARY_BODY through the writer) */

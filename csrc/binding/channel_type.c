@@ -384,8 +384,8 @@ static PyObject *channel_poll(ChannelObject *self, PyObject *args) {
     CallObject *co = tokens[i];
     Py_INCREF(co);
     PyList_SET_ITEM(list, i, (PyObject *)co);
-    if (co->notified && tri_call_done(co->call)) {
-      co->notified = 0; /* DONE is the last event: drop the token's reference */
+    if (co->notified && tri_call_notify_final(co->call)) {
+      co->notified = 0; /* its last token: drop the token's reference */
       tri_call_object_release_request(co);
       Py_DECREF(co);
     }

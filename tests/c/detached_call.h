@@ -10,6 +10,16 @@
 #include "tri_conn.h"
 #include "tri_int.h"
 
+/* A channel (to a port nobody dials) and a detached connection of it. */
+static inline int detached_open(tri_channel **ch, tri_conn **conn) {
+  tri_channel_opts o;
+  tri_channel_opts_init(&o);
+  o.host = "127.0.0.1";
+  o.port = "1";
+  int rv = tri_channel_new(ch, &o);
+  return rv ? rv : tri__conn_new_detached(conn, *ch);
+}
+
 /* What tri_call_start does for a call bound to `conn`: marks it started,
  * gives the I/O side its references, queues the submission and runs it. */
 static inline void detached_submit(tri_conn *conn, tri_call *c) {

@@ -26,6 +26,7 @@ void test_backoff(void);
 void test_deadlines(void);
 void test_outq(void);
 void test_conn(void);
+void test_notify(void);
 void test_thread(void);
 void test_connectivity(void);
 void test_ring(void);
@@ -38,8 +39,12 @@ void test_loop(void);
 static const struct {
   const char *name;
   void (*fn)(void);
-} suites[] = {{"buf", test_buf},   {"mem", test_mem}, {"frame", test_frame},
-              {"wire", test_wire}, {"pb", test_pb},   {"mpsc", test_mpsc},
+} suites[] = {{"buf", test_buf},
+              {"mem", test_mem},
+              {"frame", test_frame},
+              {"wire", test_wire},
+              {"pb", test_pb},
+              {"mpsc", test_mpsc},
               {"writer", test_writer},
               {"server", test_server},
               {"gzip", test_gzip},
@@ -53,6 +58,7 @@ static const struct {
               {"deadlines", test_deadlines},
               {"outq", test_outq},
               {"conn", test_conn},
+              {"notify", test_notify},
               {"thread", test_thread},
               {"connectivity", test_connectivity},
               {"ring", test_ring},
