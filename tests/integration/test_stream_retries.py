@@ -354,15 +354,7 @@ print(ok[0], len(failed), repr(failed[:1]))
 """
 
 
-# The aio event loop of this load sometimes spins in aio/_reactor.Reactor._drain and the
-# child never ends (about 1 run in 10): also on main, with retries off (so not the retry
-# code); see notes/issue25-streamretry.md.  Only that timeout is expected: a stream lost
-# or a wrong answer still fails the test.
-_AIO_SPIN = pytest.mark.xfail(raises=subprocess.TimeoutExpired, strict=False,
-                              reason="aio reactor spin under GOAWAY, on main too")
-
-
-@pytest.mark.parametrize("mode", ["sync", pytest.param("aio", marks=_AIO_SPIN)])
+@pytest.mark.parametrize("mode", ["sync", "aio"])
 def test_goaway_mid_stream_load_loses_no_stream(mode):
     child = start_child(_GOAWAY_STREAMS, mode, "1")
     try:
