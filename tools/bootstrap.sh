@@ -17,7 +17,7 @@ PACKAGES=(
   python3-jupyter-client
   golang-go golang-google-grpc-dev nghttp2-client clang libclang-rt-14-dev strace openssl
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev golang-goprotobuf-dev
-  python3-distributed iproute2 clang-format mypy zookeeper python3-kazoo
+  python3-distributed iproute2 clang-format mypy zookeeper python3-kazoo util-linux
 )
 
 missing=()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import json
 import os
 import secrets
@@ -35,13 +34,13 @@ import urllib.request
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
 
+from .._parent_death import tied_to_parent
 from .notebook import KERNEL_NAME, kernel_spec
 
 __all__ = ["NotebookServer", "register_kernel", "kernel_display_name", "remove_stale_scratch",
            "main"]
 
 ROOT = Path(__file__).resolve().parents[2]
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 #: Temporary directories are named <prefix><launcher pid>-<random>.
 SCRATCH_PREFIX = "triple-py-jupyter-"
 
@@ -60,13 +59,6 @@ def register_kernel(python: str = sys.executable) -> Path:
     with kernel_spec(data / "kernels", python, kernel_display_name(python)):
         pass
     return data
-
-
-def _die_with_parent() -> None:
-    """In the server's child process: SIGTERM when the launcher dies (Linux), so that even
-    a killed launcher leaves no server (which then shuts its kernels down)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def remove_stale_scratch() -> List[Path]:
@@ -145,10 +137,9 @@ class NotebookServer:
         output = open(self.log, "ab") if self.log else None
         try:
             self.process = subprocess.Popen(
-                self._command(), env=self._environment(data), cwd=self.directory,
-                stdin=subprocess.DEVNULL, stdout=output, stderr=output,
-                start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+                tied_to_parent(self._command(), "TERM"), env=self._environment(data),
+                cwd=self.directory, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+                start_new_session=True)
         finally:
             if output is not None:
                 output.close()

@@ -11,9 +11,7 @@ the process that started it (PR_SET_PDEATHSIG), so a killed test run leaves none
 """
 from __future__ import annotations
 
-import ctypes
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -21,11 +19,12 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from .._parent_death import tied_to_parent
+
 __all__ = ["LocalZookeeper", "ZookeeperUnavailable", "ZOOKEEPER_JAR"]
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 _MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
-_PR_SET_PDEATHSIG = 1
 # A small, quick-starting JVM: the server holds a few hundred nodes at most here.
 _JVM_FLAGS = ["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
               "-Dzookeeper.admin.enableServer=false", "-Djava.net.preferIPv4Stack=true"]
@@ -33,11 +32,6 @@ _JVM_FLAGS = ["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 
 class ZookeeperUnavailable(RuntimeError):
     """ZooKeeper is not installed, or the server did not come up in time."""
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def _free_port() -> int:
@@ -116,9 +110,10 @@ class LocalZookeeper:
         log = open(self._dir / "server.log", "wb")
         try:
             self._process = subprocess.Popen(
-                [java, *_JVM_FLAGS, "-cp", str(ZOOKEEPER_JAR), _MAIN, str(config)],
+                tied_to_parent([java, *_JVM_FLAGS, "-cp", str(ZOOKEEPER_JAR), _MAIN,
+                                str(config)]),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                cwd=self._dir, preexec_fn=_die_with_parent)
+                cwd=self._dir)
         finally:
             log.close()
         try:
