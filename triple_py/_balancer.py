@@ -200,15 +200,14 @@ class Balancer:
 
     # ---- picking ------------------------------------------------------------------
 
-    def _start(self) -> int:
-        """Where this call's search starts: the next in turn, or pick_first's current."""
-        return next(self._counter) if self._policy == ROUND_ROBIN else self._current
-
-    def _pick(self, start: int, skip: int) -> Any:
+    def _pick(self) -> Any:
+        """One backend: round_robin's next READY one in turn (any, while none is READY),
+        or pick_first's current."""
         cores = self._ready if self._policy == ROUND_ROBIN and self._ready else self._cores
         if not cores:
             raise NoBackendError("no endpoint resolved for this target")
-        return cores[(start + skip) % len(cores)]
+        start = next(self._counter) if self._policy == ROUND_ROBIN else self._current
+        return cores[start % len(cores)]
 
     def _failed(self, core: Any) -> None:
         """A call found ``core`` unusable: pick_first moves on; the watcher looks at
@@ -284,7 +283,7 @@ class Balancer:
 
     def generic(self, *args: Any, **kwargs: Any) -> Any:
         """``_triple.Channel.generic`` on a picked backend."""
-        return self._pick(self._start(), 0).generic(*args, **kwargs)
+        return self._pick().generic(*args, **kwargs)
 
     # ---- the core channel's other methods ---------------------------------------
 

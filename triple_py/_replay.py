@@ -49,6 +49,39 @@ class BufferBudget:
             self.used -= n
 
 
+class KeptRequests:
+    """The requests one call has sent, kept for its next attempt within the per-call
+    limit and the channel's ``BufferBudget`` (used by ``ReplayingCall`` and by the
+    asyncio request streams)."""
+
+    __slots__ = ("_limit", "_budget", "messages", "size")
+
+    def __init__(self, per_call_limit: int, budget: BufferBudget) -> None:
+        self._limit = per_call_limit
+        self._budget = budget
+        self.messages: list[bytes] = []
+        self.size = 0
+
+    def add(self, payload: Any) -> bool:
+        """Keeps ``payload``; False (nothing kept) when it would pass either limit: the
+        call must then commit."""
+        n = len(payload)
+        if self.size + n > self._limit or not self._budget.take(n):
+            return False
+        self.size += n
+        self.messages.append(bytes(payload))
+        return True
+
+    def release(self) -> None:
+        """Drops the kept requests and gives their bytes back to the budget."""
+        self._budget.give_back(self.size)
+        self.messages, self.size = [], 0
+
+    def __del__(self) -> None:
+        if self.size:  # abandoned before its call ended: free its share
+            self._budget.give_back(self.size)
+
+
 class ReplayingCall:
     """One streaming call over its attempts: ``core`` is the current attempt."""
 
@@ -57,10 +90,8 @@ class ReplayingCall:
         self._start = start  # timeout left -> a new attempt's core call
         self.core = first
         self._retries = retries
-        self._limit = per_rpc_limit
-        self._budget = budget
-        self._kept: Optional[list[bytes]] = []  # None once committed
-        self._size = 0
+        self._kept: Optional[KeptRequests] = KeptRequests(per_rpc_limit, budget)  # None
+        # once committed
         self._half_closed = False
         self._final = False  # no further attempt (committed to an end, or cancelled)
         self._lock = threading.Lock()
@@ -89,20 +120,15 @@ class ReplayingCall:
         return following is not None
 
     def _keep(self, payload: Any) -> None:
-        n = len(payload)
-        if self._size + n > self._limit or not self._budget.take(n):
+        if not self._kept.add(payload):  # type: ignore[union-attr]
             self._commit()
-            return
-        self._size += n
-        self._kept.append(bytes(payload))  # type: ignore[union-attr]
 
     def _commit(self) -> None:
         """No more attempts may replay the requests: drop them (the lock is held or
         the call is past its retries)."""
-        if self._kept is not None:
-            self._kept = None
-            self._budget.give_back(self._size)
-            self._size = 0
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            kept.release()
 
     def flush(self) -> None:
         """Sends queued requests of the current attempt now."""
@@ -148,7 +174,7 @@ class ReplayingCall:
                 return self._end()
             following = self._start(self._retries.timeout_left())
             self.core = following
-            for payload in self._kept:
+            for payload in self._kept.messages:
                 if not following.write(payload):
                     break
             else:
@@ -157,10 +183,6 @@ class ReplayingCall:
             if self._final:
                 following.cancel()
             return following
-
-    def __del__(self) -> None:
-        if self._kept is not None:  # abandoned before its end: free its share
-            self._budget.give_back(self._size)
 
     def _end(self) -> None:
         """The call ends with its current attempt (the lock is held)."""

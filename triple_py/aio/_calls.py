@@ -7,6 +7,7 @@ from typing import Any, AsyncIterator, Callable, Optional
 from .. import _triple
 from .._codec import deserialize, serialize
 from .._errors import RpcError
+from .._replay import KeptRequests
 from .._status import StatusCode, code_from_int
 
 Serializer = Optional[Callable[[Any], bytes]]
@@ -125,7 +126,7 @@ class _Call:
     _owner: Any = None
     _again: tuple = ()
     _retry_state: Any = None  # the call's _retry.Retries, from its first failure on
-    _kept: Optional[list] = None  # requests kept for the next attempt (StreamRequestMixin)
+    _kept: Any = None  # the _replay.KeptRequests of a request stream with retries
     _switch: Optional[asyncio.Future] = None  # set while the next attempt is being started
 
     async def _next_attempt_after(self, failed: Any) -> bool:
@@ -344,36 +345,24 @@ class StreamRequestMixin(_Call):
 
     # -- retries: the requests sent, kept for the next attempt (see _replay) ------
     # _kept (on _Call): None when not kept (no retries, or committed)
-    _kept_size = 0
-    _limits: Any = None  # (per-call limit, the channel's _replay.BufferBudget)
 
     def _keep_requests(self, per_call_limit: int, budget: Any) -> None:
         """Keeps the requests from now on, for retries."""
-        self._kept, self._limits = [], (per_call_limit, budget)
+        self._kept = KeptRequests(per_call_limit, budget)
 
     def _keep(self, payload: Any) -> None:
-        n = len(payload)
-        limit, budget = self._limits
-        if self._kept_size + n > limit or not budget.take(n):
+        if not self._kept.add(payload):
             self._commit()
-            return
-        self._kept_size += n
-        self._kept.append(bytes(payload))  # type: ignore[union-attr]
 
     def _commit(self) -> None:
         super()._commit()
-        if self._kept is not None:
-            self._kept = None
-            self._limits[1].give_back(self._kept_size)
-            self._kept_size = 0
-
-    def __del__(self) -> None:
-        if self._kept is not None:  # abandoned before its end: free its share
-            self._limits[1].give_back(self._kept_size)
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            kept.release()
 
     async def _replay(self) -> None:
         core = self._core
-        for payload in list(self._kept or ()):
+        for payload in list(self._kept.messages if self._kept is not None else ()):
             while not core.can_write(len(payload)):
                 if core.done():
                     return
