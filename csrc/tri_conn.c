@@ -1485,7 +1485,7 @@ int tri__conn_new(tri_conn **out, tri_channel *ch, int64_t connect_deadline) {
     /* A loop made before fork() has no thread here: TRI_ERR_FORKED says so. */
     rv = tri_loop_attach(conn->loop, &conn->member);
     if (rv) goto fail;
-  } else if (tri_thread_create(&conn->thread, conn_main, conn)) {
+  } else if (tri_thread_create(&conn->thread, "tri-io", conn_main, conn)) {
     goto fail;
   }
   TRI_STATS_ADD(&ch->stats, connects, 1);
@@ -1558,7 +1558,7 @@ int tri__conn_new_detached(tri_conn **out, tri_channel *ch) {
   }
   conn->connected = 1;
   /* A thread that exits at once keeps tri__conn_join/free uniform. */
-  tri_thread_create(&conn->thread, detached_main, NULL);
+  tri_thread_create(&conn->thread, "tri-io", detached_main, NULL);
   atomic_store(&conn->exited, 1);
   flush(conn); /* our preface and SETTINGS, discarded */
   *out = conn;

@@ -941,7 +941,7 @@ int tri_load_start(tri_load *l) {
   /* Threads block on the lock at the start gate until all are created. */
   int rv = 0;
   for (int i = 0; i < l->nw; i++) {
-    if (tri_thread_create(&l->w[i].thread, worker_main, &l->w[i])) {
+    if (tri_thread_create(&l->w[i].thread, "tri-load", worker_main, &l->w[i])) {
       set_error_locked(l, TRI_ERR_SYSTEM, "load: pthread_create failed");
       atomic_store(&l->stop, 1);
       rv = TRI_ERR_SYSTEM;

@@ -142,7 +142,7 @@ int tri_loop_new(tri_loop **out) {
     goto fail;
   pthread_mutex_init(&loop->lock, NULL);
   pthread_cond_init(&loop->left_cond, NULL);
-  if (tri_thread_create(&loop->thread, loop_main, loop)) {
+  if (tri_thread_create(&loop->thread, "tri-io", loop_main, loop)) {
     pthread_mutex_destroy(&loop->lock);
     pthread_cond_destroy(&loop->left_cond);
     goto fail;

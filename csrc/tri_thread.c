@@ -2,7 +2,8 @@
 
 #include <signal.h>
 
-int tri_thread_create(pthread_t *thread, void *(*fn)(void *), void *arg) {
+int tri_thread_create(pthread_t *thread, const char *name,
+                      void *(*fn)(void *), void *arg) {
   sigset_t all, old;
   sigfillset(&all);
   static const int synchronous[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL,
@@ -12,5 +13,6 @@ int tri_thread_create(pthread_t *thread, void *(*fn)(void *), void *arg) {
   pthread_sigmask(SIG_SETMASK, &all, &old);
   int rv = pthread_create(thread, NULL, fn, arg);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rv == 0) pthread_setname_np(*thread, name);
   return rv;
 }

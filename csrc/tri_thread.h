@@ -10,14 +10,22 @@
  * signals except the synchronous ones (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
  * SIGTRAP, SIGABRT, SIGSYS), from its first instruction: the mask is set
  * around pthread_create and inherited, with no window.
+ *
+ * Each thread also gets a short name (what `top -H`, `ps -L`, gdb and
+ * /proc/<pid>/task/<tid>/comm show), so a user can tell the core's threads
+ * from the application's: "tri-io" for connection I/O, "tri-load" for load
+ * workers, "tri-srv" and "tri-srv-accept" for the embedded server.
  */
 #ifndef TRI_THREAD_H
 #define TRI_THREAD_H
 
 #include <pthread.h>
 
-/* pthread_create with asynchronous signals blocked in the new thread; the
- * caller's mask is unchanged on return.  Returns pthread_create's result. */
-int tri_thread_create(pthread_t *thread, void *(*fn)(void *), void *arg);
+/* pthread_create with asynchronous signals blocked in the new thread, named
+ * `name` (a static string of at most 15 bytes; borrowed only during the
+ * call); the caller's mask is unchanged on return.  Returns pthread_create's
+ * result.  A name the system refuses leaves the thread unnamed, not failed. */
+int tri_thread_create(pthread_t *thread, const char *name,
+                      void *(*fn)(void *), void *arg);
 
 #endif

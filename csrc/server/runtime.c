@@ -826,10 +826,10 @@ int tri_server_start(tri_server *s) {
   }
   for (int i = 0; i < s->nworkers; i++) {
     srv_worker *w = &s->workers[i];
-    if (tri_thread_create(&w->thread, worker_main, w)) goto fail;
+    if (tri_thread_create(&w->thread, "tri-srv", worker_main, w)) goto fail;
     w->running = 1;
   }
-  if (tri_thread_create(&s->acceptor, acceptor_main, s)) goto fail;
+  if (tri_thread_create(&s->acceptor, "tri-srv-accept", acceptor_main, s)) goto fail;
   s->acceptor_running = 1;
   return 0;
 fail:
