@@ -870,12 +870,12 @@ int tri_call_write(tri_call *c, const uint8_t *msg, size_t n) {
 }
 
 int tri_call_write_would_not_block(tri_call *c, size_t n) {
+  /* Without the writer's lock: the I/O thread holds it for an instant when
+   * its flush timer looks at the chunk, and "would block" said then, with
+   * nothing queued, would wait for a TRI_EV_WRITABLE that never comes (an
+   * asyncio ping-pong stream hung until its deadline that way). */
   int64_t unsent = atomic_load(&c->unsent);
-  /* Another thread inside the writer may be waiting for room itself: never
-   * wait for it here (the binding calls this holding the GIL). */
-  if (pthread_mutex_trylock(&c->writer.lock)) return 0;
-  int64_t pending = c->writer.chunk ? (int64_t)c->writer.chunk->len : 0;
-  pthread_mutex_unlock(&c->writer.lock);
+  int64_t pending = tri_writer_pending_bytes(&c->writer);
   /* Nothing queued anywhere: a write never waits (the sink lets one batch
    * through whatever its size). */
   if (unsent == 0 && pending == 0) return 1;

@@ -17,6 +17,7 @@ void tri_writer_init(tri_writer *w, tri_pool *pool, size_t watermark,
 void tri_writer_free(tri_writer *w) {
   tri_pool_put(w->pool, w->chunk);
   w->chunk = NULL;
+  atomic_store(&w->pending, 0);
   pthread_mutex_destroy(&w->lock);
 }
 
@@ -36,6 +37,7 @@ static int flush_locked(tri_writer *w, int end, int may_block) {
   tri_buf *b = w->chunk;
   if (!b && !end) return 0;
   w->chunk = NULL;
+  atomic_store(&w->pending, 0);
   return emit(w, b, end, may_block);
 }
 
@@ -85,6 +87,7 @@ int tri_writer_write(tri_writer *w, const uint8_t *msg, size_t n,
   if (pre) tri_frame_put_prefix(dst, flags, (uint32_t)n);
   memcpy(dst + pre, msg, n);
   w->chunk->len += need;
+  atomic_store(&w->pending, (int64_t)w->chunk->len);
   if (w->chunk->len >= w->watermark) rv = flush_locked(w, 0, 1);
 out:
   pthread_mutex_unlock(&w->lock);
@@ -132,4 +135,8 @@ int tri_writer_pending_nowait(tri_writer *w) {
   int p = w->chunk != NULL && w->chunk->len > 0;
   pthread_mutex_unlock(&w->lock);
   return p;
+}
+
+int64_t tri_writer_pending_bytes(tri_writer *w) {
+  return atomic_load(&w->pending);
 }

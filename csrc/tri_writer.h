@@ -28,6 +28,7 @@
 #define TRI_WRITER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -51,6 +52,8 @@ typedef struct tri_writer {
   tri_pool *pool;       /* borrowed; chunks come from and return to it */
   size_t watermark;     /* 0: coalescing off */
   tri_buf *chunk;       /* pending bytes, or NULL */
+  _Atomic int64_t pending; /* chunk's length, stored under the lock, read
+                              without it (tri_writer_pending_bytes) */
   int err;              /* sticky first error, 0 if none */
   int closed;           /* sealed by a successful close */
   tri_writer_sink sink;
@@ -79,6 +82,11 @@ int tri_writer_flush_nowait(tri_writer *w);
 int tri_writer_close(tri_writer *w);
 /* Nonzero when bytes are waiting in the current chunk (racy hint). */
 int tri_writer_has_pending(tri_writer *w);
+/* The bytes waiting in the current chunk, read without the lock: a snapshot
+ * that another thread may change at once.  For answers that must not wait
+ * and must not fail because the lock is busy for an instant (the I/O
+ * thread's flush timer holds it): tri_call_write_would_not_block. */
+int64_t tri_writer_pending_bytes(tri_writer *w);
 /* The same without ever waiting for the lock (for the I/O thread, which must
  * not wait on a writer that may itself be waiting for the I/O thread to free
  * room): a busy writer counts as pending. */

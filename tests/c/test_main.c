@@ -27,6 +27,7 @@ void test_deadlines(void);
 void test_outq(void);
 void test_conn(void);
 void test_notify(void);
+void test_writable(void);
 void test_thread(void);
 void test_connectivity(void);
 void test_ring(void);
@@ -59,6 +60,7 @@ static const struct {
               {"outq", test_outq},
               {"conn", test_conn},
               {"notify", test_notify},
+              {"writable", test_writable},
               {"thread", test_thread},
               {"connectivity", test_connectivity},
               {"ring", test_ring},
