@@ -422,6 +422,34 @@ async def test_requests_depending_on_responses(peer):
     assert got == [str(i).encode() for i in range(50)]
 
 
+# No flush timer (0: the writer is flushed only on demand), or one far longer than the
+# exchange may take: 50 round trips that each waited for it would need 100 s.
+WRITER_TIMERS = {"no-timer": 0, "slow-timer": 2_000_000}
+
+
+@pytest.mark.parametrize("delay_us", WRITER_TIMERS.values(), ids=WRITER_TIMERS.keys())
+@aio_test()
+async def test_ping_pong_never_waits_for_the_writer_timer(peer, delay_us):
+    """A request written while a read already waits (the reading loop of a bidi call) is
+    sent at the end of that turn of the event loop, as a sync read flushes before it
+    waits: a ping-pong neither waits for the coalescing writer's timer nor, without one,
+    stays unsent until its deadline."""
+    echoes: asyncio.Queue = asyncio.Queue()
+
+    async def requests():
+        for i in range(50):
+            yield b"%d" % i
+            await echoes.get()
+
+    options = [("triple.write_buffer_delay_us", delay_us)]
+    async with channel_to(peer, options) as ch:
+        got = []
+        async for response in bidi(ch)(requests(), timeout=TIMEOUT):
+            got.append(response)
+            echoes.put_nowait(response)
+    assert got == [b"%d" % i for i in range(50)]
+
+
 @aio_test()
 async def test_failing_request_iterator(peer):
     """An async request iterator that raises ends the call with UNKNOWN (as grpcio does)."""
