@@ -857,15 +857,21 @@ int tri_call_write(tri_call *c, const uint8_t *msg, size_t n) {
   if (max >= 0 && n > (size_t)max) return TRI_ERR_TOO_LARGE;
   /* One bare message: a second would corrupt the body (writers may race). */
   if (c->triple && atomic_exchange(&c->triple_written, 1)) return TRI_ERR_INVALID;
-  if (c->compress == TRI_COMPRESS_NONE)
-    return write_result(c, tri_writer_write(&c->writer, msg, n, 0));
-  tri_buf *z;
-  int rv = tri_zlib_compress(&c->ch->zpool, zformat(c->compress), &c->ch->pool, msg, n,
-                             0, &z);
-  if (rv) return write_result(c, rv);
-  rv = tri_writer_write(&c->writer, tri_buf_begin(z), z->len,
-                        TRI_FRAME_FLAG_COMPRESSED);
-  tri_pool_put(&c->ch->pool, z);
+  int rv;
+  if (c->compress == TRI_COMPRESS_NONE) {
+    rv = tri_writer_write(&c->writer, msg, n, 0);
+  } else {
+    tri_buf *z;
+    rv = tri_zlib_compress(&c->ch->zpool, zformat(c->compress), &c->ch->pool, msg, n, 0,
+                           &z);
+    if (rv) return write_result(c, rv);
+    rv = tri_writer_write(&c->writer, tri_buf_begin(z), z->len,
+                          TRI_FRAME_FLAG_COMPRESSED);
+    tri_pool_put(&c->ch->pool, z);
+  }
+  /* Nagle's rule for a reader that waits (see wait_message). */
+  if (rv == 0 && atomic_load(&c->readers) && atomic_load(&c->unsent) == 0)
+    tri_writer_flush_nowait(&c->writer);
   return write_result(c, rv);
 }
 
@@ -931,6 +937,11 @@ void tri__call_chunk_written(tri_call *c, tri_buf *chunk) {
   int64_t left = atomic_fetch_sub(&c->unsent, (int64_t)chunk->len) - (int64_t)chunk->len;
   tri_pool_put(&c->ch->pool, chunk);
   bump(&c->send_seq, &c->send_waiters);
+  /* Nagle's rule for a reader that waits: the bytes in flight are out, so
+   * what was written meanwhile goes now (see wait_message). */
+  if (left == 0 && !c->completed && atomic_load(&c->readers) &&
+      tri_writer_pending_bytes(&c->writer) > 0)
+    tri_writer_flush_nowait(&c->writer);
   if (left <= c->send_limit / 2) notify_event(c, TRI_EV_WRITABLE);
 }
 
@@ -959,6 +970,25 @@ static int wait_recv(tri_call *c, uint32_t seen, int64_t end) {
   return wait_seq(&c->recv_seq, &c->recv_waiters, seen, end);
 }
 
+/* wait_recv for tri_call_read.  A reader that waits may be waiting for the
+ * answer to a request still in the coalescing writer (a ping-pong driven by
+ * a request iterator on another thread).  So while a reader waits, requests
+ * follow Nagle's rule: one written with nothing in flight goes at once
+ * (tri_call_write); one written while bytes are in flight goes when they
+ * have been written (tri__call_chunk_written), so writes still coalesce
+ * under load.  The reader announces itself (readers) before it looks at the
+ * writer for the last time, and a writer looks at readers after writing
+ * (sequentially consistent both), so one of the two always sees the other.
+ * (Waiting for the response headers flushes nothing.) */
+static int wait_message(tri_call *c, uint32_t seen, int64_t end) {
+  atomic_fetch_add(&c->readers, 1);
+  if ((c->flags & TRI_CALL_CLIENT_STREAMING) && tri_writer_pending_bytes(&c->writer) > 0)
+    tri_writer_flush_nowait(&c->writer);
+  int rv = wait_recv(c, seen, end);
+  atomic_fetch_sub(&c->readers, 1);
+  return rv;
+}
+
 /* True once the caller's own cancel() ended the call (grpcio then reports
  * CANCELLED at once, without the responses that were still queued). */
 static int cancelled_by_caller(tri_call *c) {
@@ -984,12 +1014,12 @@ int tri_call_read(tri_call *c, int64_t timeout_ns, tri_buf **msg) {
     if ((*msg = pop_message(c))) return 1;
     if (tri_call_done(c)) return (*msg = pop_message(c)) ? 1 : 0;
     if (!flushed && (c->flags & TRI_CALL_CLIENT_STREAMING) &&
-        tri_writer_pending_nowait(&c->writer)) {
+        tri_writer_pending_bytes(&c->writer) > 0) {
       /* Never make a ping-pong wait for the flush timer.  Without waiting
        * for a writer busy in another thread: then the timer covers it. */
       flushed = tri_writer_flush_nowait(&c->writer) != TRI_ERR_AGAIN;
     }
-    if (timeout_ns == 0 || wait_recv(c, seen, end)) return TRI_ERR_TIMEOUT;
+    if (timeout_ns == 0 || wait_message(c, seen, end)) return TRI_ERR_TIMEOUT;
   }
 }
 

@@ -685,6 +685,21 @@ static void timer_append(tri_conn *conn, tri_call *c) {
   arm_timerfd(conn);
 }
 
+/* Whether `c`'s writer still holds bytes for its flush timer (I/O thread;
+ * the call's timer_queued set).  Read without the writer's lock, which its
+ * writers and readers take all the time: a chunk is counted in
+ * tri_writer_pending_bytes before the writer arms its timer (sink `armed`).
+ * When the count is 0 the timer is let go (timer_queued cleared) and the
+ * count read again: a chunk started meanwhile found the flag still set and
+ * armed nothing, so then the timer is taken back, unless that chunk's own
+ * TIMER op already took it.  Returns nonzero when the timer is still this
+ * caller's to keep. */
+static int timer_still_needed(tri_call *c) {
+  if (tri_writer_pending_bytes(&c->writer) > 0) return 1;
+  atomic_store(&c->timer_queued, 0);
+  return tri_writer_pending_bytes(&c->writer) > 0 && !atomic_exchange(&c->timer_queued, 1);
+}
+
 /* Flushes writers whose partial chunk has waited the full delay.  The
  * reference the TIMER op carried is dropped here. */
 static void run_timers(tri_conn *conn) {
@@ -695,8 +710,17 @@ static void run_timers(tri_conn *conn) {
     conn->timers = c->timer_next;
     if (!conn->timers) conn->timers_tail = NULL;
     c->in_timer = 0;
+    if (c->completed) {
+      atomic_store(&c->timer_queued, 0);
+      tri__call_unref(c);
+      continue;
+    }
+    if (!timer_still_needed(c)) {
+      tri__call_unref(c);
+      continue;
+    }
     atomic_store(&c->timer_queued, 0);
-    if (!c->completed && tri_writer_flush_nowait(&c->writer) == TRI_ERR_AGAIN &&
+    if (tri_writer_flush_nowait(&c->writer) == TRI_ERR_AGAIN &&
         !atomic_exchange(&c->timer_queued, 1)) {
       c->timer_next = NULL; /* a writer holds it: look again next round */
       if (retry_tail) retry_tail->timer_next = c;
@@ -734,8 +758,10 @@ static void process_ops(tri_conn *conn) {
       c = container_of(op, tri_call, timer_op);
       /* Flushed already (a read or a full chunk beat us here, the usual case
        * in a ping-pong): no timer, no later wake-up. */
-      if (conn->dead || c->completed || !tri_writer_pending_nowait(&c->writer)) {
+      if (conn->dead || c->completed) {
         atomic_store(&c->timer_queued, 0);
+        tri__call_unref(c);
+      } else if (!timer_still_needed(c)) {
         tri__call_unref(c);
       } else {
         timer_append(conn, c);

@@ -106,6 +106,8 @@ struct tri_call {
   _Atomic int64_t owed;
   _Atomic uint32_t recv_seq; /* futex: bumped on message, headers, completion */
   _Atomic int recv_waiters;
+  _Atomic int readers;       /* of those, threads waiting in tri_call_read (the
+                                writer's Nagle rule: see wait_message) */
   _Atomic int headers_done;  /* initial metadata (imd) is final */
   int response_started;      /* the response headers were not trailers-only:
                                 written by the I/O thread before headers_done

@@ -66,22 +66,15 @@ int tri_writer_write(tri_writer *w, const uint8_t *msg, size_t n,
     rv = emit(w, b, 0, 1);
     goto out;
   }
-  if (!w->chunk) {
-    w->chunk = tri_pool_get(w->pool, w->watermark, 0);
-    if (!w->chunk) {
-      rv = w->err = TRI_ERR_NOMEM;
-      goto out;
-    }
-    if (w->sink.armed) w->sink.armed(w->sink.ctx);
-  } else if (tri_buf_tailroom(w->chunk) < need) {
+  int fresh = !w->chunk;
+  if (w->chunk && tri_buf_tailroom(w->chunk) < need) {
     /* Would overflow the chunk: send what is there, start a new one. */
     if ((rv = flush_locked(w, 0, 1))) goto out;
-    w->chunk = tri_pool_get(w->pool, w->watermark, 0);
-    if (!w->chunk) {
-      rv = w->err = TRI_ERR_NOMEM;
-      goto out;
-    }
-    if (w->sink.armed) w->sink.armed(w->sink.ctx);
+    fresh = 1;
+  }
+  if (fresh && !(w->chunk = tri_pool_get(w->pool, w->watermark, 0))) {
+    rv = w->err = TRI_ERR_NOMEM;
+    goto out;
   }
   uint8_t *dst = tri_buf_begin(w->chunk) + w->chunk->len;
   if (pre) tri_frame_put_prefix(dst, flags, (uint32_t)n);
@@ -89,6 +82,9 @@ int tri_writer_write(tri_writer *w, const uint8_t *msg, size_t n,
   w->chunk->len += need;
   atomic_store(&w->pending, (int64_t)w->chunk->len);
   if (w->chunk->len >= w->watermark) rv = flush_locked(w, 0, 1);
+  /* After the bytes are counted in `pending`: the owner's timer may look at
+   * that count without the lock (see the sink's `armed`). */
+  else if (fresh && w->sink.armed) w->sink.armed(w->sink.ctx);
 out:
   pthread_mutex_unlock(&w->lock);
   return rv;
@@ -121,20 +117,6 @@ int tri_writer_close(tri_writer *w) {
   }
   pthread_mutex_unlock(&w->lock);
   return rv;
-}
-
-int tri_writer_has_pending(tri_writer *w) {
-  pthread_mutex_lock(&w->lock);
-  int p = w->chunk != NULL && w->chunk->len > 0;
-  pthread_mutex_unlock(&w->lock);
-  return p;
-}
-
-int tri_writer_pending_nowait(tri_writer *w) {
-  if (pthread_mutex_trylock(&w->lock)) return 1; /* busy: assume bytes wait */
-  int p = w->chunk != NULL && w->chunk->len > 0;
-  pthread_mutex_unlock(&w->lock);
-  return p;
 }
 
 int64_t tri_writer_pending_bytes(tri_writer *w) {

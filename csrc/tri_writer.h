@@ -42,7 +42,10 @@ typedef struct tri_writer_sink {
    * lock held; may block for backpressure when `may_block`. */
   ssize_t (*write)(void *ctx, tri_buf *chunk, int end, int may_block);
   /* Optional: called (lock held) when bytes start waiting in an empty chunk,
-   * so the owner can bound how long they wait (a flush timer). */
+   * so the owner can bound how long they wait (a flush timer); called after
+   * they are counted in tri_writer_pending_bytes, so a timer that finds that
+   * count 0 may let go (the next chunk calls armed again).  Not called when
+   * the first message filled the chunk to the watermark (it went at once). */
   void (*armed)(void *ctx);
   void *ctx;
 } tri_writer_sink;
@@ -80,16 +83,11 @@ int tri_writer_flush(tri_writer *w);
 int tri_writer_flush_nowait(tri_writer *w);
 /* Flushes and seals.  Returns 0 or the sticky error (also when repeated). */
 int tri_writer_close(tri_writer *w);
-/* Nonzero when bytes are waiting in the current chunk (racy hint). */
-int tri_writer_has_pending(tri_writer *w);
 /* The bytes waiting in the current chunk, read without the lock: a snapshot
- * that another thread may change at once.  For answers that must not wait
- * and must not fail because the lock is busy for an instant (the I/O
- * thread's flush timer holds it): tri_call_write_would_not_block. */
+ * that another thread may change at once (it is stored under the lock each
+ * time the chunk changes).  For whoever must neither wait for the lock nor
+ * misread a busy lock: readers deciding whether to flush, the I/O thread's
+ * flush timer (which must not wait on a writer that may itself be waiting
+ * for the I/O thread to free room), tri_call_write_would_not_block. */
 int64_t tri_writer_pending_bytes(tri_writer *w);
-/* The same without ever waiting for the lock (for the I/O thread, which must
- * not wait on a writer that may itself be waiting for the I/O thread to free
- * room): a busy writer counts as pending. */
-int tri_writer_pending_nowait(tri_writer *w);
-
 #endif

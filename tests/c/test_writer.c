@@ -24,6 +24,8 @@ typedef struct {
   int fail_err;
   int short_at;   /* 1-based sink call that accepts one byte less */
   int armed;
+  tri_writer *w;             /* the writer this sink belongs to */
+  int64_t pending_when_armed; /* tri_writer_pending_bytes seen by `armed` */
 } rec;
 
 static ssize_t rec_write(void *ctx, tri_buf *b, int end, int may_block) {
@@ -49,7 +51,11 @@ static ssize_t rec_write(void *ctx, tri_buf *b, int end, int may_block) {
   return rv;
 }
 
-static void rec_armed(void *ctx) { ((rec *)ctx)->armed++; }
+static void rec_armed(void *ctx) {
+  rec *r = ctx;
+  r->armed++;
+  r->pending_when_armed = tri_writer_pending_bytes(r->w);
+}
 
 typedef struct {
   tri_pool pool;
@@ -64,6 +70,7 @@ static void setup(fixture *f, size_t watermark) {
   f->r.pool = &f->pool;
   tri_writer_sink sink = {rec_write, rec_armed, &f->r};
   tri_writer_init(&f->w, &f->pool, watermark, &sink);
+  f->r.w = &f->w;
 }
 
 static void teardown(fixture *f) {
@@ -101,7 +108,13 @@ static void coalesces(void) {
   setup(&f, WM);
   for (int i = 0; i < 3; i++) write_msg(&f, i, 10, 0);
   CHECK_EQ_INT(f.r.calls, 0);
+  /* The timer is armed once the first message is counted as pending (a
+   * timer that finds nothing pending lets go), and the count is readable
+   * without the lock. */
+  CHECK(f.r.pending_when_armed == 15);
+  CHECK(tri_writer_pending_bytes(&f.w) == 45);
   CHECK_EQ_INT(tri_writer_flush(&f.w), 0);
+  CHECK(tri_writer_pending_bytes(&f.w) == 0);
   CHECK_EQ_INT(f.r.calls, 1); /* three messages, one sink call */
   int n;
   CHECK(decode_in_order(&f.r, 10, &n));

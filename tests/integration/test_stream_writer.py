@@ -7,6 +7,7 @@ race between writes and done_writing, concurrent writers, and the write-syscall 
 ping-pong latency with the writer on and off.  Writes are counted with
 channel.stats()["write_syscalls"] / ["bytes_written"].
 """
+import queue
 import random
 import threading
 import time
@@ -245,6 +246,28 @@ def test_ping_pong_never_waits_for_the_writer_timer(peer):
         call.done_writing()
         assert drain(call) == []
         assert call.code() is StatusCode.OK
+
+
+@pytest.mark.parametrize("options", [NO_TIMER, SLOW_TIMER], ids=["no-timer", "slow-timer"])
+def test_ping_pong_from_a_request_iterator(peer, options):
+    """grpcio's idiom: a request iterator, consumed on a thread of its own, that waits for
+    the answer to its previous request while the caller's read waits.  A request written
+    while a read waits, with nothing else in flight, goes at once (Nagle's rule): 50 round
+    trips neither wait for a 2 s flush timer nor, without a timer, stay unsent until the
+    deadline."""
+    answers: queue.Queue = queue.Queue()
+
+    def requests():
+        for i in range(50):
+            yield b"%d" % i
+            answers.get(timeout=TIMEOUT)
+
+    with open_channel(peer, options) as channel:
+        got = []
+        for response in bidi(channel)(requests(), timeout=TIMEOUT):
+            got.append(response)
+            answers.put(response)
+    assert got == [b"%d" % i for i in range(50)]
 
 
 # --- close ---------------------------------------------------------------------------------
