@@ -9,6 +9,15 @@ message, read its echo. Then it half-closes and checks the final status.
               and delay from the core's options table); pending bytes must be flushed before a read blocks
   writer-off  the same with options=[("triple.write_buffer_size", 0)]
 
+--idiom says how the round trips are driven:
+  loop        (default) the caller writes, then reads the echo: the read flushes the writer;
+  iterator    grpcio's idiom: a request iterator, consumed on another thread, yields the next
+              request once the caller's response loop has handed it the previous echo; the
+              read is already waiting when the request is written;
+  aio         the same idiom on triple_py.aio: an async request iterator and `async for`.
+In the last two a writer that held the request until its flush timer would add
+triple.write_buffer_delay_us (200 us) to every round trip: writer-off is the reference.
+
 Rounds interleave the two arms and reverse their order every other round. Per arm: the
 median over rounds of each round's median round trip, of its p99, and of its mean (total
 time / trips); write syscalls per round trip from ch.stats(). The issue's target: the median
@@ -18,13 +27,16 @@ drifts between rounds better than the ratio of the two medians (also printed).
 Raw per-round data: results/pingpong-<timestamp>.json (or --out).
 
 Usage: .venv/bin/python benchmarks/pingpong.py [--rounds 7] [--trips 1000] [--size 128]
+           [--idiom loop|iterator|aio]
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import json
 import os
+import queue
 import statistics
 import sys
 import time
@@ -87,7 +99,13 @@ def pingpong_arm(arm: str, address: str, request: bytes, trips: int,
         except BaseException:
             call.cancel()
             raise
-    times.sort()
+    return summarize(arm, times, total, before, after)
+
+
+def summarize(arm: str, times: list, total: float, before: dict, after: dict) -> PingPong:
+    """One arm's round from its round-trip times (seconds) and channel stats."""
+    trips = len(times)
+    times = sorted(times)
     delta = {k: after[k] - before[k] for k in after if isinstance(after[k], int)}
     return PingPong(arm, trips=trips, median_us=statistics.median(times) * 1e6,
                     p99_us=percentile(times, 0.99) * 1e6, mean_us=total / trips * 1e6,
@@ -95,9 +113,78 @@ def pingpong_arm(arm: str, address: str, request: bytes, trips: int,
                     write_syscalls_per_trip=delta["write_syscalls"] / trips, stats_delta=delta)
 
 
+def pingpong_iterator_arm(arm: str, address: str, request: bytes, trips: int,
+                          warmup_trips: int) -> PingPong:
+    """grpcio's idiom: a request iterator (on the call's own thread) that yields the next
+    request once the response loop has handed it the previous echo."""
+    echoes: queue.Queue = queue.Queue()
+    sent_at: list = []
+    clock = time.perf_counter
+
+    def requests():
+        for _ in range(warmup_trips + trips):
+            sent_at.append(clock())
+            yield request
+            if echoes.get(timeout=STREAM_TIMEOUT) != request:
+                return
+
+    with triple_py.insecure_channel(address, options=ARMS[arm]) as channel:
+        call = channel.stream_stream(STREAM_METHOD)(requests(), timeout=STREAM_TIMEOUT)
+        times, before, began = [], None, 0.0
+        for i, response in enumerate(call):
+            if i == warmup_trips - 1:  # the timed trips start with the next request
+                before, began = channel.stats(), clock()
+            elif i >= warmup_trips:
+                times.append(clock() - sent_at[i])
+            echoes.put(response)
+        total, after = clock() - began, channel.stats()
+        if len(times) != trips:
+            raise ValueError(f"{len(times)} echoes timed of {trips}")
+    return summarize(arm, times, total, before, after)
+
+
+def pingpong_aio_arm(arm: str, address: str, request: bytes, trips: int,
+                     warmup_trips: int) -> PingPong:
+    """The iterator idiom on triple_py.aio: an async request iterator and ``async for``."""
+    import triple_py.aio
+
+    async def run() -> PingPong:
+        echoes: asyncio.Queue = asyncio.Queue()
+        sent_at: list = []
+        clock = time.perf_counter
+
+        async def requests():
+            for _ in range(warmup_trips + trips):
+                sent_at.append(clock())
+                yield request
+                if await echoes.get() != request:
+                    return
+
+        async with triple_py.aio.insecure_channel(address, options=ARMS[arm]) as channel:
+            stats = channel._sync.core_channel.stats
+            call = channel.stream_stream(STREAM_METHOD)(requests(), timeout=STREAM_TIMEOUT)
+            times, before, began, i = [], None, 0.0, 0
+            async for response in call:
+                if i == warmup_trips - 1:
+                    before, began = stats(), clock()
+                elif i >= warmup_trips:
+                    times.append(clock() - sent_at[i])
+                echoes.put_nowait(response)
+                i += 1
+            total, after = clock() - began, stats()
+        return summarize(arm, times, total, before, after)
+
+    return asyncio.run(run())
+
+
+IDIOMS = {"loop": pingpong_arm, "iterator": pingpong_iterator_arm, "aio": pingpong_aio_arm}
+
+
 def run_arm(arm: str, address: str, request: bytes, args: argparse.Namespace) -> PingPong:
     try:
-        return pingpong_arm(arm, address, request, args.trips, args.warmup_trips)
+        # The iterator idioms start their clock at the last warm-up echo: at least one.
+        warmup = args.warmup_trips if args.idiom == "loop" else max(1, args.warmup_trips)
+        return IDIOMS[args.idiom](arm, address, request, args.trips, warmup)
     except Exception as exc:
         return PingPong(arm, failed=describe(exc))
 
@@ -108,6 +195,8 @@ def main() -> int:
     parser.add_argument("--trips", type=int, default=1000, help="timed round trips per round")
     parser.add_argument("--warmup-trips", type=int, default=200)
     parser.add_argument("--size", type=int, default=128, help="payload bytes per message")
+    parser.add_argument("--idiom", choices=list(IDIOMS), default="loop",
+                        help="how round trips are driven (see the module)")
     parser.add_argument("--out", type=Path,
                         help="JSON file (default results/pingpong-<timestamp>.json)")
     args = parser.parse_args()
@@ -117,7 +206,7 @@ def main() -> int:
         return 1
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = args.out or ROOT / "results" / f"pingpong-{stamp}.json"
-    report = {"benchmark": "pingpong", "started": stamp, "peer": "grpc-go",
+    report = {"benchmark": "pingpong", "idiom": args.idiom, "started": stamp, "peer": "grpc-go",
               "args": {k: str(v) for k, v in vars(args).items()},
               "environment": environment(), "rounds": []}
     request = encode_payload(os.urandom(args.size))
@@ -125,8 +214,8 @@ def main() -> int:
 
     with start_peer("go") as peer:
         print(f"grpc-go peer at {peer.address}; {args.rounds} rounds x {args.trips} round trips "
-              f"of {args.size} B (+{args.warmup_trips} warm-up) on one bidi stream per arm; "
-              f"{os.cpu_count()} CPUs")
+              f"of {args.size} B (+{args.warmup_trips} warm-up) on one bidi stream per arm, "
+              f"idiom {args.idiom}; {os.cpu_count()} CPUs")
         print(f"\n{'round':>5} {'arm':<11} {'median us':>9} {'p99 us':>8} {'mean us':>8} "
               f"{'writes/trip':>11}  notes")
         try:
@@ -161,7 +250,7 @@ def main() -> int:
     report["summary"], report["ratio_on_off"] = summary, ratios
     report["ratio_on_off_per_round"] = per_round
 
-    print(f"\n== ping-pong, {args.size} B, {args.trips} round trips per round; median of "
+    print(f"\n== ping-pong ({args.idiom}), {args.size} B, {args.trips} round trips per round; median of "
           f"{len(report['rounds'])} rounds ==")
     header = (f"{'arm':<11} {'median us':>9} {'p99 us':>8} {'mean us':>8} {'writes/trip':>11}"
               f"  notes")
