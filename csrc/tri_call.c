@@ -849,6 +849,11 @@ static int write_result(tri_call *c, int rv) {
   return rv;
 }
 
+/* A reader waits for a message and none of our bytes are in flight. */
+static int nagle_sends_now(tri_call *c) {
+  return atomic_load(&c->readers) && atomic_load(&c->unsent) == 0;
+}
+
 int tri_call_write(tri_call *c, const uint8_t *msg, size_t n) {
   if (!(c->flags & TRI_CALL_CLIENT_STREAMING) || !c->started)
     return TRI_ERR_INVALID;
@@ -857,20 +862,24 @@ int tri_call_write(tri_call *c, const uint8_t *msg, size_t n) {
   if (max >= 0 && n > (size_t)max) return TRI_ERR_TOO_LARGE;
   /* One bare message: a second would corrupt the body (writers may race). */
   if (c->triple && atomic_exchange(&c->triple_written, 1)) return TRI_ERR_INVALID;
+  /* Nagle's rule for a reader that waits (see wait_message): with nothing
+   * in flight the message goes at once, and no flush timer is armed. */
+  int (*write)(tri_writer *, const uint8_t *, size_t, uint8_t) =
+      nagle_sends_now(c) ? tri_writer_write_now : tri_writer_write;
   int rv;
   if (c->compress == TRI_COMPRESS_NONE) {
-    rv = tri_writer_write(&c->writer, msg, n, 0);
+    rv = write(&c->writer, msg, n, 0);
   } else {
     tri_buf *z;
     rv = tri_zlib_compress(&c->ch->zpool, zformat(c->compress), &c->ch->pool, msg, n, 0,
                            &z);
     if (rv) return write_result(c, rv);
-    rv = tri_writer_write(&c->writer, tri_buf_begin(z), z->len,
-                          TRI_FRAME_FLAG_COMPRESSED);
+    rv = write(&c->writer, tri_buf_begin(z), z->len, TRI_FRAME_FLAG_COMPRESSED);
     tri_pool_put(&c->ch->pool, z);
   }
-  /* Nagle's rule for a reader that waits (see wait_message). */
-  if (rv == 0 && atomic_load(&c->readers) && atomic_load(&c->unsent) == 0)
+  /* Looked at again after writing: a reader that began to wait meanwhile
+   * may have found nothing to flush yet. */
+  if (rv == 0 && write == tri_writer_write && nagle_sends_now(c))
     tri_writer_flush_nowait(&c->writer);
   return write_result(c, rv);
 }
@@ -980,12 +989,20 @@ static int wait_recv(tri_call *c, uint32_t seen, int64_t end) {
  * writer for the last time, and a writer looks at readers after writing
  * (sequentially consistent both), so one of the two always sees the other.
  * (Waiting for the response headers flushes nothing.) */
-static int wait_message(tri_call *c, uint32_t seen, int64_t end) {
+void tri_call_reader_waits(tri_call *c, int waiting) {
+  if (!waiting) {
+    atomic_fetch_sub(&c->readers, 1);
+    return;
+  }
   atomic_fetch_add(&c->readers, 1);
   if ((c->flags & TRI_CALL_CLIENT_STREAMING) && tri_writer_pending_bytes(&c->writer) > 0)
     tri_writer_flush_nowait(&c->writer);
+}
+
+static int wait_message(tri_call *c, uint32_t seen, int64_t end) {
+  tri_call_reader_waits(c, 1);
   int rv = wait_recv(c, seen, end);
-  atomic_fetch_sub(&c->readers, 1);
+  tri_call_reader_waits(c, 0);
   return rv;
 }
 

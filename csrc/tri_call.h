@@ -202,11 +202,18 @@ int tri_call_done_writing(tri_call *c);
 
 /* ---- server streaming (TRI_CALL_SERVER_STREAMING) ----------------------
  * Takes the next response message.  Before blocking it flushes the writer
- * so a ping-pong never waits for the flush timer.  Returns 1 with *msg (the
- * caller owns it; give it back with tri_call_msg_release), 0 at the end of
- * the stream (the call is done and every message was read), or
- * TRI_ERR_TIMEOUT.  timeout_ns < 0 waits forever; 0 never waits. */
+ * so a ping-pong never waits for the flush timer, and while it waits,
+ * requests written meanwhile follow Nagle's rule (one written with nothing
+ * in flight goes at once).  Returns 1 with *msg (the caller owns it; give it
+ * back with tri_call_msg_release), 0 at the end of the stream (the call is
+ * done and every message was read), or TRI_ERR_TIMEOUT.  timeout_ns < 0
+ * waits forever; 0 never waits. */
 int tri_call_read(tri_call *c, int64_t timeout_ns, tri_buf **msg);
+/* For a reader that waits outside tri_call_read (an event loop, after
+ * tri_call_read(c, 0, ...) found nothing): `waiting` 1 when it starts
+ * waiting for a message, 0 when it stops.  Meanwhile writes follow the same
+ * Nagle's rule as during a blocking read.  Calls must pair up. */
+void tri_call_reader_waits(tri_call *c, int waiting);
 void tri_call_msg_release(tri_call *c, tri_buf *msg);
 
 /* Waits until the response headers (initial metadata) arrived or the call

@@ -41,51 +41,56 @@ static int flush_locked(tri_writer *w, int end, int may_block) {
   return emit(w, b, end, may_block);
 }
 
-int tri_writer_write(tri_writer *w, const uint8_t *msg, size_t n,
-                     uint8_t flags) {
-  pthread_mutex_lock(&w->lock);
+/* tri_writer_write (now 0) and tri_writer_write_now (now 1).  Lock held. */
+static int write_locked(tri_writer *w, const uint8_t *msg, size_t n,
+                        uint8_t flags, int now) {
   int rv = w->err ? w->err : w->closed ? TRI_ERR_CLOSED : 0;
-  if (rv) goto out;
+  if (rv) return rv;
   size_t pre = w->bare ? 0 : TRI_FRAME_PREFIX;
   size_t need = pre + n;
-  if (need > UINT32_MAX) {
-    rv = TRI_ERR_TOO_LARGE;
-    goto out;
-  }
+  if (need > UINT32_MAX) return TRI_ERR_TOO_LARGE;
   if (w->watermark == 0 || need >= w->watermark) {
     /* Alone: pending bytes first, so order is kept. */
-    if ((rv = flush_locked(w, 0, 1))) goto out;
+    if ((rv = flush_locked(w, 0, 1))) return rv;
     tri_buf *b = tri_pool_get(w->pool, need, 0);
-    if (!b) {
-      rv = w->err = TRI_ERR_NOMEM;
-      goto out;
-    }
+    if (!b) return w->err = TRI_ERR_NOMEM;
     if (pre) tri_frame_put_prefix(tri_buf_begin(b), flags, (uint32_t)n);
     memcpy(tri_buf_begin(b) + pre, msg, n);
     b->len = need;
-    rv = emit(w, b, 0, 1);
-    goto out;
+    return emit(w, b, 0, 1);
   }
   int fresh = !w->chunk;
   if (w->chunk && tri_buf_tailroom(w->chunk) < need) {
     /* Would overflow the chunk: send what is there, start a new one. */
-    if ((rv = flush_locked(w, 0, 1))) goto out;
+    if ((rv = flush_locked(w, 0, 1))) return rv;
     fresh = 1;
   }
-  if (fresh && !(w->chunk = tri_pool_get(w->pool, w->watermark, 0))) {
-    rv = w->err = TRI_ERR_NOMEM;
-    goto out;
-  }
+  if (fresh && !(w->chunk = tri_pool_get(w->pool, w->watermark, 0)))
+    return w->err = TRI_ERR_NOMEM;
   uint8_t *dst = tri_buf_begin(w->chunk) + w->chunk->len;
   if (pre) tri_frame_put_prefix(dst, flags, (uint32_t)n);
   memcpy(dst + pre, msg, n);
   w->chunk->len += need;
   atomic_store(&w->pending, (int64_t)w->chunk->len);
-  if (w->chunk->len >= w->watermark) rv = flush_locked(w, 0, 1);
+  if (now || w->chunk->len >= w->watermark) return flush_locked(w, 0, 1);
   /* After the bytes are counted in `pending`: the owner's timer may look at
    * that count without the lock (see the sink's `armed`). */
-  else if (fresh && w->sink.armed) w->sink.armed(w->sink.ctx);
-out:
+  if (fresh && w->sink.armed) w->sink.armed(w->sink.ctx);
+  return 0;
+}
+
+int tri_writer_write(tri_writer *w, const uint8_t *msg, size_t n,
+                     uint8_t flags) {
+  pthread_mutex_lock(&w->lock);
+  int rv = write_locked(w, msg, n, flags, 0);
+  pthread_mutex_unlock(&w->lock);
+  return rv;
+}
+
+int tri_writer_write_now(tri_writer *w, const uint8_t *msg, size_t n,
+                         uint8_t flags) {
+  pthread_mutex_lock(&w->lock);
+  int rv = write_locked(w, msg, n, flags, 1);
   pthread_mutex_unlock(&w->lock);
   return rv;
 }

@@ -76,6 +76,11 @@ void tri_writer_free(tri_writer *w);
  * close.  The message bytes are copied; the caller keeps them. */
 int tri_writer_write(tri_writer *w, const uint8_t *msg, size_t n,
                      uint8_t flags);
+/* Appends one message and hands the chunk to the sink at once, without
+ * arming the flush timer: for a message that must not wait (Nagle's rule in
+ * tri_call_write).  Returns as tri_writer_write. */
+int tri_writer_write_now(tri_writer *w, const uint8_t *msg, size_t n,
+                         uint8_t flags);
 /* Sends pending bytes now.  Returns 0 or the sticky error. */
 int tri_writer_flush(tri_writer *w);
 /* Like flush, but never waits: returns TRI_ERR_AGAIN if another thread holds

@@ -285,6 +285,15 @@ static PyObject *call_read(CallObject *self, PyObject *args) {
   return b;
 }
 
+/* reader_waits(flag): an event loop's reader starts (True) or stops (False)
+ * waiting for a message; see tri_call_reader_waits. */
+static PyObject *call_reader_waits(CallObject *self, PyObject *arg) {
+  int waiting = PyObject_IsTrue(arg);
+  if (waiting < 0) return NULL;
+  tri_call_reader_waits(self->call, waiting);
+  Py_RETURN_NONE;
+}
+
 /* read_nowait() -> bytes, None at the end of the stream, or False when no
  * message is there yet.  Never blocks (for event loops). */
 static PyObject *call_read_nowait(CallObject *self, PyObject *unused) {
@@ -349,6 +358,9 @@ static PyMethodDef call_methods[] = {
      "Flush and half-close the request stream."},
     {"read_nowait", (PyCFunction)call_read_nowait, METH_NOARGS,
      "read_nowait() -> bytes | None (end) | False (nothing yet)."},
+    {"reader_waits", (PyCFunction)call_reader_waits, METH_O,
+     "reader_waits(flag): an event loop's reader starts (True) or stops (False) waiting "
+     "for a message; meanwhile request writes follow Nagle's rule (calls must pair up)."},
     {"can_write", (PyCFunction)call_can_write, METH_O,
      "can_write(n) -> bool: writing n bytes now will not block."},
     {"read", (PyCFunction)call_read, METH_VARARGS,

@@ -337,6 +337,27 @@ static void bare_writes_no_envelope(void) {
   teardown(&f);
 }
 
+/* write_now: what was pending and the new message go out together, at once,
+ * and no flush timer is armed for them. */
+static void write_now_sends_at_once(void) {
+  fixture f;
+  setup(&f, WM);
+  write_msg(&f, 0, 10, 0);
+  CHECK_EQ_INT(f.r.armed, 1);
+  uint8_t msg[10];
+  memset(msg, 1, sizeof(msg));
+  CHECK_EQ_INT(tri_writer_write_now(&f.w, msg, sizeof(msg), 0), 0);
+  CHECK_EQ_INT(f.r.calls, 1); /* both messages, one sink call */
+  CHECK(tri_writer_pending_bytes(&f.w) == 0);
+  int n;
+  CHECK(decode_in_order(&f.r, 10, &n));
+  CHECK_EQ_INT(n, 2);
+  CHECK_EQ_INT(tri_writer_write_now(&f.w, msg, sizeof(msg), 0), 0);
+  CHECK_EQ_INT(f.r.calls, 2);
+  CHECK_EQ_INT(f.r.armed, 1); /* the chunk write_now started armed nothing */
+  teardown(&f);
+}
+
 void test_writer(void) {
   bare_writes_no_envelope();
   coalesces();
@@ -351,4 +372,5 @@ void test_writer(void) {
   watermark_off_sends_each_message();
   concurrent_writes_flush();
   close_never_drops_racing_write();
+  write_now_sends_at_once();
 }

@@ -272,9 +272,17 @@ class StreamResponseMixin(_Call):
         """The next response, or ``EOF`` at the end; raises AioRpcError on failure."""
         while True:
             self._raise_if_cancelled()
-            raw = self._core.read_nowait()
+            core = self._core
+            raw = core.read_nowait()
             if raw is False:
-                await self._next_event(cancel_rpc=True)
+                # Requests written while this read waits go at once when nothing else
+                # is in flight (Nagle's rule, as during a sync read): a ping-pong
+                # never waits for the coalescing writer's timer.
+                core.reader_waits(True)
+                try:
+                    await self._next_event(cancel_rpc=True)
+                finally:
+                    core.reader_waits(False)
                 continue
             if raw is None:
                 if self._core.code() != 0:
@@ -330,28 +338,11 @@ class StreamRequestMixin(_Call):
         if self._core is not core:
             return
         if core.write(payload):
-            if self._waiters and not self._flush_scheduled:
-                self._flush_scheduled = True
-                self._reactor.loop.call_soon(self._flush_for_waiters)
             return
         if self._owner is not None and await self._next_attempt_after(core):
             return  # the new attempt was sent this request
         raise error_of(core) if core.code() != 0 else \
             asyncio.InvalidStateError("the RPC has already finished")
-
-    _flush_scheduled = False
-
-    def _flush_for_waiters(self) -> None:
-        """Sends what the coalescing writer holds, at the end of the event loop's turn
-        in which a request was written while another task waited on this call (a read,
-        the response).  A sync read flushes before it waits; an aio read already
-        waiting would otherwise leave the request to the writer's timer (each round
-        trip of a ping-pong paying ``triple.write_buffer_delay_us``), or, with that
-        option 0, unsent until the deadline.  Writes of the same turn still coalesce."""
-        self._flush_scheduled = False
-        core = self._core
-        if not core.done() and core.can_write(0):  # never waits for room here
-            core.flush()
 
     async def done_writing(self) -> None:
         """Flushes and half-closes the request stream."""
