@@ -79,20 +79,22 @@ static int write_locked(tri_writer *w, const uint8_t *msg, size_t n,
   return 0;
 }
 
-int tri_writer_write(tri_writer *w, const uint8_t *msg, size_t n,
-                     uint8_t flags) {
+static int write_one(tri_writer *w, const uint8_t *msg, size_t n, uint8_t flags,
+                     int now) {
   pthread_mutex_lock(&w->lock);
-  int rv = write_locked(w, msg, n, flags, 0);
+  int rv = write_locked(w, msg, n, flags, now);
   pthread_mutex_unlock(&w->lock);
   return rv;
 }
 
+int tri_writer_write(tri_writer *w, const uint8_t *msg, size_t n,
+                     uint8_t flags) {
+  return write_one(w, msg, n, flags, 0);
+}
+
 int tri_writer_write_now(tri_writer *w, const uint8_t *msg, size_t n,
                          uint8_t flags) {
-  pthread_mutex_lock(&w->lock);
-  int rv = write_locked(w, msg, n, flags, 1);
-  pthread_mutex_unlock(&w->lock);
-  return rv;
+  return write_one(w, msg, n, flags, 1);
 }
 
 int tri_writer_flush(tri_writer *w) {
