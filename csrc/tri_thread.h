@@ -22,10 +22,12 @@
 #include <pthread.h>
 
 /* pthread_create with asynchronous signals blocked in the new thread, named
- * `name` (a string of at most 15 bytes that lives as long as the process: a
- * literal; the new thread sets it itself before it calls `fn`); the
- * caller's mask is unchanged on return.  Returns pthread_create's result, or
- * ENOMEM.  A name the system refuses leaves the thread unnamed, not failed. */
+ * `name` (at most 15 bytes; borrowed only during the call) by the time this
+ * returns; the caller's mask is unchanged on return.  The thread's first
+ * instructions may run before it is named (naming it from inside, through a
+ * heap-allocated trampoline, would leak that block into a child forked
+ * before the thread ran).  Returns pthread_create's result.  A name the
+ * system refuses leaves the thread unnamed, not failed. */
 int tri_thread_create(pthread_t *thread, const char *name,
                       void *(*fn)(void *), void *arg);
 

@@ -9,7 +9,6 @@
 
 struct seen {
   sigset_t mask;
-  char name[16];
 };
 
 static void *report_mask(void *arg) {
@@ -18,9 +17,11 @@ static void *report_mask(void *arg) {
   return NULL;
 }
 
-static void *report_name(void *arg) {
-  struct seen *out = arg;
-  pthread_getname_np(pthread_self(), out->name, sizeof(out->name));
+/* Waits until the test has looked at its name. */
+static void *wait_for_release(void *arg) {
+  pthread_mutex_t *release = arg;
+  pthread_mutex_lock(release);
+  pthread_mutex_unlock(release);
   return NULL;
 }
 
@@ -41,8 +42,14 @@ void test_thread(void) {
   CHECK(sigismember(&after, SIGINT) == sigismember(&before, SIGINT));
   CHECK(sigismember(&after, SIGTERM) == sigismember(&before, SIGTERM));
 
-  /* The name is visible from the thread itself, as from top -H or gdb. */
-  CHECK_EQ_INT(tri_thread_create(&t, "tri-test-name", report_name, &seen), 0);
+  /* The running thread carries its name once tri_thread_create returned, as
+   * top -H or gdb show it. */
+  pthread_mutex_t release = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&release);
+  CHECK_EQ_INT(tri_thread_create(&t, "tri-test-name", wait_for_release, &release), 0);
+  char name[16] = "";
+  pthread_getname_np(t, name, sizeof(name));
+  CHECK(strcmp(name, "tri-test-name") == 0);
+  pthread_mutex_unlock(&release);
   pthread_join(t, NULL);
-  CHECK(strcmp(seen.name, "tri-test-name") == 0);
 }
