@@ -15,7 +15,7 @@ CORE_HDR = $(wildcard csrc/*.h csrc/server/*.h)
 CTEST_SRC := $(wildcard tests/c/*.c)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all bootstrap build notebook test check-python-h format-check test-fresh ctest ctest-asan ctest-reverse pytest bench bench-peers clean fuzz test-tsan test-valgrind test-asan microbench soak interop
+.PHONY: all bootstrap build notebook test check-python-h format-check test-fresh ctest ctest-asan ctest-reverse pytest bench bench-peers clean fuzz test-tsan test-valgrind test-asan microbench soak interop dist
 
 all: build
 
@@ -78,6 +78,18 @@ check-python-h:
 	tools/check_python_h.sh
 
 test: check-python-h ctest pytest
+
+# The sdist (dist/triple_py-<version>.tar.gz: the C sources with the generated protobuf-c
+# ones, proto/, the package, docs; no tests), checked against `git ls-files`
+# (tools/check_sdist.py), then the wheel(s) built from that sdist, not from the checkout
+# (tools/build_wheel.sh SDIST OUTDIR).  Building from the sdist needs no protoc-c.
+VERSION = $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' triple_py/__init__.py)
+SDIST = dist/triple_py-$(VERSION).tar.gz
+dist: bootstrap
+	rm -f $(SDIST)
+	$(PY) -m build --sdist --no-isolation --outdir dist .
+	$(PY) tools/check_sdist.py $(SDIST)
+	tools/build_wheel.sh $(SDIST) dist/
 
 # `make test` as the first command in a minimal Debian 12 root (tools/test_fresh.sh): fails
 # when the project needs a package that tools/bootstrap.sh does not install.  Needs root.
