@@ -61,6 +61,12 @@ class BuildExt(build_ext):
         ext = self.extensions[0]
         ext.sources += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "csrc" / "gen").glob("*.c"))
         super().run()
+        if bundled and not self.inplace:
+            # The bundled libraries' licences ship with the extension that contains them.
+            dest = Path(self.build_lib) / "triple_py" / "_vendor_licenses"
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.copytree(Path(bundled) / "licenses", dest)
+            shutil.copy(Path(bundled) / "versions", dest / "versions")
 
 
 class SDist(sdist):
@@ -77,14 +83,45 @@ sources += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "csrc" / "server").g
 sources += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "csrc" / "binding").glob("*.c"))
 extra = os.environ.get("TRIPLE_CFLAGS", "")
 
+
+def bundled_flags(deps: Path) -> tuple[list[str], list[str]]:
+    """Compile and link flags of the self-contained build (TRIPLE_BUNDLED_DEPS=deps).
+
+    ``deps`` is what tools/build_static_deps.sh makes: nghttp2, protobuf-c and OpenSSL (and
+    zstd when that libcrypto.a needs it) as PIC archives in deps/lib, their headers in
+    deps/include.  They are linked in with every symbol of theirs made local
+    (--exclude-libs), the core is compiled with hidden visibility, so that the extension
+    exports only PyInit__triple; zlib stays dynamic (libz.so.1 is on the manylinux
+    allow-list); the result is stripped.
+    """
+    lib = deps / "lib"
+    archives = [lib / f"lib{name}.a" for name in ("nghttp2", "protobuf-c", "ssl", "crypto")]
+    if (lib / "libzstd.a").exists():
+        archives.append(lib / "libzstd.a")
+    missing = [str(a) for a in archives if not a.exists()]
+    if missing:
+        raise SystemExit(f"setup.py: TRIPLE_BUNDLED_DEPS={deps}: missing {', '.join(missing)} "
+                         "(make it with tools/build_static_deps.sh)")
+    cflags = [f"-I{deps / 'include'}", "-fvisibility=hidden"]
+    ldflags = ["-Wl,--exclude-libs,ALL", *map(str, archives),
+               "-Wl,--as-needed", "-lz", "-lpthread", "-ldl", "-s"]
+    return cflags, ldflags
+
+
+bundled = os.environ.get("TRIPLE_BUNDLED_DEPS", "")
+if bundled:
+    dep_cflags, dep_ldflags = bundled_flags(Path(bundled).resolve())
+else:
+    dep_cflags, dep_ldflags = pkg_config("--cflags"), pkg_config("--libs")
+
 ext = Extension(
     "triple_py._triple",
     sources=sources,
     include_dirs=["csrc", "csrc/gen"],
     define_macros=[("_GNU_SOURCE", None)],
     extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter",
-                        *pkg_config("--cflags"), *shlex.split(extra)],
-    extra_link_args=[*pkg_config("--libs"), *shlex.split(os.environ.get("TRIPLE_LDFLAGS", ""))],
+                        *dep_cflags, *shlex.split(extra)],
+    extra_link_args=[*dep_ldflags, *shlex.split(os.environ.get("TRIPLE_LDFLAGS", ""))],
 )
 
 setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt, "sdist": SDist})
