@@ -19,8 +19,8 @@ for d in triple_py/*/; do
   case "$d" in *__pycache__*) ;; *) cp -r "$d" "$out/triple_py/" ;; esac
 done
 find "$out/triple_py" -name '__pycache__' -prune -exec rm -rf {} +
-# The package's metadata next to the copy, so that its entry points (the pytest11 plugin)
-# are found as in an installed package.
+# The package's metadata next to the copy, so that its version, extras and console scripts
+# are found as in an installed package (tests/unit/test_commands_and_metadata.py).
 .venv/bin/python setup.py -q dist_info --output-dir "$out" 2>/dev/null
 asan=$(gcc -print-file-name=libasan.so)
 ubsan=$(gcc -print-file-name=libubsan.so)

@@ -1,7 +1,8 @@
 """pytest fixtures for code that talks gRPC: an embedded echo server and bounded load runs.
 
-Installed with triple_py as a pytest plugin (entry point ``pytest11``, name ``triple_py``),
-so every pytest run in the environment has them; ``-p no:triple_py`` turns it off::
+Opt-in (installing triple_py does not load it into every pytest run): ``pytest -p
+triple_py.pytest_plugin``, or in the project's top conftest.py
+``pytest_plugins = ["triple_py.pytest_plugin"]``; then::
 
     import triple_py
 

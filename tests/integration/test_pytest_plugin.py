@@ -1,6 +1,7 @@
-"""The pytest plugin (triple_py.pytest_plugin, entry point pytest11 "triple_py"): a user's
-test file run by a separate pytest process that gets the fixtures from the installed
-entry point, exactly as a user's project would."""
+"""The pytest plugin (triple_py.pytest_plugin): opt-in, as a user's project turns it on
+(``-p triple_py.pytest_plugin`` or ``pytest_plugins = ["triple_py.pytest_plugin"]`` in a
+conftest), in a separate pytest process running a user's test file; without either it is
+not loaded, even with triple_py installed (no pytest11 entry point)."""
 from __future__ import annotations
 
 import os
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 
 import triple_py
+
+PLUGIN = "triple_py.pytest_plugin"
 
 USER_TESTS = '''
 import pytest
@@ -66,27 +69,14 @@ triple_load_max_seconds = 2
 """
 
 
-def _plugin_installed() -> bool:
-    return any(ep.value == "triple_py.pytest_plugin"
-               for ep in entry_points(group="pytest11"))
-
-
-def _require_installed_plugin() -> None:
-    """make test installs the package, and the ASan run (tools/test_asan.sh) puts the
-    package's metadata next to its instrumented copy: either way the entry point exists."""
-    if not _plugin_installed():
-        pytest.fail("triple_py's pytest11 entry point is not installed "
-                    "(pip install -e . missing?)")
-
-
 def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     package_root = str(Path(triple_py.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    extra = [] if _plugin_installed() else ["-p", "triple_py.pytest_plugin"]
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *extra,
-                           *args], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=120)
+    env.pop("PYTEST_PLUGINS", None)
+    env.pop("PYTEST_ADDOPTS", None)
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture
@@ -96,16 +86,13 @@ def project(tmp_path):
     return tmp_path
 
 
-def test_entry_point_is_registered():
-    _require_installed_plugin()
-    ep = next(ep for ep in entry_points(group="pytest11")
-              if ep.value == "triple_py.pytest_plugin")
-    assert ep.name == "triple_py"
-    assert ep.load().triple_server and ep.load().triple_load
+def test_no_pytest11_entry_point():
+    """Installing triple_py does not put its fixtures into every pytest run."""
+    assert not [ep for ep in entry_points(group="pytest11") if ep.value.startswith("triple_py")]
 
 
 def test_fixtures_in_a_user_project(project):
-    proc = _pytest(project, "-q", "--junitxml", "report.xml", "test_user.py")
+    proc = _pytest(project, "-p", PLUGIN, "-q", "--junitxml", "report.xml", "test_user.py")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "6 passed" in proc.stdout
     cases = {c.get("name"): c for c in ET.parse(project / "report.xml").iter("testcase")}
@@ -114,8 +101,24 @@ def test_fixtures_in_a_user_project(project):
     assert '"mode": "fastpath"' in props[0].get("value")
 
 
-def test_the_plugin_can_be_turned_off(project):
-    _require_installed_plugin()
-    proc = _pytest(project, "-q", "-p", "no:triple_py", "test_user.py::test_server_echoes")
+def test_fixtures_through_a_conftest(project):
+    (project / "conftest.py").write_text(f"pytest_plugins = [{PLUGIN!r}]\n")
+    proc = _pytest(project, "-q", "test_user.py::test_server_echoes",
+                   "test_user.py::test_load_is_bounded")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "2 passed" in proc.stdout
+
+
+def test_not_loaded_without_opting_in(project):
+    (project / "test_alone.py").write_text(textwrap.dedent(f"""
+        import sys
+
+        def test_plugin_not_imported():
+            assert {PLUGIN!r} not in sys.modules
+    """))
+    proc = _pytest(project, "-q", "test_alone.py", "test_user.py::test_server_echoes")
     assert proc.returncode != 0
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert "1 passed" in summary and "1 error" in summary and "failed" not in summary, \
+        proc.stdout[-4000:]
     assert "fixture 'triple_server' not found" in proc.stdout

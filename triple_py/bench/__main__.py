@@ -1,10 +1,8 @@
-"""``python -m triple_py.bench``: see :mod:`triple_py.bench.cli`."""
+"""``python -m triple_py.bench`` (the ``triple-bench`` command): see :mod:`triple_py.bench.cli`."""
 import sys
 
-from .cli import main
+from .._cli import bench_main
+from .cli import PROG
 
 if __name__ == "__main__":
-    for stream in (sys.stdout, sys.stderr):
-        if hasattr(stream, "reconfigure"):  # µ, ∎, │ whatever the locale
-            stream.reconfigure(encoding="utf-8", errors="replace")
-    sys.exit(main())
+    sys.exit(bench_main(prog=PROG))

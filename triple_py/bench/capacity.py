@@ -94,8 +94,10 @@ class CapacityResult:
     ceiling_reached: bool = False
 
     def to_dict(self) -> dict:
-        """A JSON-ready dict."""
-        return dataclasses.asdict(self)
+        """A JSON-ready dict, with the triple_py version that measured it."""
+        from .. import __version__
+
+        return dict(dataclasses.asdict(self), triple_py=__version__)
 
 
 def judge(result: BenchResult, rate: float, slo: Slo) -> Probe:

@@ -103,9 +103,12 @@ DASK_HELP = ("spread the load over a Dask cluster: a scheduler (tcp://host:8786)
              "(N single-threaded worker processes here); C load generator arms only")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Load runs and benchmark matrices for triple_py "
+def _parser(prog: str = PROG) -> argparse.ArgumentParser:
+    from .. import __version__
+
+    parser = _Parser(prog=prog, description="Load runs and benchmark matrices for triple_py "
                                             "(the default target is the embedded echo server).")
+    parser.add_argument("--version", action="version", version=f"{prog} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="{run,matrix,capacity,list}",
                                 parser_class=_Parser)
 
@@ -501,13 +504,13 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
           f"(Go benchmark format), {paths['benchstat'].name}/<arm>.txt, summary.txt, "
           f"comparison.txt, report.html in {out_dir}")
     if result.interrupted:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        print(f"{args.prog}: interrupted", file=sys.stderr)
         return 130
     bad = [r for r in result.runs if r.failed or (r.result is not None and r.result.errors)]
     if bad:
         first = bad[0]
         why = first.failed or f"{first.result.errors} errors ({first.result.first_error})"
-        print(f"{PROG}: error: {len(bad)} of {len(result.runs)} arm runs failed or had "
+        print(f"{args.prog}: error: {len(bad)} of {len(result.runs)} arm runs failed or had "
               f"errors; first: {first.arm.name} {first.label} round {first.round}: {why}",
               file=sys.stderr)
         return 1
@@ -580,15 +583,16 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None, *, server_factory=None,
-         server_name: Optional[str] = None) -> int:
+         server_name: Optional[str] = None, prog: str = PROG) -> int:
     """Entry point; returns the exit status.
 
     ``server_factory`` (matrix only): a callable returning a context manager that starts a
     server and yields its address, used instead of --target or the embedded server (and
     restartable with --restart-server); ``server_name`` names it in the header line.
-    Benchmark scripts use it to run a matrix against a peer they start.
+    Benchmark scripts use it to run a matrix against a peer they start.  ``prog``: the
+    command's name in usage and error lines (the console script says ``triple-bench``).
     """
-    parser = _parser()
+    parser = _parser(prog)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # a usage error (printed as one line) or --help
@@ -596,20 +600,20 @@ def main(argv: Optional[Sequence[str]] = None, *, server_factory=None,
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    args.server_factory, args.server_name = server_factory, server_name
+    args.server_factory, args.server_name, args.prog = server_factory, server_name, prog
     commands = {"run": _cmd_run, "matrix": _cmd_matrix, "list": _cmd_list,
                 "capacity": _cmd_capacity}
     try:
         return commands[args.command](args)
     except BenchError as exc:
-        print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{prog} {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+        print(f"{prog} {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug: one line unless asked for the traceback
         if os.environ.get("TRIPLE_PY_BENCH_DEBUG"):
             raise
-        print(f"{PROG} {args.command}: internal error: {type(exc).__name__}: {exc} "
+        print(f"{prog} {args.command}: internal error: {type(exc).__name__}: {exc} "
               "(TRIPLE_PY_BENCH_DEBUG=1 shows the traceback)", file=sys.stderr)
         return 1

@@ -84,11 +84,13 @@ def environment() -> Dict[str, Any]:
         grpcio = grpc.__version__
     except Exception:  # the reference arms are optional
         grpcio = None
+    from .. import __version__
+
     try:
-        from .. import _triple, __version__
+        from .. import _triple
         core = getattr(_triple, "CORE_VERSION", None)
     except Exception:
-        __version__, core = None, None
+        core = None
     try:
         affinity = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

@@ -9,7 +9,9 @@ Files written into the results directory by :func:`write_results`:
                    ``environment``, ``summary`` and ``failed`` (runs without figures).
                    ``python -m triple_py.benchstat -col arm results.json`` compares the arms.
 ``results.csv``    tidy: one row per arm, scenario and round (columns: CSV_COLUMNS).
-``bench.txt``      Go benchmark format, every run:
+``bench.txt``      Go benchmark format, every run (the header ends in a ``# triple_py
+                   <version>`` line, which benchstat skips: not a configuration key, so
+                   that the runs of two versions compare in one table):
                    ``BenchmarkUnary/128B/c50/fastpath-2  <calls>  <ns/op> ns/op  <qps> ops/s
                    <p50> p50-ns ...``.
 ``benchstat/<arm>.txt``  the same lines per arm without the arm in the name, so that
@@ -44,6 +46,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .. import __version__
 from .harness import ArmRun, MatrixRun
 from .matrix_capacity import capacity_docs, write_capacities
 from .paired import PAIRED_COLUMNS, format_paired, format_verdicts, headline_ratios, \
@@ -63,7 +66,7 @@ CSV_COLUMNS = [
     "mean_ms", "p99_uncorrected_ms", "write_syscalls_per_call", "write_syscalls_per_message",
     "bytes_written_per_call", "allocations_per_call", "cpu_s", "cpu_cores", "cpu_us_per_call",
     "server_cpu_us_per_call", "status",
-    "failed", "target"]
+    "failed", "target", "triple_py"]
 
 NOTE_FEW_ROUNDS = ("note: with fewer than 4 rounds per arm the Mann-Whitney U test cannot "
                    "reach p < 0.05, so every change prints as ~; use --rounds 6 or more "
@@ -251,6 +254,7 @@ def go_header(run: MatrixRun) -> str:
              f"matrix: {run.matrix.name}"]
     if env.get("commit"):
         lines.append(f"commit: {env['commit'][:12]}{'-dirty' if env.get('dirty') else ''}")
+    lines.append(f"# triple_py {__version__}")
     return "\n".join(lines) + "\n"
 
 
@@ -283,7 +287,7 @@ def _csv_row(run: MatrixRun, r: ArmRun) -> Dict[str, Any]:
         "stream_messages": s.stream_messages, "rate": s.rate or "",
         "write_buffer_size": r.arm.overrides.get("write_buffer_size", s.write_buffer_size),
         "duration_s": run.matrix.duration, "warmup_s": run.matrix.warmup,
-        "failed": r.failed or "", "target": r.target}
+        "failed": r.failed or "", "target": r.target, "triple_py": __version__}
     if res is not None:
         lat = res.latency_corrected
         row.update({
@@ -349,7 +353,7 @@ def results_doc(run: MatrixRun, histograms: bool = True) -> Dict[str, Any]:
         entry["result"] = r.result.to_dict(histograms=histograms)
         results.append(entry)
     summary = [{"scenario": label, "arms": arms} for label, arms in summarize(run)]
-    return {"config": config, "results": results, "failed": failed,
+    return {"config": config, "results": results, "failed": failed, "triple_py": __version__,
             "matrix": run.matrix.to_dict(), "environment": env,
             "load_average_after": run.load_after, "started": run.started,
             "finished": run.finished, "summary": summary,
@@ -365,7 +369,7 @@ def write_results(run: MatrixRun, out_dir: Path, comparison_text: str = "") -> D
                              + "\n")
     write_csv(run, paths["csv"])
     paths["gobench"].write_text(go_bench_text(run))
-    paths["summary"].write_text(format_summary(run) + "\n")
+    paths["summary"].write_text(f"triple_py {__version__}\n\n" + format_summary(run) + "\n")
     per_arm = out_dir / "benchstat"
     per_arm.mkdir(exist_ok=True)
     for arm in run.matrix.arms:

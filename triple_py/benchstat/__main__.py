@@ -1,12 +1,9 @@
-"""``python -m triple_py.benchstat``: see :mod:`triple_py.benchstat.cli`."""
+"""``python -m triple_py.benchstat`` (the ``triple-benchstat`` command): see
+:mod:`triple_py.benchstat.cli`."""
 
 import sys
 
-from .cli import main
+from .._cli import benchstat_main
 
 if __name__ == "__main__":
-    for stream in (sys.stdout, sys.stderr):
-        # Byte-exact output (│, ±, µ, ∞) regardless of the locale.
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(encoding="utf-8", errors="surrogateescape", newline="\n")
-    sys.exit(main())
+    sys.exit(benchstat_main(prog="python -m triple_py.benchstat"))
