@@ -84,12 +84,16 @@ int tri_channel_new(tri_channel **out, const tri_channel_opts *opts) {
     s += l;
   }
   ch->opts.tls_roots = ch->opts.tls_key = ch->opts.tls_chain = NULL; /* borrowed */
+  ch->opts.tls_verify_file = ch->opts.tls_verify_dir = NULL;
   ch->opts.error_out = NULL;
   if (opts->tls) {
     char err[256] = "";
     int rv = tri_tls_ctx_new(&ch->ssl_ctx, opts->tls_roots, opts->tls_roots_len,
                              opts->tls_key, opts->tls_key_len, opts->tls_chain,
                              opts->tls_chain_len, err, sizeof(err));
+    if (!rv && !opts->tls_roots)
+      tri_tls_ctx_add_locations(ch->ssl_ctx, opts->tls_verify_file,
+                                opts->tls_verify_dir);
     if (!rv && opts->tls_skip_verify) tri_tls_ctx_skip_verify(ch->ssl_ctx);
     if (rv) {
       if (opts->error_out) snprintf(opts->error_out, opts->error_out_len, "%s", err);

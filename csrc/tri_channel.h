@@ -46,6 +46,9 @@ typedef struct tri_channel_opts {
   uint32_t stream_window;    /* our SETTINGS_INITIAL_WINDOW_SIZE */
   uint32_t conn_window;      /* our connection window */
   uint32_t max_frame_size;   /* our SETTINGS_MAX_FRAME_SIZE */
+  uint32_t max_metadata_size; /* our SETTINGS_MAX_HEADER_LIST_SIZE, and the
+                                 largest response header block (initial or
+                                 trailing, HPACK size) a call accepts (8 KiB) */
   const char *user_agent;    /* copied; default TRI_USER_AGENT */
   uint32_t write_buffer_size;     /* coalescing watermark; 0 = off
                                      (default TRI_WRITER_DEFAULT_WATERMARK) */
@@ -67,6 +70,12 @@ typedef struct tri_channel_opts {
   size_t tls_chain_len;
   const char *tls_server_name; /* copied; name to verify (default: host) */
   int tls_skip_verify;         /* 1: accept any server certificate (load tests only) */
+  /* Without tls_roots: a CA file and a hashed CA directory trusted besides
+   * OpenSSL's default store (a statically linked OpenSSL's compiled-in
+   * directory may not be this host's); borrowed during tri_channel_new, NULL:
+   * none. */
+  const char *tls_verify_file;
+  const char *tls_verify_dir;
   /* Liveness (tri_conn.h).  0 turns a watchdog off. */
   uint32_t write_stall_timeout_ms; /* output blocked this long kills the
                                       connection (default 10000) */

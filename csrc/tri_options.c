@@ -54,6 +54,9 @@ const tri_option tri_channel_options[] = {
             (1 << 30) - 1),
     ROW_INT("triple.max_frame_size", "max_frame_size", max_frame_size, 16384, 16777215,
             64 << 10), /* RFC 9113 6.5.2 */
+    /* grpcio 1.51's default; a response header block over it fails its call. */
+    ROW_INT("grpc.max_metadata_size", "max_metadata_size", max_metadata_size, 0, INT_MAX32,
+            8 << 10),
     /* grpc.primary_user_agent is put in front of the default (triple_py). */
     ROW_STR("grpc.primary_user_agent", "user_agent", user_agent, TRI_USER_AGENT, 0),
     ROW_INT("triple.write_buffer_size", "write_buffer_size", write_buffer_size, 0,
@@ -78,6 +81,8 @@ const tri_option tri_channel_options[] = {
     ROW_STR("grpc.ssl_target_name_override", "ssl_target_name_override", tls_server_name,
             NULL, 0),
     ROW_BOOL("triple.tls_skip_verify", "tls_skip_verify", tls_skip_verify, 0),
+    ROW_STR(NULL, "tls_verify_file", tls_verify_file, NULL, TRI_OPT_FROM_CREDENTIALS),
+    ROW_STR(NULL, "tls_verify_dir", tls_verify_dir, NULL, TRI_OPT_FROM_CREDENTIALS),
     ROW_MS("triple.write_stall_timeout_ms", "write_stall_timeout_ms", write_stall_timeout_ms,
            10000),
     ROW_MS("grpc.keepalive_time_ms", "keepalive_time_ms", keepalive_time_ms, 0),

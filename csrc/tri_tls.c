@@ -107,6 +107,12 @@ int tri_tls_ctx_new(SSL_CTX **out, const char *root_pem, size_t root_len,
 
 void tri_tls_ctx_free(SSL_CTX *ctx) { SSL_CTX_free(ctx); }
 
+void tri_tls_ctx_add_locations(SSL_CTX *ctx, const char *file, const char *dir) {
+  if (file && *file) SSL_CTX_load_verify_file(ctx, file);
+  if (dir && *dir) SSL_CTX_load_verify_dir(ctx, dir);
+  ERR_clear_error(); /* a missing location is not an error: the default store may do */
+}
+
 SSL *tri_tls_new(SSL_CTX *ctx, int fd, const char *server_name, char *err,
                  size_t errlen) {
   SSL *ssl = SSL_new(ctx);

@@ -25,6 +25,14 @@ int tri_tls_ctx_new(SSL_CTX **out, const char *root_pem, size_t root_len,
                     size_t chain_len, char *err, size_t errlen);
 void tri_tls_ctx_free(SSL_CTX *ctx);
 
+/* Trusts, besides what `ctx` already trusts, the PEM CA certificates in
+ * `file` and the hashed CA directory `dir` (either may be NULL or name
+ * nothing: a location that cannot be read is skipped).  For the system store
+ * when OpenSSL's compiled-in default locations are not this host's (a
+ * statically linked OpenSSL): the caller passes the host's, e.g. Python's
+ * ssl.get_default_verify_paths(). */
+void tri_tls_ctx_add_locations(SSL_CTX *ctx, const char *file, const char *dir);
+
 /* Turns peer verification off on `ctx`: any certificate chain and name is
  * accepted.  Only for load tests against servers with throw-away
  * certificates (the load generator's --skipTLS, the channel option

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 from . import _triple
 from ._codec import deserialize, serialize
 from ._connectivity import ConnectivityWatcher, Subscriber
-from ._credentials import ChannelCredentials, check_local
+from ._credentials import ChannelCredentials, check_local, system_verify_locations
 from ._deferred_future import DeferredFuture
 from ._errors import CallResult, _InactiveRpcError
 from ._future import CompletionDispatcher, UnaryFuture
@@ -495,6 +495,8 @@ class Channel:
             tls = dict(tls=True, root_certificates=credentials.root_certificates,
                        private_key=credentials.private_key,
                        certificate_chain=credentials.certificate_chain)
+            if credentials.root_certificates is None:
+                tls.update(system_verify_locations())
         core_kwargs: dict[str, Any] = {**self._options.core_kwargs(), "authority": authority,
                                        **tls}
         if one is None and self._options.shared_io_thread:

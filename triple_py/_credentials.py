@@ -46,6 +46,20 @@ def ssl_channel_credentials(root_certificates: Optional[bytes] = None,
     return ChannelCredentials(root_certificates, private_key, certificate_chain)
 
 
+def system_verify_locations() -> dict[str, str]:
+    """The host's CA file and directory as Python's ``ssl`` module finds them
+    (``ssl.get_default_verify_paths()``: SSL_CERT_FILE / SSL_CERT_DIR, else the
+    locations of the OpenSSL Python uses), as the core's ``tls_verify_file`` /
+    ``tls_verify_dir``: the system store a channel without root certificates trusts,
+    besides the core's own OpenSSL defaults, which a statically linked OpenSSL may look
+    for where this host keeps nothing.  Only locations that exist are named."""
+    import ssl  # here, not at import: plaintext-only programs never load it
+
+    paths = ssl.get_default_verify_paths()
+    found = {"tls_verify_file": paths.cafile, "tls_verify_dir": paths.capath}
+    return {key: value for key, value in found.items() if value}
+
+
 def check_local(host: str) -> None:
     """ValueError unless ``host`` is this machine (``local_channel_credentials``)."""
     if host == "localhost":

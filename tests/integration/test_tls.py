@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import socket
 import ssl
+import subprocess
 import threading
 import time
 from typing import List, Optional
@@ -237,6 +238,43 @@ def test_system_store_is_openssl_default(pki, tls_peers, monkeypatch):
     monkeypatch.delenv("SSL_CERT_FILE")
     out, err = child.communicate(timeout=30)
     assert (child.returncode, out.strip()) == (0, "b'sys'"), err
+
+
+# Python's ssl module names the host's CA store (the test CA here) while OpenSSL's own
+# defaults, as the core's OpenSSL sees them, know nothing of it: `import ssl` first.
+PYTHON_PATHS_CHILD = """
+import ssl
+import sys
+import triple_py
+kind, location = sys.argv[2], sys.argv[3]
+paths = ssl.get_default_verify_paths()
+ssl.get_default_verify_paths = lambda: paths._replace(
+    cafile=location if kind == "file" else None, capath=location if kind == "dir" else None)
+creds = triple_py.ssl_channel_credentials()
+with triple_py.secure_channel(sys.argv[1], creds) as channel:
+    print(channel.unary_unary("/benchmark.BenchmarkService/UnaryCall")(b"py", timeout=10))
+"""
+
+
+@pytest.mark.parametrize("kind", ["file", "dir"])
+def test_system_store_falls_back_to_pythons_verify_paths(pki, tls_peers, kind, tmp_path,
+                                                         monkeypatch):
+    """A statically linked OpenSSL may look for the system store where this host keeps
+    nothing: without root_certificates the channel also trusts the CA file and directory
+    that ssl.get_default_verify_paths() names (SSL_CERT_FILE is unset in the child, so
+    only that path can make the call succeed)."""
+    peer = tls_peer(tls_peers, "go", pki.server)
+    location = pki.ca.cert
+    if kind == "dir":
+        location = tmp_path / "certs"
+        location.mkdir()
+        (location / "ca.pem").write_bytes(pki.ca.cert_pem)
+        subprocess.run(["openssl", "rehash", str(location)], check=True, timeout=30)
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    child = start_child(PYTHON_PATHS_CHILD, peer.address, kind, str(location))
+    out, err = child.communicate(timeout=30)
+    assert (child.returncode, out.strip()) == (0, "b'py'"), err
 
 
 # --- mTLS ------------------------------------------------------------------------------------
