@@ -972,7 +972,7 @@ static void finish(tri_load *l) {
   for (int i = 0; i < l->nthreads; i++) pthread_join(l->w[i].thread, NULL);
   tri_load_result *r = &l->res;
   memset(r, 0, sizeof(*r));
-  int64_t last = 0;
+  int64_t last = 0, stopped = 0;
   for (int i = 0; i < l->nw; i++) {
     worker *w = &l->w[i];
     tri_hist_add(l->lat, w->lat);
@@ -990,6 +990,7 @@ static void finish(tri_load *l) {
     r->response_bytes += w->resp_bytes;
     r->missed += w->missed;
     if (w->last_done > last) last = w->last_done;
+    if (w->stopping && w->stop_at > stopped) stopped = w->stop_at;
     if (w->measuring) {
       r->driver_cpu_s += (double)(w->cpu1 - w->cpu0) / 1e9;
       r->ncounters = w->nst;
@@ -1004,7 +1005,12 @@ static void finish(tri_load *l) {
   r->warmup_ns = (int64_t)(l->cfg.warmup_s * 1e9);
   r->start_ns = l->t0;
   r->late_ns = l->late_ns;
-  r->elapsed_ns = r->calls && last > l->warmup_end ? last - l->warmup_end : 0;
+  /* The window ends when the calls stopped starting (the deadline at the
+   * latest) or at the last completion if that is later: an open loop at a
+   * low rate measures its whole duration, not its few calls' spans. */
+  if (stopped > l->deadline) stopped = l->deadline;
+  if (last > stopped) stopped = last;
+  r->elapsed_ns = r->calls && stopped > l->warmup_end ? stopped - l->warmup_end : 0;
   r->qps = r->elapsed_ns ? (double)r->calls / ((double)r->elapsed_ns / 1e9) : 0;
   r->latency = l->lat;
   r->latency_corrected = l->corr;

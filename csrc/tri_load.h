@@ -22,7 +22,9 @@
  * were started (whichever comes first), and the calls in flight are
  * drained (waited for: at most timeout_s + 1 s, or 10 s without a timeout,
  * after which they are cancelled).  elapsed_ns runs from the end of the
- * warm-up to the last measured completion, and qps = calls / elapsed.
+ * warm-up to when calls stopped starting (the end of duration_s at the
+ * latest: the count reached, tri_load_stop) or to the last measured
+ * completion if that is later, and qps = calls / elapsed.
  *
  * Modes:
  *  - UNARY: the fast path.  tri_call_new(flags 0); the request is either a
@@ -204,7 +206,7 @@ void tri_load_config_init(tri_load_config *c);
 const char *tri_load_config_problem(const tri_load_config *c);
 
 typedef struct tri_load_result {
-  int64_t elapsed_ns;        /* warm-up end to the last measured completion */
+  int64_t elapsed_ns;        /* warm-up end to the stop or last completion */
   int64_t warmup_ns;         /* the configured warm-up */
   uint64_t calls;            /* measured calls (streams in BIDI) completed */
   uint64_t errors;           /* ... with a status other than OK */

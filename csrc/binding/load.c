@@ -4,7 +4,8 @@
  * The configuration is parsed with the GIL held; then the run happens with
  * the GIL released: the binding only takes it back every 50 ms for
  * PyErr_CheckSignals (so Ctrl-C stops the run: tri_load_stop, wait, and the
- * KeyboardInterrupt propagates).  The figures are converted to a dict once
+ * KeyboardInterrupt propagates, carrying the figures of the run until the stop
+ * as its `load_result` attribute).  The figures are converted to a dict once
  * the threads are joined.
  */
 #include "binding.h"
@@ -314,6 +315,24 @@ static int parse_endpoints(PyObject *list, tri_load_endpoint *out, int *n) {
   return 0;
 }
 
+/* With the exception a signal handler raised (set, the load stopped and
+ * joined): attaches the figures measured until the stop to it as
+ * `load_result`, a result dict with "interrupted": True.  A failure to
+ * build them leaves the exception as it was. */
+static void keep_partial(tri_load *l) {
+  const tri_load_result *r = tri_load_results(l);
+  if (!r || tri_load_status(l, NULL)) return;
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  PyObject *d = result_dict(tri_load_config_of(l), r);
+  if (d && value && PUT_I64(d, "interrupted", 1) == 0)
+    PyObject_SetAttrString(value, "load_result", d);
+  Py_XDECREF(d);
+  PyErr_Clear();
+  PyErr_Restore(type, value, tb);
+}
+
 static void del_released(tri_load *l) {
   Py_BEGIN_ALLOW_THREADS
   tri_load_del(l);
@@ -538,6 +557,7 @@ static PyObject *run_config(tri_load_config *cfg, PyObject *requests,
     return NULL;
   }
   if (run_released(l) < 0) {
+    keep_partial(l);
     del_released(l);
     return NULL;
   }
@@ -618,4 +638,6 @@ const char tri_run_load_doc[] =
     "one-second series, status_codes (indexed by code), cpu, counters and\n"
     "per-call ratios, and the raw histograms as [(value_ns, count), ...].\n"
     "Raises ValueError for a bad configuration and ConnectionError when the\n"
-    "target is unavailable.";
+    "target is unavailable.  A signal handler's exception (KeyboardInterrupt)\n"
+    "stops the run and propagates with the figures until then as its\n"
+    "load_result attribute (the dict above, with interrupted=1).";

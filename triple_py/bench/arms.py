@@ -111,7 +111,12 @@ def kind_of(mode: str) -> ArmKind:
 
 
 def run_spec(spec: RunSpec) -> BenchResult:
-    """Validates ``spec`` and runs it with its kind's runner."""
+    """Validates ``spec`` and runs it with its kind's runner.
+
+    A run stopped by SIGINT or SIGTERM raises :class:`~.interrupts.Interrupted` (a
+    KeyboardInterrupt) whose ``result`` holds what it measured until then."""
+    from .interrupts import raise_if_marked
+
     spec.mode = canonical_mode(spec.mode)
     spec.validate()
-    return kind_of(spec.mode).runner(spec)
+    return raise_if_marked(kind_of(spec.mode).runner(spec))

@@ -16,7 +16,8 @@ import threading
 import time
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
-from .recorders import STOP, Recorder, StreamRecorder
+from .interrupts import loop_signals
+from .recorders import STOP, STOP_GRACE, Recorder, StreamRecorder, thread_window
 from .result import BenchResult
 from .spec import RunSpec
 
@@ -58,16 +59,7 @@ def run_threads(calls: List[Callable[[bytes], bytes]], request: bytes, concurren
 
     threads = [threading.Thread(target=worker, args=(calls[i % len(calls)],), daemon=True)
                for i in range(concurrency)]
-    for thread in threads:
-        thread.start()
-    time.sleep(warmup)
-    before = probe()
-    recorder.start_window()
-    time.sleep(duration)
-    recorder.stop()
-    after = probe()
-    for thread in threads:
-        thread.join(join_timeout)
+    before, after = thread_window(recorder, threads, warmup, duration, join_timeout, probe)
     delta = {k: after[k] - before[k] for k in after if isinstance(after[k], int)}
     return recorder, delta
 
@@ -98,6 +90,14 @@ def _grpc_aio_channel(spec: RunSpec) -> Any:
     return grpc.aio.insecure_channel(spec.target, options=channel_options(spec.connections))
 
 
+async def _until(stopped: asyncio.Event, seconds: float) -> None:
+    """Sleeps ``seconds`` or until ``stopped`` is set, whichever comes first."""
+    try:
+        await asyncio.wait_for(stopped.wait(), seconds)
+    except asyncio.TimeoutError:
+        pass
+
+
 async def aio_window(spec: RunSpec, recorder: Recorder, kind: str,
                      attempt: Callable[[Any], Awaitable[bool]],
                      connect: Callable[[RunSpec], Any] = _grpc_aio_channel,
@@ -106,34 +106,60 @@ async def aio_window(spec: RunSpec, recorder: Recorder, kind: str,
     """``concurrency`` asyncio tasks on ``connections`` asyncio channels (``connect(spec)``:
     grpc.aio's by default), each looping ``attempt(multi_callable)`` (True: it succeeded)
     through one warm-up and one window. ``probe(channels)`` is read at the start and the end
-    of the window; returns the recorder and the difference of its integer counters."""
-    channels = [connect(spec) for _ in range(spec.connections)]
+    of the window; returns the recorder and the difference of its integer counters.
+
+    SIGINT and SIGTERM (in the main thread) end the window at once: the recorder keeps the
+    signal (``interrupted``), the tasks are cancelled after :data:`STOP_GRACE` and nothing
+    is recorded after the stop. A failed attempt yields to the loop before the next one, so
+    a channel that fails every call at once cannot starve the loop.
+    """
+    stopped = asyncio.Event()
+
+    def on_signal(signum: int) -> None:
+        if recorder.interrupted is None:
+            recorder.interrupted = signum
+        recorder.stop()
+        stopped.set()
+
+    async def worker(multi_callable: Any) -> None:
+        while recorder.phase != STOP:
+            started = time.perf_counter()
+            try:
+                ok, error = await attempt(multi_callable), None
+            except Exception as exc:  # counted and reported, the arm goes on
+                ok, error = False, exc
+            recorder.record(ok, time.perf_counter() - started, error)
+            if error is not None:
+                await asyncio.sleep(0)
+
+    channels: List[Any] = []
+    tasks: List["asyncio.Task[None]"] = []
     before: Dict[str, int] = {}
     after: Dict[str, int] = {}
-    try:
-        callables = [getattr(channel, kind)(spec.resolved_method()) for channel in channels]
-
-        async def worker(multi_callable: Any) -> None:
-            while recorder.phase != STOP:
-                started = time.perf_counter()
-                try:
-                    ok, error = await attempt(multi_callable), None
-                except Exception as exc:  # counted and reported, the arm goes on
-                    ok, error = False, exc
-                recorder.record(ok, time.perf_counter() - started, error)
-
-        tasks = [asyncio.create_task(worker(callables[i % len(callables)]))
-                 for i in range(spec.concurrency)]
-        await asyncio.sleep(spec.warmup)
-        before = probe(channels) if probe else {}
-        recorder.start_window()
-        await asyncio.sleep(spec.duration)
-        recorder.stop()
-        after = probe(channels) if probe else {}
-        await asyncio.wait_for(asyncio.gather(*tasks), spec.timeout + JOIN_GRACE)
-    finally:
-        for channel in channels:
-            await channel.close()
+    with loop_signals(asyncio.get_running_loop(), on_signal):
+        try:
+            channels = [connect(spec) for _ in range(spec.connections)]
+            callables = [getattr(channel, kind)(spec.resolved_method()) for channel in channels]
+            tasks = [asyncio.create_task(worker(callables[i % len(callables)]))
+                     for i in range(spec.concurrency)]
+            await _until(stopped, spec.warmup)
+            if not stopped.is_set():
+                before = probe(channels) if probe else {}
+                recorder.start_window()
+                await _until(stopped, spec.duration)
+            recorder.stop()
+            after = probe(channels) if probe else {}
+            before = before or dict(after)
+            grace = STOP_GRACE if stopped.is_set() else spec.timeout + JOIN_GRACE
+            if tasks:
+                await asyncio.wait(tasks, timeout=grace)
+        finally:
+            recorder.stop()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for channel in channels:
+                await channel.close()
     return recorder, {k: after[k] - before[k] for k in after if isinstance(after[k], int)}
 
 

@@ -22,7 +22,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from .arms_grpcio import JOIN_GRACE, aio_unary, run_threads
-from .recorders import STOP, StreamRecorder
+from .recorders import STOP, StreamRecorder, thread_window
 from .result import BenchResult
 from .spec import RunSpec
 
@@ -157,16 +157,8 @@ def triple_py_bidi(spec: RunSpec, recorder: Optional[StreamRecorder] = None) -> 
                                     args=(callables[i % len(callables)], request, n, k,
                                           spec.timeout, recorder))
                    for i, k in enumerate(split(spec.concurrency, threads))]
-        for worker in workers:
-            worker.start()
-        time.sleep(spec.warmup)
-        before = _sum_stats(channels)
-        recorder.start_window()
-        time.sleep(spec.duration)
-        recorder.stop()
-        after = _sum_stats(channels)
-        for worker in workers:
-            worker.join(spec.timeout + JOIN_GRACE)
+        before, after = thread_window(recorder, workers, spec.warmup, spec.duration,
+                                      spec.timeout + JOIN_GRACE, lambda: _sum_stats(channels))
         recorder.final_stats = _sum_stats(channels)
     finally:
         for channel in channels:

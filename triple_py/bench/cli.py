@@ -9,7 +9,10 @@
 
 Exit status: 0 success; 1 the run went wrong (unreachable target, a method the server does
 not implement, every call failed, or in a matrix an arm that failed or had errors); 2 bad
-input (a flag value, a matrix file). Errors are one line on stderr, never a traceback
+input (a flag value, a matrix file); 130 stopped by SIGINT (Ctrl-C), 143 by SIGTERM. Both
+signals stop every arm within a second and keep what was measured: ``run`` prints and writes
+the report of the calls made until then, ``matrix`` the arm runs it finished, ``capacity``
+the probes it made. Errors are one line on stderr, never a traceback
 (set TRIPLE_PY_BENCH_DEBUG=1 to see one for an internal error).
 """
 from __future__ import annotations
@@ -99,6 +102,10 @@ RATE = _arg(_rate, "rate")
 FORMATS = ("summary", "json", "csv", "html", "prometheus", "influx-summary", "influx-details",
            "gobench")
 
+EXIT_STATUS = ("exit status: 0 success; 1 the run went wrong; 2 bad input; 130 stopped by "
+               "SIGINT (Ctrl-C), 143 by SIGTERM: either stops within a second and prints and "
+               "writes the report of what was measured until then")
+
 DASK_HELP = ("spread the load over a Dask cluster: a scheduler (tcp://host:8786) or local:N "
              "(N single-threaded worker processes here); C load generator arms only")
 
@@ -107,13 +114,15 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
     from .. import __version__
 
     parser = _Parser(prog=prog, description="Load runs and benchmark matrices for triple_py "
-                                            "(the default target is the embedded echo server).")
+                                            "(the default target is the embedded echo server).",
+                     epilog=EXIT_STATUS)
     parser.add_argument("--version", action="version", version=f"{prog} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="{run,matrix,capacity,list}",
                                 parser_class=_Parser)
 
     run = sub.add_parser("run", help="one scenario, ghz-like flags",
-                         description="Run one scenario and print a ghz-style summary.")
+                         description="Run one scenario and print a ghz-style summary.",
+                         epilog=EXIT_STATUS)
     run.add_argument("--call", metavar="METHOD",
                      help="pkg.Service/Method (default: BenchmarkService/UnaryCall, "
                           "StreamCall for bidi modes)")
@@ -372,8 +381,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
                       timeout=min(spec.timeout, 10.0), **extra)
         stop = _ticker(f"{spec.mode} {spec.payload_size} B x {spec.concurrency} on {address}",
                        spec.warmup + spec.duration)
+        interrupted: Optional[KeyboardInterrupt] = None
         try:
             result = runner(spec) if runner else run_spec(spec)
+        except KeyboardInterrupt as exc:  # SIGINT/SIGTERM: report what was measured
+            if getattr(exc, "result", None) is None:
+                raise
+            interrupted, result = exc, exc.result
         finally:
             stop()
     one = single_run(result, target=args.target, started=started, duration=duration,
@@ -393,6 +407,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
                             (args.gobench, lambda p: p.write_text(go_bench_text(one)))):
             if path is not None:
                 _write(path, write)
+    if interrupted is not None:
+        from .interrupts import exit_code
+        print(f"{args.prog} run: interrupted ({interrupted}); the report covers the run until "
+              "then", file=sys.stderr)
+        return exit_code(interrupted)
     check_result(result)
     return 0
 
@@ -603,14 +622,17 @@ def main(argv: Optional[Sequence[str]] = None, *, server_factory=None,
     args.server_factory, args.server_name, args.prog = server_factory, server_name, prog
     commands = {"run": _cmd_run, "matrix": _cmd_matrix, "list": _cmd_list,
                 "capacity": _cmd_capacity}
+    from .interrupts import exit_code, signals_interrupt
+
     try:
-        return commands[args.command](args)
+        with signals_interrupt():
+            return commands[args.command](args)
     except BenchError as exc:
         print(f"{prog} {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print(f"{prog} {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return exit_code(exc)
     except Exception as exc:  # a bug: one line unless asked for the traceback
         if os.environ.get("TRIPLE_PY_BENCH_DEBUG"):
             raise

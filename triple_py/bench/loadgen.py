@@ -82,12 +82,28 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
             rate_schedule=rate_schedule.as_c() if rate_schedule else None,
             concurrency_schedule=concurrency_schedule.as_c() if concurrency_schedule else None,
             **channel)
+    except KeyboardInterrupt as exc:  # SIGINT/SIGTERM: the figures until the stop
+        partial = getattr(exc, "load_result", None)
+        if partial is None:
+            raise
+        from .interrupts import mark, signal_of
+        result = mark(result_from_load(partial, arm=arm, mode=mode, target=target),
+                      signal_of(exc))
+        return _finish(result, duration, count, wire, requests, rate_schedule,
+                       concurrency_schedule)
     except ValueError as exc:
         raise ConfigError(str(exc).removeprefix("run_load: ")) from None
     except ConnectionError as exc:
         why = str(exc).removeprefix("run_load: ").removeprefix(f"{host}:{port} unavailable: ")
         raise TargetError(f"cannot reach {target}: {why}") from None
-    result = result_from_load(raw, arm=arm, mode=mode, target=target)
+    return _finish(result_from_load(raw, arm=arm, mode=mode, target=target), duration, count,
+                   wire, requests, rate_schedule, concurrency_schedule)
+
+
+def _finish(result: BenchResult, duration: float, count: int, wire: str,
+            requests: Optional[list], rate_schedule: Optional[Schedule],
+            concurrency_schedule: Optional[Schedule]) -> BenchResult:
+    """The run's settings that the C result does not echo, added to ``result``."""
     result.duration_s, result.count, result.wire = duration, count, wire
     for name, schedule in (("load_schedule", rate_schedule),
                            ("concurrency_schedule", concurrency_schedule)):

@@ -10,12 +10,16 @@ import math
 import resource
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .result import (BenchResult, Latency, histogram_from_samples, series_from_completions)
 
 __all__ = ["WARMUP", "MEASURE", "STOP", "Recorder", "StreamRecorder", "describe", "status_of",
-           "percentile", "process_cpu"]
+           "percentile", "process_cpu", "thread_window", "STOP_GRACE"]
+
+#: Seconds an interrupted run waits for its workers to finish their call (they are
+#: daemon threads or cancelled tasks: none is waited for longer).
+STOP_GRACE = 0.5
 
 WARMUP, MEASURE, STOP = "warmup", "measure", "stop"
 
@@ -59,10 +63,13 @@ class Recorder:
     ``latencies`` holds the OK calls' latencies in seconds (the sample behind the
     percentiles, as in ghz); every completion in the window, OK or not, is also kept as
     (end time, latency, status) for the status distribution and the one-second series.
+    ``interrupted``: the signal that stopped the run early (None: it ran its course); its
+    result is then marked (:func:`~.interrupts.mark`) and covers the window until the stop.
     """
 
     def __init__(self) -> None:
         self.phase = WARMUP
+        self.interrupted: Optional[int] = None
         self.latencies: List[float] = []  # list.append is atomic under the GIL
         self.completions: List[Tuple[float, float, str]] = []
         self.errors = 0
@@ -96,10 +103,16 @@ class Recorder:
         self.phase = MEASURE
 
     def stop(self) -> None:
-        """Ends the measured window; workers should finish their call and return."""
+        """Ends the measured window (a second call changes nothing; before start_window():
+        an empty window); workers should finish their call and return. Nothing is recorded
+        after it."""
+        if self.phase == STOP:
+            return
+        now, cpu = time.perf_counter(), process_cpu()
+        if self.phase == WARMUP:
+            self._started, self._cpu_started = now, cpu
+        self._stopped, self._cpu_stopped = now, cpu
         self.phase = STOP
-        self._stopped = time.perf_counter()
-        self._cpu_stopped = process_cpu()
 
     @property
     def window(self) -> float:
@@ -141,6 +154,9 @@ class Recorder:
         result.warmup = {"calls": self.warmup_calls}
         if self.error_sample:
             result.notes.append(f"{self.errors} failed calls, e.g. {self.error_sample}")
+        if self.interrupted is not None:
+            from .interrupts import mark
+            mark(result, self.interrupted)
         return result
 
 
@@ -165,7 +181,9 @@ class StreamRecorder(Recorder):
 
     def record(self, ok: bool, seconds: float, error: Optional[BaseException] = None) -> None:
         ended = time.perf_counter()
-        if ok and self.phase != WARMUP:  # streams that end after stop() still overlap
+        if ok and self.phase != WARMUP and (self.phase == MEASURE or ended - seconds
+                                            < self._stopped):
+            # streams that end after stop() still overlap; those opened after it do not
             self._spans.append((ended - seconds, ended))
         super().record(ok, seconds, error)
 
@@ -215,3 +233,41 @@ class StreamRecorder(Recorder):
                              "completed_per_s": completed / window if window > 0 else 0.0,
                              "throughput": "overlap share of the window (StreamRecorder)"})
         return result
+
+
+def thread_window(recorder: Recorder, threads: Sequence[threading.Thread], warmup: float,
+                  duration: float, join_timeout: float,
+                  probe: Callable[[], Dict[str, int]] = dict
+                  ) -> Tuple[Dict[str, int], Dict[str, int]]:
+    """Starts ``threads`` (workers looping until the recorder stops), sleeps through the
+    warm-up and the window, stops the recorder and joins them (``join_timeout`` each).
+
+    ``probe()`` is read at the start and the end of the window: returns both readings. A
+    KeyboardInterrupt (SIGINT, or SIGTERM through :mod:`.interrupts`) in the sleep ends the
+    window at once: the recorder keeps the signal (``interrupted``) and the workers get
+    :data:`STOP_GRACE` in all to finish their call, as daemon threads.
+    """
+    before: Dict[str, int] = {}
+    try:
+        for thread in threads:
+            thread.start()
+        time.sleep(warmup)
+        before = probe()
+        recorder.start_window()
+        time.sleep(duration)
+    except KeyboardInterrupt as exc:
+        from .interrupts import signal_of
+        recorder.interrupted = signal_of(exc)
+    finally:
+        recorder.stop()
+    after = probe()
+    before = before or dict(after)  # stopped in the warm-up: no window, no difference
+    deadline = time.monotonic() + STOP_GRACE
+    for thread in threads:
+        if thread.ident is None:
+            continue
+        if recorder.interrupted is None:
+            thread.join(join_timeout)
+        else:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return before, after
