@@ -48,7 +48,7 @@ def generate_protos() -> None:
             raise SystemExit(f"setup.py: {missing} missing and protoc-c not found: install "
                              "protoc-c (Debian: protobuf-c-compiler), or build from the sdist, "
                              "which ships the generated sources")
-        gen.mkdir(exist_ok=True)
+        gen.mkdir(parents=True, exist_ok=True)
         subprocess.run([protoc, f"--proto_path={ROOT / 'proto'}", f"--c_out={gen}", str(proto)],
                        check=True)
 

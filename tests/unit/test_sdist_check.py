@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import os
 import shutil
 import subprocess
 import sys
@@ -130,3 +131,58 @@ def test_the_real_sdist_is_complete(tmp_path):
     assert not report.missing and not report.unclassified, report.lines()
     assert set(report.unexpected) <= untracked, report.lines()
     assert "csrc/gen/benchmark.pb-c.c" in members and "csrc/binding/binding.h" in members
+
+
+# -- setup.py's generate_protos: regenerates in a checkout, never needs protoc-c in an sdist --
+
+GENERATE = ("import runpy, setuptools; setuptools.setup = lambda **kw: None; "
+            "runpy.run_path('setup.py')['generate_protos']()")
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """setup.py and proto/ in a directory of their own, and a bin/ with pkg-config (which
+    setup.py runs) but no protoc-c."""
+    if shutil.which("protoc-c") is None or shutil.which("pkg-config") is None:
+        pytest.skip("needs protoc-c and pkg-config")
+    if not (ROOT / "setup.py").exists():
+        pytest.skip("needs the checkout's setup.py")
+    shutil.copy(ROOT / "setup.py", tmp_path / "setup.py")
+    (tmp_path / "proto").mkdir()
+    shutil.copy(ROOT / "proto" / "benchmark.proto", tmp_path / "proto")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "pkg-config").symlink_to(shutil.which("pkg-config"))
+    return tmp_path
+
+
+def _generate(tree: Path, with_protoc: bool) -> subprocess.CompletedProcess:
+    path = str(tree / "bin")
+    if with_protoc:
+        path += ":" + str(Path(shutil.which("protoc-c")).parent)
+    return subprocess.run([sys.executable, "-c", GENERATE], cwd=tree, capture_output=True,
+                          text=True, timeout=120, env={"PATH": path})
+
+
+def test_generate_protos_in_a_checkout_and_from_an_sdist(tree):
+    out = tree / "csrc" / "gen" / "benchmark.pb-c.c"
+    # a checkout: generated on the first build ...
+    proc = _generate(tree, with_protoc=True)
+    assert proc.returncode == 0, proc.stderr
+    assert out.exists() and (tree / "csrc" / "gen" / "benchmark.pb-c.h").exists()
+    # ... and again when the .proto is newer than its output
+    first = out.stat().st_mtime_ns
+    now = first / 1e9
+    os.utime(tree / "proto" / "benchmark.proto", (now + 10, now + 10))
+    assert _generate(tree, with_protoc=True).returncode == 0
+    assert out.stat().st_mtime_ns > first
+    # an sdist without protoc-c: the shipped files are used as they are, stale or not
+    os.utime(tree / "proto" / "benchmark.proto", (now + 100, now + 100))
+    text = out.read_text()
+    proc = _generate(tree, with_protoc=False)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text() == text
+    # only a missing file without protoc-c is an error, naming the file
+    out.unlink()
+    proc = _generate(tree, with_protoc=False)
+    assert proc.returncode != 0
+    assert "csrc/gen/benchmark.pb-c.c missing and protoc-c not found" in proc.stderr
