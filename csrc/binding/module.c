@@ -1,6 +1,8 @@
 /* module.c: the triple_py._triple extension module. */
 #include "binding.h"
 
+#include "../tri_libs.h"
+
 static struct PyModuleDef tri_module_def;
 
 tri_module_state *tri_get_state_from_type(PyTypeObject *tp) {
@@ -112,11 +114,31 @@ static PyObject *mod_parse_wrapper(PyObject *m, PyObject *arg) {
   return r;
 }
 
+static PyObject *mod_library_versions(PyObject *m, PyObject *unused) {
+  (void)m;
+  (void)unused;
+  tri_lib_version libs[TRI_LIB_COUNT];
+  tri_lib_versions(libs);
+  PyObject *out = PyDict_New();
+  for (int i = 0; out && i < TRI_LIB_COUNT; i++) {
+    PyObject *row = Py_BuildValue("{ssss}", "compiled", libs[i].compiled,
+                                  "linked", libs[i].linked);
+    if (!row || PyDict_SetItemString(out, libs[i].name, row) < 0) Py_CLEAR(out);
+    Py_XDECREF(row);
+  }
+  return out;
+}
+
 static PyMethodDef mod_methods[] = {
     {"run_load", (PyCFunction)(void (*)(void))tri_py_run_load,
      METH_VARARGS | METH_KEYWORDS, tri_run_load_doc},
     {"parse_wrapper_response", mod_parse_wrapper, METH_O,
      "parse_wrapper_response(bytes) -> (serialize_type, data, type)."},
+    {"library_versions", mod_library_versions, METH_NOARGS,
+     "library_versions() -> {name: {'compiled': str, 'linked': str}}:\n"
+     "nghttp2, openssl, zlib and protobuf-c as built against and as\n"
+     "running (the bundled copies in a self-contained wheel, the system's\n"
+     "otherwise)."},
     {"retired_stats", mod_retired_stats, METH_NOARGS,
      "Counters summed over channels that no longer exist."},
     {"grpc_timeout", mod_timeout_encode, METH_O,

@@ -1,8 +1,6 @@
 """What a result depends on besides the code: versions, CPU, load, commit."""
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import platform
 import shutil
@@ -28,36 +26,24 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def nghttp2_version() -> Optional[str]:
-    """libnghttp2's version as the dynamic loader finds it (the one the core links)."""
-    name = ctypes.util.find_library("nghttp2")
-    if not name:
-        return None
-
-    class Info(ctypes.Structure):
-        _fields_ = [("age", ctypes.c_int), ("version_num", ctypes.c_int),
-                    ("version_str", ctypes.c_char_p), ("proto_str", ctypes.c_char_p)]
-
+def _core_library(name: str) -> Optional[str]:
+    """The version of a library as the core runs it (``_triple.library_versions()``: the
+    copy linked into a self-contained wheel, or the system's the loader picked)."""
     try:
-        lib = ctypes.CDLL(name)
-        lib.nghttp2_version.restype = ctypes.POINTER(Info)
-        return lib.nghttp2_version(0).contents.version_str.decode()
-    except (OSError, AttributeError, ValueError):
+        from .. import _triple
+        return _triple.library_versions()[name]["linked"]
+    except (ImportError, AttributeError, KeyError):
         return None
+
+
+def nghttp2_version() -> Optional[str]:
+    """The core's nghttp2 version."""
+    return _core_library("nghttp2")
 
 
 def openssl_version() -> Optional[str]:
-    """libssl's version string (OpenSSL_version(OPENSSL_VERSION))."""
-    name = ctypes.util.find_library("ssl")
-    if not name:
-        return None
-    try:
-        lib = ctypes.CDLL(name)
-        lib.OpenSSL_version.restype = ctypes.c_char_p
-        lib.OpenSSL_version.argtypes = [ctypes.c_int]
-        return lib.OpenSSL_version(0).decode()
-    except (OSError, AttributeError):
-        return None
+    """The core's OpenSSL version string (OpenSSL_version(OPENSSL_VERSION))."""
+    return _core_library("openssl")
 
 
 def _run(command: list, cwd: Optional[Path] = None) -> Optional[str]:
