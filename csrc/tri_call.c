@@ -528,8 +528,14 @@ int tri__call_on_header(tri_call *c, const nghttp2_frame *frame,
     static const char g[] = "application/grpc";
     if (vl < sizeof(g) - 1 || memcmp(value, g, sizeof(g) - 1) != 0 ||
         (vl > sizeof(g) - 1 && value[sizeof(g) - 1] != '+' &&
-         value[sizeof(g) - 1] != ';'))
+         value[sizeof(g) - 1] != ';')) {
       c->bad_content_type = 1;
+      size_t k = vl < sizeof(c->bad_ct) - 1 ? vl : sizeof(c->bad_ct) - 1;
+      for (size_t i = 0; i < k; i++) /* printable ASCII only in messages */
+        c->bad_ct[i] =
+            value[i] >= 0x20 && value[i] < 0x7f ? (char)value[i] : '?';
+      c->bad_ct[k] = 0;
+    }
     return 0;
   }
   if (name_is(name, nl, "grpc-status")) {
@@ -756,13 +762,20 @@ void tri__call_on_close(tri_call *c, uint32_t error_code) {
                          nghttp2_http2_strerror(error_code), error_code);
     return;
   }
+  if (c->http_status == 200 && c->bad_content_type) {
+    /* Not a gRPC answer, whatever it carries: grpc's HTTP-to-gRPC mapping
+     * gives UNKNOWN for 200 (as grpc-go and grpcio do). */
+    tri__call_complete(
+        c, TRI_CODE_UNKNOWN,
+        "HTTP status 200 with content-type \"%s\", not application/grpc",
+        c->bad_ct);
+    return;
+  }
   if (c->grpc_status == -1) {
     if (c->http_status != 200 && c->http_status != 0)
       tri__call_complete(c, tri_code_from_http(c->http_status),
                          "Received http2 header with status: %d",
                          c->http_status);
-    else if (c->bad_content_type)
-      tri__call_complete(c, TRI_CODE_INTERNAL, "unexpected content-type");
     else
       tri__call_complete(c, TRI_CODE_INTERNAL,
                          "response ended without grpc-status");

@@ -386,6 +386,40 @@ static int send_data(nghttp2_session *s, nghttp2_frame *frame,
   return 0;
 }
 
+static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame,
+                            void *user) {
+  (void)s;
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  tri_call *c = stream_call(user, frame->hd.stream_id);
+  if (c) c->block_bytes = 0; /* a new block: initial metadata or trailers */
+  return 0;
+}
+
+/* A response header block (initial metadata or trailers) larger than
+ * grpc.max_metadata_size, counted as HPACK does (name + value + 32 per
+ * field), fails its call only: RESOURCE_EXHAUSTED, as grpcio, and the
+ * returned NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE makes nghttp2 reset the
+ * stream and skip the block's other fields while it keeps decoding them, so
+ * the connection's HPACK state stays right for the other calls.  Compliant
+ * servers never send such a block: we advertise the limit as
+ * SETTINGS_MAX_HEADER_LIST_SIZE, and grpc-go resets the stream itself. */
+static int over_metadata_limit(tri_conn *conn, tri_call *c,
+                               const nghttp2_frame *frame, size_t namelen,
+                               size_t valuelen) {
+  uint32_t limit = conn->ch->opts.max_metadata_size;
+  size_t total = (size_t)c->block_bytes + namelen + valuelen + 32;
+  if (total <= limit) {
+    c->block_bytes = (uint32_t)total;
+    return 0;
+  }
+  int trailers = frame->headers.cat == NGHTTP2_HCAT_HEADERS;
+  tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED,
+                     "received %s metadata size exceeds limit (%u bytes, "
+                     "grpc.max_metadata_size)",
+                     trailers ? "trailing" : "initial", limit);
+  return 1;
+}
+
 static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
                      const uint8_t *name, size_t namelen, const uint8_t *value,
                      size_t valuelen, uint8_t flags, void *user) {
@@ -394,6 +428,8 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   tri_call *c = stream_call(conn, frame->hd.stream_id);
   if (!c) return 0;
+  if (!c->completed && over_metadata_limit(conn, c, frame, namelen, valuelen))
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   if (tri__call_on_header(c, frame, name, namelen, value, valuelen)) {
     tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED,
                        "out of memory storing metadata");
@@ -443,6 +479,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
     conn->ping_sent = 0;
   if (frame->hd.type == NGHTTP2_GOAWAY) {
     conn->goaway = 1;
+    conn->peer_goaway_error = frame->goaway.error_code;
     atomic_store(&conn->unusable, 1);
   }
   if (frame->hd.type == NGHTTP2_HEADERS &&
@@ -958,7 +995,10 @@ static int feed(tri_conn *conn, const uint8_t *p, size_t n) {
     size_t k = n < FEED_SLICE ? n : FEED_SLICE;
     ssize_t rv = nghttp2_session_mem_recv(conn->sess, p, k);
     if (rv < 0) {
-      session_failed(conn, (int)rv, "HTTP/2 protocol error from peer: %s");
+      /* nghttp2 found the server's bytes invalid: our finding, not the
+       * server's report (that would be its GOAWAY or RST_STREAM). */
+      session_failed(conn, (int)rv,
+                     "HTTP/2 protocol error detected by the client: %s");
       return -1;
     }
     p += k;
@@ -1001,7 +1041,12 @@ static void read_in(tri_conn *conn) {
     }
     TRI_STATS_ADD(conn->stats, read_syscalls, 1);
     if (r == 0) {
-      die(conn, TRI_CODE_UNAVAILABLE, "connection closed by peer");
+      if (conn->peer_goaway_error)
+        snprintf(conn->errstr, sizeof(conn->errstr),
+                 "connection closed by peer after its GOAWAY (%s)",
+                 nghttp2_http2_strerror(conn->peer_goaway_error));
+      die(conn, TRI_CODE_UNAVAILABLE,
+          conn->peer_goaway_error ? conn->errstr : "connection closed by peer");
       return;
     }
     TRI_STATS_ADD(conn->stats, bytes_read, r);
@@ -1143,14 +1188,22 @@ static void after_events(tri_conn *conn) {
   check_watchdogs(conn);
   if (conn->dead) return;
   if (conn->goaway && !conn->inflight) {
-    die(conn, TRI_CODE_UNAVAILABLE, "connection closed after GOAWAY");
+    if (conn->peer_goaway_error)
+      snprintf(conn->errstr, sizeof(conn->errstr),
+               "connection closed after GOAWAY from peer (%s)",
+               nghttp2_http2_strerror(conn->peer_goaway_error));
+    die(conn, TRI_CODE_UNAVAILABLE,
+        conn->peer_goaway_error ? conn->errstr
+                                : "connection closed after GOAWAY");
   } else if (conn->connected && !nghttp2_session_want_read(conn->sess) &&
              !nghttp2_session_want_write(conn->sess)) {
     if (conn->local_goaway_error) {
       /* We ended the session because the peer broke the protocol. */
-      snprintf(conn->errstr, sizeof(conn->errstr),
-               "HTTP/2 protocol error from peer (%s)",
-               nghttp2_http2_strerror(conn->local_goaway_error));
+      snprintf(
+          conn->errstr, sizeof(conn->errstr),
+          "HTTP/2 protocol error detected by the client (%s): it closed the "
+          "connection with GOAWAY",
+          nghttp2_http2_strerror(conn->local_goaway_error));
       die(conn, TRI_CODE_INTERNAL, conn->errstr);
     } else {
       die(conn, TRI_CODE_UNAVAILABLE, "HTTP/2 session ended");
@@ -1219,6 +1272,7 @@ static int open_socket(tri_conn *conn) {
 static int start_session(tri_conn *conn) {
   nghttp2_session_callbacks *cbs;
   if (nghttp2_session_callbacks_new(&cbs)) return TRI_ERR_NOMEM;
+  nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
   nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
   nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
@@ -1236,6 +1290,7 @@ static int start_session(tri_conn *conn) {
   }
   nghttp2_option_set_no_auto_window_update(opt, 1); /* see credit() */
   nghttp2_option_set_max_send_header_block_length(opt, 2 * MAX_HEADER_LIST);
+  tri_h2_set_max_continuations(opt, conn->ch->opts.max_metadata_size);
   tri_h2_mem_init(&conn->mem, &conn->arena); /* nghttp2 allocates from the arena */
   int rv = nghttp2_session_client_new3(&conn->sess, cbs, conn, opt, &conn->mem);
   nghttp2_option_del(opt);
@@ -1246,9 +1301,12 @@ static int start_session(tri_conn *conn) {
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, o->stream_window},
       {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, o->max_frame_size},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, o->max_metadata_size},
   };
-  /* Without our SETTINGS the server would assume push and 64 KiB windows. */
-  if (nghttp2_submit_settings(conn->sess, NGHTTP2_FLAG_NONE, iv, 3) ||
+  /* Without our SETTINGS the server would assume push, 64 KiB windows and
+   * header blocks of any size. */
+  if (nghttp2_submit_settings(conn->sess, NGHTTP2_FLAG_NONE, iv,
+                              sizeof(iv) / sizeof(iv[0])) ||
       nghttp2_session_set_local_window_size(conn->sess, NGHTTP2_FLAG_NONE, 0,
                                             (int32_t)o->conn_window))
     return TRI_ERR_NOMEM;

@@ -111,6 +111,7 @@ struct tri_conn {
   int dead;
   int goaway;
   uint32_t local_goaway_error; /* error code of a GOAWAY we sent */
+  uint32_t peer_goaway_error;  /* error code of the server's GOAWAY (0: none) */
   tri_outq out;            /* output queue (tri_outq.h).  An entry's `ref`
                               is the unary call whose borrowed request bytes
                               `ptr` points into; its `buf` is the streaming

@@ -25,3 +25,9 @@ ssize_t tri_h2_read_length(nghttp2_session *s, uint8_t type, int32_t sid,
   if ((uint32_t)n > max_frame) n = (int32_t)max_frame;
   return n > 0 ? n : 1;
 }
+
+void tri_h2_set_max_continuations(nghttp2_option *opt, uint32_t limit) {
+  uint64_t block = (uint64_t)limit * 4;
+  if (block < (1u << 20)) block = 1u << 20;
+  nghttp2_option_set_max_continuations(opt, (size_t)(block / 16384 + 1));
+}

@@ -25,6 +25,14 @@ ssize_t tri_h2_read_length(nghttp2_session *s, uint8_t type, int32_t sid,
                            int32_t conn_win, int32_t stream_win,
                            uint32_t max_frame, void *user);
 
+/* Sets nghttp2's cap on the CONTINUATION frames of one header block (its
+ * guard against CONTINUATION floods, 8 by default) for an endpoint whose
+ * SETTINGS_MAX_HEADER_LIST_SIZE is `limit`: room for a block of 4 times the
+ * limit, and at least 1 MiB, in the smallest frames a peer may use (16 KiB).
+ * A peer that ignores the limit by that much still costs one stream, not the
+ * connection (the block is decoded and the stream refused). */
+void tri_h2_set_max_continuations(nghttp2_option *opt, uint32_t limit);
+
 /* The copied parts of a NO_COPY DATA frame (send_data_callback): before its
  * payload, the 9-byte header and, when padded, the pad length byte; after
  * it, the padding.  Each returns 0 or TRI_ERR_NOMEM. */

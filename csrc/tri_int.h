@@ -124,6 +124,9 @@ struct tri_call {
   tri_call *timer_next; /* flush-timer FIFO */
   int http_status;
   int grpc_status;      /* -1 none, -2 unparsable */
+  uint32_t block_bytes; /* HPACK size of the header block being received */
+  char bad_ct[40];      /* gRPC wire: the start of a content-type that is not
+                           application/grpc*, for the error message */
   unsigned completed : 1;   /* final status decided */
   unsigned io_released : 1; /* I/O thread dropped its reference */
   unsigned in_session : 1;  /* nghttp2 holds this call as stream data */

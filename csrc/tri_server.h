@@ -162,6 +162,11 @@ typedef struct tri_server_opts {
   uint32_t max_frame_size; /* our SETTINGS_MAX_FRAME_SIZE (64 KiB) */
   uint32_t max_concurrent_streams; /* per connection (10000) */
   int64_t max_message;     /* largest request message (64 MiB) */
+  uint32_t max_metadata_size; /* our SETTINGS_MAX_HEADER_LIST_SIZE and the
+                                 largest request header block (HPACK size)
+                                 a stream may carry (64 KiB: then no field
+                                 exceeds what nghttp2 decodes); a larger block
+                                 fails its stream with RESOURCE_EXHAUSTED */
 } tri_server_opts;
 
 /* Fills `o` with the defaults shown above. */

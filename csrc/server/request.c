@@ -162,6 +162,21 @@ void srv_req_header(srv_stream *st, const uint8_t *name, size_t nl,
                     const uint8_t *v, size_t vl) {
 #define IS(lit) (nl == sizeof(lit) - 1 && memcmp(name, lit, nl) == 0)
   int64_t x;
+  /* Headers over our SETTINGS_MAX_HEADER_LIST_SIZE (a client that ignored
+   * it) fail this stream only: RESOURCE_EXHAUSTED once the block has ended.
+   * nghttp2 still decodes the rest of the block (the connection's HPACK
+   * state needs it); the pseudo-headers and content-type are still read, so
+   * the answer goes out on the request's wire, and nothing else is kept. */
+  uint64_t total = (uint64_t)st->hdr_bytes + nl + vl + 32;
+  st->hdr_bytes = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
+  uint32_t limit = st->conn->w->srv->opts.max_metadata_size;
+  if (st->hdr_bytes > limit) {
+    header_error(st, TRI_CODE_RESOURCE_EXHAUSTED,
+                 "request metadata over the server's limit of %u bytes "
+                 "(SETTINGS_MAX_HEADER_LIST_SIZE)",
+                 limit);
+    if (!(nl && name[0] == ':') && !IS("content-type")) return;
+  }
   if (nl && name[0] == ':') {
     if (IS(":method")) {
       st->is_post = vl == 4 && memcmp(v, "POST", 4) == 0;

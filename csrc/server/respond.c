@@ -90,6 +90,18 @@ static void nvl_add_echo(nvlist *l, const srv_stream *st, const char *prefix,
   }
 }
 
+/* Nonzero when the list is within the client's SETTINGS_MAX_HEADER_LIST_SIZE
+ * (HPACK size).  A larger one is never sent: the stream is reset with
+ * INTERNAL_ERROR instead, as grpc-go does, and the client's other calls go
+ * on. */
+static int fits_client(const srv_stream *st, const nvlist *l) {
+  uint64_t size = 0;
+  for (size_t i = 0; i < l->n; i++)
+    size += l->nv[i].namelen + l->nv[i].valuelen + 32;
+  return size <= nghttp2_session_get_remote_settings(
+                     st->conn->sess, NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE);
+}
+
 /* Adds grpc-status and, when there is a message, grpc-message. */
 static void nvl_add_status(nvlist *l, const srv_stream *st) {
   if (st->mb == MB_BAD_STATUS) { /* x-misbehave: not a number */
@@ -181,6 +193,7 @@ static int submit_trailers(srv_stream *st) {
   if (nvl_init(st->conn->w, &l, 4 + st->echo_n, nvl_bytes(st))) return -1;
   nvl_add_status(&l, st);
   nvl_add_echo(&l, st, "", MD_TRAILING);
+  if (!fits_client(st, &l)) return -1; /* the caller's failure resets it */
   return nghttp2_submit_trailer(st->conn->sess, st->id, l.nv, l.n) ? -1 : 0;
 }
 
@@ -262,7 +275,8 @@ void srv_grpc_headers(srv_stream *st, int trailers_only) {
   if (trailers_only) nvl_add_status(&l, st);
   nvl_add_echo(&l, st, "", trailers_only ? MD_BOTH : MD_INITIAL);
   nghttp2_data_provider prd = srv_provider(st);
-  if (nghttp2_submit_response(st->conn->sess, st->id, l.nv, l.n,
+  if (!fits_client(st, &l) ||
+      nghttp2_submit_response(st->conn->sess, st->id, l.nv, l.n,
                               trailers_only ? NULL : &prd)) {
     srv_submit_failed(st);
     return;
@@ -361,6 +375,11 @@ void srv_triple_respond(srv_stream *st, int code, tri_buf *body) {
   if (gz) NVL_LIT(&l, "content-encoding", "gzip");
   nvl_add_echo(&l, st, "", MD_INITIAL);
   nvl_add_echo(&l, st, "trailer-", MD_TRAILING);
+  if (!fits_client(st, &l)) {
+    tri_pool_put(pool, body);
+    srv_submit_failed(st);
+    return;
+  }
   nghttp2_data_provider prd = srv_provider(st);
   int has_body = body && body->len;
   if (has_body) srv_q_push(st, body);

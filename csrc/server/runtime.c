@@ -380,8 +380,10 @@ static void conn_new(srv_worker *w, int fd) {
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, o->stream_window},
       {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, o->max_frame_size},
       {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, o->max_metadata_size},
   };
-  if (nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv, 4) ||
+  if (nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv,
+                              sizeof(iv) / sizeof(iv[0])) ||
       nghttp2_session_set_local_window_size(c->sess, NGHTTP2_FLAG_NONE, 0,
                                             (int32_t)o->conn_window))
     goto fail;
@@ -660,6 +662,7 @@ void tri_server_opts_init(tri_server_opts *o) {
   o->max_frame_size = 64u << 10;
   o->max_concurrent_streams = 10000;
   o->max_message = 64 << 20;
+  o->max_metadata_size = 64u << 10;
 }
 
 int tri_server_new(tri_server **out, const tri_server_opts *opts) {
@@ -798,6 +801,7 @@ static int make_callbacks(srv_worker *w) {
   nghttp2_option_set_no_closed_streams(w->opt, 1);
   /* Accept values with outer blanks, as grpc-go and grpcio servers do. */
   nghttp2_option_set_no_rfc9113_leading_and_trailing_ws_validation(w->opt, 1);
+  tri_h2_set_max_continuations(w->opt, w->srv->opts.max_metadata_size);
   return 0;
 }
 

@@ -115,6 +115,8 @@ struct srv_stream {
       gz_hdr : 1,   /* gRPC: send grpc-encoding: gzip */
       cur_gz : 1,   /* the message being received has flag 0x01 */
       body_gz : 1;  /* the unary request message arrived compressed */
+  uint32_t hdr_bytes;      /* HPACK size of the request headers so far
+                              (saturating) */
   int bad_code;            /* first header problem, answered at end (0: none) */
   char bad_msg[160];
   char ct[96];             /* request content-type (Triple echoes it) */

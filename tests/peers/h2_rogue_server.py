@@ -31,6 +31,14 @@ request is complete (END_STREAM), except where noted:
                     data), grpc-status 0
   CompressedNoEncoding  200 without grpc-encoding, one message with flag 0x01 whose body
                     is a valid gzip of an encoded payload, grpc-status 0
+  HtmlPage          200 with content-type text/html and an HTML body, no grpc-status
+  HtmlWithStatus    200 with content-type text/html, one valid message, grpc-status 0
+  LargeHeaders      a correct echo whose response headers carry LARGE_FIELDS values
+                    x-filler-<i> of LARGE_FIELD_SIZE bytes each (ignoring the client's
+                    SETTINGS_MAX_HEADER_LIST_SIZE)
+  LargeTrailers     the same values in the trailers instead
+  HugeHeaderField   a correct echo whose response headers carry one value of
+                    HUGE_FIELD_SIZE bytes, more than nghttp2's HPACK decoder takes
   RecordHeaders     a correct gRPC echo, like Echo; the request's header list (in the
                     order received, HPACK-decoded) is kept for Stats
   Stats             one message: JSON counters of this server (connections, streams,
@@ -87,6 +95,11 @@ CONNECTION_WINDOW = 1 << 30
 
 GRPC_200: Headers = [(b":status", b"200"), (b"content-type", b"application/grpc")]
 GRPC_200_GZIP: Headers = GRPC_200 + [(b"grpc-encoding", b"gzip")]
+
+LARGE_FIELDS = 10
+LARGE_FIELD_SIZE = 30_000
+HUGE_FIELD_SIZE = 120_000
+HTML_PAGE = b"<html><body>502 Bad Gateway</body></html>\n"
 
 GZIP_BOMB_SIZE = 64 * 1024 * 1024
 # A gzip member header (magic, CM=8, no flags, mtime 0, XFL 0, OS 255), then bytes that
@@ -206,6 +219,18 @@ def echo(body: bytes) -> Iterator[Item]:
     return answer(*messages)
 
 
+def fillers(count: int, size: int) -> Headers:
+    """`count` header fields x-filler-<i>, each a value of `size` bytes."""
+    return [(b"x-filler-%d" % i, b"f" * size) for i in range(count)]
+
+
+def echo_with(body: bytes, headers: Headers, trailer: Headers) -> Iterator[Item]:
+    """A correct echo of the request messages with extra response headers and trailers."""
+    return iter([("headers", GRPC_200 + headers, False),
+                 *(("data", frame(m), False) for m in unframe(body)),
+                 trailers(0, *trailer)])
+
+
 MODES: Dict[str, Callable[[bytes], Iterator[Item]]] = {
     "MalformedFlags": lambda body: iter([
         ("headers", GRPC_200, False), ("data", frame(b"abc", flags=0x02), False), trailers(0)]),
@@ -232,6 +257,15 @@ MODES: Dict[str, Callable[[bytes], Iterator[Item]]] = {
         ("headers", GRPC_200, False), ("data", frame(encode_payload(b"ok")), False),
         ("headers", [(b"x-note", b"no grpc-status")], True)]),
     "Echo": lambda body: echo(body),
+    "HtmlPage": lambda body: iter([
+        ("headers", [(b":status", b"200"), (b"content-type", b"text/html")], False),
+        ("data", HTML_PAGE, True)]),
+    "HtmlWithStatus": lambda body: iter([
+        ("headers", [(b":status", b"200"), (b"content-type", b"text/html")], False),
+        ("data", frame(encode_payload(b"ok")), False), trailers(0)]),
+    "LargeHeaders": lambda body: echo_with(body, fillers(LARGE_FIELDS, LARGE_FIELD_SIZE), []),
+    "LargeTrailers": lambda body: echo_with(body, [], fillers(LARGE_FIELDS, LARGE_FIELD_SIZE)),
+    "HugeHeaderField": lambda body: echo_with(body, fillers(1, HUGE_FIELD_SIZE), []),
     "RecordHeaders": lambda body: echo(body),
     "GzipBomb": lambda body: compressed_answer(GRPC_200_GZIP, gzip_bomb()),
     "GzipCorrupt": lambda body: compressed_answer(GRPC_200_GZIP, GZIP_CORRUPT),

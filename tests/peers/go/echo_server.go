@@ -2,7 +2,8 @@
 //
 // It follows tests/peers/README.md: UnaryCall echoes the request bytes, StreamCall echoes
 // each request message, and the control metadata (x-echo-*, x-status, x-message,
-// x-message-bin, x-delay-ms, x-response-size) changes the answer. It prints
+// x-message-bin, x-delay-ms, x-response-size, x-response-header-size,
+// x-response-trailer-size, x-response-header-count) changes the answer. It prints
 // "LISTENING <port>" once it accepts connections and serves until SIGTERM/SIGINT or EOF on
 // stdin.
 //
@@ -59,6 +60,8 @@ import (
 const (
 	maxMessage = 64 << 20
 	maxDelayMs = 3600000
+	maxFiller  = 1 << 20 // x-response-header-size / x-response-trailer-size
+	maxFillers = 64      // x-response-header-count
 )
 
 // rawCodec passes message bytes through unchanged: requests decode into *[]byte and
@@ -99,6 +102,33 @@ type control struct {
 	message      string
 	delay        time.Duration
 	responseSize int // -1: echo the request
+	headerSize   int // x-response-header-size: filler bytes per value in the header
+	trailerSize  int // x-response-trailer-size: the same in the trailer
+	fillerCount  int // x-response-header-count: filler values in each (default 1)
+}
+
+// intControl parses the non-negative integer control `key` (at most max); def without it.
+func intControl(md metadata.MD, key string, max, def int) (int, error) {
+	s, ok := lastValue(md, key)
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 || n > max {
+		return 0, status.Errorf(codes.InvalidArgument, "bad %s %q", key, s)
+	}
+	return n, nil
+}
+
+// fillers adds count values x-filler-<i> of size bytes of "f" to md (nothing for size 0).
+func fillers(md metadata.MD, size, count int) {
+	if size == 0 {
+		return
+	}
+	v := strings.Repeat("f", size)
+	for i := 0; i < count; i++ {
+		md.Append("x-filler-"+strconv.Itoa(i), v)
+	}
 }
 
 func lastValue(md metadata.MD, key string) (string, bool) {
@@ -143,6 +173,16 @@ func parseControl(ctx context.Context) (*control, error) {
 		}
 		c.responseSize = n
 	}
+	var err error
+	if c.headerSize, err = intControl(md, "x-response-header-size", maxFiller, 0); err != nil {
+		return nil, err
+	}
+	if c.trailerSize, err = intControl(md, "x-response-trailer-size", maxFiller, 0); err != nil {
+		return nil, err
+	}
+	if c.fillerCount, err = intControl(md, "x-response-header-count", maxFillers, 1); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -157,11 +197,16 @@ func (c *control) begin(ctx context.Context, sendHeader func(metadata.MD) error,
 			return status.FromContextError(ctx.Err()).Err()
 		}
 	}
-	if len(c.echo) > 0 {
-		if err := sendHeader(c.echo); err != nil {
+	header, trailer := c.echo.Copy(), c.echo.Copy()
+	fillers(header, c.headerSize, c.fillerCount)
+	fillers(trailer, c.trailerSize, c.fillerCount)
+	if len(header) > 0 {
+		if err := sendHeader(header); err != nil {
 			return err
 		}
-		if err := setTrailer(c.echo); err != nil {
+	}
+	if len(trailer) > 0 {
+		if err := setTrailer(trailer); err != nil {
 			return err
 		}
 	}
