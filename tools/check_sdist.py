@@ -33,9 +33,10 @@ from typing import Iterable, List, Sequence, Tuple
 SHIPPED: Tuple[str, ...] = ("csrc/", "proto/", "triple_py/", "docs/", "setup.py",
                             "pyproject.toml", "MANIFEST.in", "README.md", "LICENSE")
 # Tracked but checkout-only: the sdist builds and runs the package, it does not test it
-# (as psycopg2's sdist ships no test suite).
-NOT_SHIPPED: Tuple[str, ...] = ("tests/", "benchmarks/", "notes/", "notebooks/", "tools/",
-                                ".ci/", "Makefile", ".gitignore", ".clang-format")
+# (as psycopg2's sdist ships no test suite); testing/ is the checkout's test infrastructure
+# (triple_py_testing: peers, interop), a distribution of its own.
+NOT_SHIPPED: Tuple[str, ...] = ("tests/", "testing/", "benchmarks/", "notes/", "notebooks/",
+                                "tools/", ".ci/", "Makefile", ".gitignore", ".clang-format")
 # What setuptools adds to every sdist.
 METADATA_FILES: Tuple[str, ...] = ("PKG-INFO", "setup.cfg")
 METADATA_SUFFIX = ".egg-info/"
