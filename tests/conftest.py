@@ -9,6 +9,10 @@ from peers.launch import Peer, start_peer  # noqa: E402
 
 import os  # noqa: E402
 
+# triple_py's pytest plugin (triple_server, triple_load) is opt-in, as for any user: no
+# pytest11 entry point loads it into every run.
+pytest_plugins = ["triple_py.pytest_plugin"]
+
 
 def pytest_configure(config):
     config.addinivalue_line(
