@@ -13,7 +13,7 @@ PACKAGES=(
   protobuf-compiler python3-protobuf python3-grpcio python3-h2 python3-pytest
   python3-numpy python3-scipy python3-pandas python3-jinja2
   python3-matplotlib python3-nbclient python3-nbformat python3-ipykernel python3-pytest-benchmark
-  python3-build
+  python3-build python3-wheel dpkg-dev binutils
   jupyter-notebook chromium chromium-driver python3-selenium python3-pil python3-ipython
   python3-jupyter-client
   golang-go golang-google-grpc-dev nghttp2-client clang libclang-rt-14-dev strace openssl
