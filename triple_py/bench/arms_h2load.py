@@ -29,10 +29,13 @@ import math
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from typing import Dict, List, Optional, Tuple
 
+from .._parent_death import tied_to_parent
 from .._target import parse_target
 from .errors import BenchError, ConfigError
 from .messages import grpc_frame
@@ -155,24 +158,78 @@ def h2load(spec: RunSpec) -> BenchResult:
         command = h2load_command(spec, body_file.name, log_file.name)
         cpu_before = _children_cpu()
         limit = spec.warmup + (spec.duration or 0) + 60 + (spec.count / 1000 if spec.count else 0)
+        started = time.monotonic()
+        # The child gets SIGKILL if this process dies, and is stopped with the run.
+        proc = subprocess.Popen(tied_to_parent(command), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
         try:
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=limit)
+            out, err = proc.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
+            _end(proc)
             raise BenchError(f"h2load did not finish within {limit:.0f} s") from None
+        except KeyboardInterrupt as exc:  # SIGINT/SIGTERM: h2load prints nothing when stopped
+            _end(proc)
+            window = max(0.0, time.monotonic() - started - spec.warmup)
+            rows = parse_h2load_log(_read(log_file.name))
+            from .interrupts import Interrupted, mark, signal_of
+            if not rows:  # only its per-request log (latency_log) keeps figures
+                raise Interrupted(signal_of(exc), why="h2load prints no figures when "
+                                  "stopped (the arm option latency_log keeps them)") from None
+            cpu = _children_cpu() - cpu_before
+            return mark(_result(spec, _summary_of_rows(rows, window), rows, cpu, command,
+                                elapsed=window), signal_of(exc))
+        except BaseException:
+            _end(proc)
+            raise
         cpu = _children_cpu() - cpu_before
-        log_text = open(log_file.name, encoding="ascii", errors="replace").read()
-    summary = parse_h2load_output(proc.stdout)
+        log_text = _read(log_file.name)
+    summary = parse_h2load_output(out)
     if summary is None:
-        tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+        tail = (out + err).strip().splitlines()[-3:]
         raise BenchError("h2load failed (exit %d): %s" % (proc.returncode, " | ".join(tail)))
     rows = parse_h2load_log(log_text)
     return _result(spec, summary, rows, cpu, command)
 
 
+def _read(path: str) -> str:
+    with open(path, encoding="ascii", errors="replace") as f:
+        return f.read()
+
+
+def _end(proc: "subprocess.Popen[str]") -> None:
+    """Stops h2load (SIGINT, SIGKILL after :data:`STOP_GRACE`) and reaps it."""
+    from .recorders import STOP_GRACE
+
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=STOP_GRACE)
+            return
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    proc.communicate()
+
+
+def _summary_of_rows(rows: List[Tuple[int, int, int]], window: float) -> H2loadSummary:
+    """An h2load summary made from its per-request log (a run stopped before it printed
+    one): ``window`` is the seconds measured."""
+    s = H2loadSummary()
+    ok_ms = [d / 1000.0 for _, status, d in rows if 200 <= status < 300]
+    done = len(rows)
+    s.update(finished_ms=window * 1000, req_per_s=done / window if window > 0 else 0.0,
+             total=done, started=done, done=done, succeeded=len(ok_ms),
+             failed=done - len(ok_ms), errored=0, timeout=0,
+             http_2xx=len(ok_ms), min_ms=min(ok_ms, default=0.0),
+             max_ms=max(ok_ms, default=0.0),
+             mean_ms=sum(ok_ms) / len(ok_ms) if ok_ms else 0.0, sd_ms=0.0)
+    return s
+
+
 def _result(spec: RunSpec, s: H2loadSummary, rows: List[Tuple[int, int, int]], cpu: float,
-            command: List[str]) -> BenchResult:
+            command: List[str], elapsed: Optional[float] = None) -> BenchResult:
     result = BenchResult(**spec.result_fields())
-    elapsed = (spec.duration if not spec.count else s["finished_ms"] / 1000.0)
+    if elapsed is None:
+        elapsed = spec.duration if not spec.count else s["finished_ms"] / 1000.0
     result.elapsed_s = elapsed
     result.calls = s["done"]
     result.errors = s["failed"] + s["errored"] + s["timeout"]

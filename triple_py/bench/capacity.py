@@ -92,6 +92,7 @@ class CapacityResult:
     capacity: Optional[float]
     seconds: float
     ceiling_reached: bool = False
+    interrupted: str = ""  # the signal that stopped the search (its probes so far are kept)
 
     def to_dict(self) -> dict:
         """A JSON-ready dict, with the triple_py version that measured it."""
@@ -136,6 +137,26 @@ def find_capacity(probe_at: Callable[[float], BenchResult], slo: Slo, *, start_r
 
     good: Optional[float] = None
     bad: Optional[float] = None
+    interrupted = ""
+    try:
+        good, bad = _search(probe, start_rate, max_rate, precision, max_probes, probes)
+    except KeyboardInterrupt as exc:  # SIGINT/SIGTERM: the finished probes are the result
+        import signal
+
+        from .interrupts import signal_of
+        interrupted = signal.Signals(signal_of(exc)).name
+        good = max((p.rate for p in probes if p.passed), default=None)
+    return CapacityResult(slo, probes, good, time.monotonic() - began,
+                          ceiling_reached=good is not None and good >= max_rate,
+                          interrupted=interrupted)
+
+
+def _search(probe: Callable[[float], Probe], start_rate: float, max_rate: float,
+            precision: float, max_probes: int, probes: List[Probe]
+            ) -> Tuple[Optional[float], Optional[float]]:
+    """The ramp and the bisection: (highest passing rate, lowest failing rate)."""
+    good: Optional[float] = None
+    bad: Optional[float] = None
     rate = start_rate
     while len(probes) < max_probes:
         if probe(rate).passed:
@@ -155,13 +176,17 @@ def find_capacity(probe_at: Callable[[float], BenchResult], slo: Slo, *, start_r
             good = mid
         else:
             bad = mid
-    return CapacityResult(slo, probes, good, time.monotonic() - began,
-                          ceiling_reached=good is not None and good >= max_rate)
+    return good, bad
 
 
 def capacity_text(result: CapacityResult) -> str:
     """The verdict, then the evidence (every probe in order)."""
-    if result.capacity is None:
+    if result.interrupted:
+        head = (f"capacity: search interrupted by {result.interrupted} after "
+                f"{len(result.probes)} probes; " + (
+                    f"at least {result.capacity:,.0f} calls/s with {result.slo}"
+                    if result.capacity is not None else "no rate passed yet"))
+    elif result.capacity is None:
         head = f"capacity: below the start rate ({result.slo} not met at any rate tried)"
     else:
         head = (f"capacity: {result.capacity:,.0f} calls/s with {result.slo} and no errors"

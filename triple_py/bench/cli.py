@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -507,7 +508,8 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
         print(f"\ninterrupted after {len(result.runs)} of {total} arm runs; keeping them",
               flush=True)
     if not result.runs:
-        raise KeyboardInterrupt
+        from .interrupts import Interrupted
+        raise Interrupted(result.interrupt_signal or signal.SIGINT, why="no arm run finished")
     overview = format_summary(result).rsplit("\n\n", 1)[-1]
     print("\n" + overview, flush=True)
     compared = comparison(result)
@@ -524,7 +526,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
           f"comparison.txt, report.html in {out_dir}")
     if result.interrupted:
         print(f"{args.prog}: interrupted", file=sys.stderr)
-        return 130
+        return 128 + (result.interrupt_signal or signal.SIGINT)
     bad = [r for r in result.runs if r.failed or (r.result is not None and r.result.errors)]
     if bad:
         first = bad[0]
@@ -581,6 +583,9 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
             json.dumps(result.to_dict(), indent=1) + "\n"))
         _write(args.out / "capacity.png", lambda p: capacity_plot(result, p))
         print(f"files: {args.out}/capacity.txt, capacity.json, capacity.png")
+    if result.interrupted:
+        print(f"{args.prog} capacity: interrupted ({result.interrupted})", file=sys.stderr)
+        return 128 + getattr(signal, result.interrupted)
     return 0 if result.capacity is not None else 1
 
 
@@ -631,7 +636,7 @@ def main(argv: Optional[Sequence[str]] = None, *, server_factory=None,
         print(f"{prog} {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt as exc:
-        print(f"{prog} {args.command}: interrupted", file=sys.stderr)
+        print(f"{prog} {args.command}: interrupted ({exc or 'SIGINT'})", file=sys.stderr)
         return exit_code(exc)
     except Exception as exc:  # a bug: one line unless asked for the traceback
         if os.environ.get("TRIPLE_PY_BENCH_DEBUG"):

@@ -69,7 +69,8 @@ class MatrixRun:
     finished: float = 0.0
     target: Optional[str] = None
     load_after: Optional[List[float]] = None
-    interrupted: bool = False  # Ctrl-C: the runs so far are kept
+    interrupted: bool = False  # Ctrl-C or SIGTERM: the runs so far are kept
+    interrupt_signal: int = 0  # the signal that stopped it (2 SIGINT, 15 SIGTERM)
     capacities: List[CapacityRun] = dataclasses.field(default_factory=list)  # [capacity]
 
     def runs_of(self, scenario: Scenario, arm: str) -> List[ArmRun]:
@@ -96,7 +97,8 @@ def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
     (TargetError / RunFailed). ``on_scenario`` is called after each scenario (to print its
     table). ``progress`` defaults to :func:`~.live.auto_progress`: a live display in a
     Jupyter notebook, the terminal line elsewhere. Ctrl-C (or interrupting the notebook
-    cell) stops the run: the arm runs measured so far are kept (``interrupted`` is set).
+    cell, or SIGTERM under the CLI) stops the run: the arm runs finished so far are kept
+    (``interrupted`` and ``interrupt_signal`` are set).
     Raises ConfigError when ``restart_server`` is asked of a fixed target.
     """
     if target is not None and server_factory is not None:
@@ -171,8 +173,9 @@ def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
 
     try:
         _run_all(matrix, server, one_round, out, on_scenario, capacity_searches)
-    except KeyboardInterrupt:
-        out.interrupted = True
+    except KeyboardInterrupt as exc:
+        from .interrupts import signal_of
+        out.interrupted, out.interrupt_signal = True, signal_of(exc)
     finally:
         progress.close()
         out.finished = time.time()

@@ -23,13 +23,14 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class Interrupted(KeyboardInterrupt):
-    """A run stopped by ``signum``; ``result``: what it measured until then (None: nothing).
+    """A run stopped by ``signum``; ``result``: what it measured until then (None: nothing,
+    and ``why`` may say why).
 
     ``exit_code`` is the shell's convention, 128 + the signal (130 SIGINT, 143 SIGTERM).
     """
 
-    def __init__(self, signum: int = signal.SIGINT, result: Any = None) -> None:
-        super().__init__(signal.Signals(signum).name)
+    def __init__(self, signum: int = signal.SIGINT, result: Any = None, why: str = "") -> None:
+        super().__init__(signal.Signals(signum).name + (f": {why}" if why else ""))
         self.signum = int(signum)
         self.result = result
 
