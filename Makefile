@@ -119,7 +119,7 @@ bench-peers: bootstrap
 # The interop grid (tests/interop/README.md): every peer x wire x case, JUnit XML and JSON.
 interop: bootstrap
 	mkdir -p build
-	$(PY) -m triple_py.interop --junit build/interop.xml --json build/interop.json
+	$(PY) -m triple_py_testing.interop --junit build/interop.xml --json build/interop.json
 
 # pytest-benchmark micro-benchmarks of the hot path (benchmarks/micro; not in `make test`):
 # envelope, pool, protobuf-c pack pooled vs copy, gzip, a unary call triple_py vs grpcio.
@@ -195,7 +195,7 @@ test-asan: build/ctest-asan bootstrap
 	tools/test_asan.sh
 
 # Soak (tools/soak.py): SOAK_SECONDS (60) at 1,000 unary calls in flight on one channel
-# against the embedded echo server behind triple_py.testing.FaultProxy, a 0.5 s fault
+# against the embedded echo server behind triple_py_testing.faults.FaultProxy, a 0.5 s fault
 # window (reset, stall, truncate, close_after) every 5 s; prints a summary, writes
 # results/soak-<ts>.json, and fails when RSS grew by more than 5 % from start to end.
 # Misuse rides along (tools/soak_misuse.py): a fork every 3 s, a raising done-callback on

@@ -41,7 +41,7 @@ from unary_peers import (  # noqa: E402  (shared conventions of the unary benchm
     CALL_TIMEOUT, ROOT, STOP, TRIPLE_PY_SKIPPED, Measurement, PeerDied, Recorder, describe,
     environment, fmt, median)
 from triple_py.bench.messages import UNARY_METHOD, encode_payload  # noqa: E402
-from triple_py.peers import start_peer  # noqa: E402
+from triple_py_testing.peers import start_peer  # noqa: E402
 
 if not TRIPLE_PY_SKIPPED:
     import triple_py.aio

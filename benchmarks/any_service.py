@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Dict, List
 
 ROOT = Path(__file__).resolve().parents[1]
-from triple_py.peers.pki import make_pki  # noqa: E402
-from triple_py.peers.shop_schema import PLACE, SHOP_PROTO, write_shop_protoset  # noqa: E402
-from triple_py.peers import start_peer  # noqa: E402
+from triple_py_testing.peers.pki import make_pki  # noqa: E402
+from triple_py_testing.peers.shop_schema import PLACE, SHOP_PROTO, write_shop_protoset  # noqa: E402
+from triple_py_testing.peers import start_peer  # noqa: E402
 from triple_py.bench import run  # noqa: E402
 from triple_py.bench.paired import compare_pairs, verdict_block  # noqa: E402
 

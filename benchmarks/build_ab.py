@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 from triple_py.bench.paired import compare_pairs, verdict_block
-from triple_py.peers import start_peer
+from triple_py_testing.peers import start_peer
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS: Dict[str, List[str]] = {

@@ -33,7 +33,7 @@ import grpc  # noqa: E402
 
 import triple_py  # noqa: E402
 from triple_py.bench.messages import UNARY_METHOD  # noqa: E402
-from triple_py.peers import start_peer  # noqa: E402
+from triple_py_testing.peers import start_peer  # noqa: E402
 from triple_py.bench.paired import compare_pairs  # noqa: E402
 
 ARMS = ("plain", "interceptor", "plugin", "both")

@@ -25,7 +25,7 @@ import grpc
 ROOT = Path(__file__).resolve().parent.parent
 
 import triple_py  # noqa: E402
-from triple_py.peers import start_peer  # noqa: E402
+from triple_py_testing.peers import start_peer  # noqa: E402
 from triple_py.bench.arms_grpcio import channel_options, run_threads  # noqa: E402
 
 METHOD = "/benchmark.BenchmarkService/UnaryCall"

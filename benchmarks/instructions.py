@@ -38,7 +38,7 @@ from typing import Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(1, str(ROOT))  # the in-tree triple_py when it is not installed
-from triple_py.peers import start_peer  # noqa: E402
+from triple_py_testing.peers import start_peer  # noqa: E402
 
 from triple_py.bench import ConfigError  # noqa: E402
 from triple_py.bench.arms import canonical_mode  # noqa: E402

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(1, str(ROOT))
 from lb_backends import CHURN_CHILD, METHOD, start_server  # noqa: E402
-from triple_py.testing import FaultProxy  # noqa: E402
+from triple_py_testing.faults import FaultProxy  # noqa: E402
 
 
 def churn(root: Path, ports: List[int]) -> dict:

@@ -48,7 +48,7 @@ from unary_peers import (  # noqa: E402  (shared conventions of the unary benchm
     ROOT, TRIPLE_PY_SKIPPED, PeerDied, describe, environment, fmt, median, percentile,
     triple_py)
 from triple_py.bench.messages import STREAM_METHOD, encode_payload  # noqa: E402
-from triple_py.peers import start_peer  # noqa: E402
+from triple_py_testing.peers import start_peer  # noqa: E402
 
 ARMS = {"writer-on": None, "writer-off": [("triple.write_buffer_size", 0)]}
 STREAM_TIMEOUT = 60.0

@@ -27,7 +27,7 @@ from typing import List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 from triple_py.bench.messages import UNARY_METHOD  # noqa: E402
-from triple_py.peers import start_peer  # noqa: E402
+from triple_py_testing.peers import start_peer  # noqa: E402
 
 CHILD = """
 import asyncio, json, sys

@@ -84,7 +84,7 @@ from triple_py.bench.spec import RunSpec  # noqa: E402
 if not TRIPLE_PY_SKIPPED:
     from triple_py.bench import arms_triple_py  # noqa: E402
 from triple_py.bench.messages import STREAM_METHOD, encode_payload  # noqa: E402
-from triple_py.peers import Peer, start_peer  # noqa: E402
+from triple_py_testing.peers import Peer, start_peer  # noqa: E402
 
 ARMS = ("writer-on", "writer-off", "grpcio-aio")
 BASELINE = "grpcio-aio"

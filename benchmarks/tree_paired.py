@@ -21,7 +21,7 @@ from typing import Dict, List, Tuple
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(1, str(ROOT))
 from triple_py.bench.messages import UNARY_METHOD  # noqa: E402
-from triple_py.peers import start_peer  # noqa: E402
+from triple_py_testing.peers import start_peer  # noqa: E402
 from triple_py.bench.paired import compare_pairs  # noqa: E402
 
 CHILD = """

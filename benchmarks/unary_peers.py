@@ -41,7 +41,7 @@ import grpc
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(1, str(ROOT))  # the in-tree triple_py when it is not installed
 from triple_py.bench.messages import UNARY_METHOD, encode_payload  # noqa: E402
-from triple_py.peers import Peer, start_peer  # noqa: E402
+from triple_py_testing.peers import Peer, start_peer  # noqa: E402
 
 from triple_py.bench import arms_grpcio, arms_h2load, recorders  # noqa: E402
 from triple_py.bench.arms_h2load import h2load_ms  # noqa: E402,F401  (kept for importers)

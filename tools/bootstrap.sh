@@ -44,10 +44,12 @@ fi
 if [ ! -x .venv/bin/python ]; then
   /usr/bin/python3 -m venv --system-site-packages .venv
 fi
-# Rebuild the extension whenever a C, proto or build file is newer than it.
+# Rebuild the extension whenever a C, proto or build file is newer than it; the test tools
+# (testing/: triple_py_testing, not in triple_py's wheel) are installed editable next to it.
 stamp=.venv/.triple_py-installed
-if [ ! -f "$stamp" ] || [ -n "$(find csrc proto setup.py pyproject.toml -newer "$stamp" -type f -not -path 'csrc/gen/*' 2>/dev/null | head -1)" ]; then
+if [ ! -f "$stamp" ] || [ -n "$(find csrc proto setup.py pyproject.toml testing/pyproject.toml -newer "$stamp" -type f -not -path 'csrc/gen/*' 2>/dev/null | head -1)" ]; then
   .venv/bin/pip install -q --no-build-isolation --no-deps -e . 
+  .venv/bin/pip install -q --no-build-isolation --no-deps -e testing
   touch "$stamp"
 fi
 [ "$(( $(date +%s) - started ))" -lt 5 ] || echo "bootstrap: done in $(( $(date +%s) - started )) s"

@@ -1,6 +1,6 @@
 """Soak test (issue 9): 1,000 unary calls in flight on one triple_py channel for a minute,
-against the embedded echo server behind triple_py.testing.FaultProxy, with a fault injected
-periodically (by default every 5 s a 0.5 s window of reset, stall, truncate, close_after in
+against the embedded echo server behind triple_py_testing.faults.FaultProxy, with a fault
+injected periodically (by default every 5 s a 0.5 s window of reset, stall, truncate, close_after in
 turn).  Reports calls, errors by status code (inside and outside fault windows), calls per
 second, and RSS, file descriptors and threads of this process at the start and the end.
 
@@ -58,13 +58,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import triple_py  # noqa: E402
-from triple_py.testing import EchoServer, FaultProxy  # noqa: E402
+from triple_py.testing import EchoServer  # noqa: E402
+from triple_py_testing.faults import FaultProxy  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from soak_misuse import Misuse  # noqa: E402
 
 UNARY_METHOD = "/benchmark.BenchmarkService/UnaryCall"
-# Parameters of each fault kind the soak injects (see triple_py.testing.Fault).
+# Parameters of each fault kind the soak injects (see triple_py_testing.faults.Fault).
 FAULT_PARAMS: Dict[str, Dict[str, Any]] = {
     "reset": {},
     "stall": {},

@@ -29,14 +29,15 @@ export ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export TRIPLE_PY_ASAN=1
 root=$PWD
-# The package's peer launcher finds the repository (Go and Node peers, protos) here, not
-# next to the instrumented copy (triple_py/peers/builds.py).
+# The test tools' peer launcher finds the repository (Go and Node peers, protos) here
+# (testing/triple_py_testing/peers/builds.py).
 export TRIPLE_PY_ROOT="$root"
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(tests/integration tests/unit)
 for i in "${!args[@]}"; do args[$i]="$root/${args[$i]}"; done
 cd "$out"  # so the repository's own triple_py (cwd on sys.path) is not the one imported
 # Child processes too (Dask workers, namespaced hosts, notebook runs) import the copy.
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+# The test tools (triple_py_testing) come from the checkout's testing/.
+export PYTHONPATH="$PWD:$root/testing${PYTHONPATH:+:$PYTHONPATH}"
 /usr/bin/python3 -c "import triple_py; f = triple_py._triple.__file__; assert '/build/asan/' in f, f; print('instrumented:', f)"
 exec /usr/bin/python3 -m pytest -q -p no:cacheprovider --rootdir="$root" -c "$root/pyproject.toml" "${args[@]}"

@@ -1,7 +1,7 @@
 """Shared helpers of the TLS and gzip integration tests (test_tls.py, test_gzip.py).
 
-`make_pki(directory)` (triple_py.peers.pki) makes, at run time with the `openssl` command,
-every certificate the TLS tests need (see `Pki`).
+`make_pki(directory)` (triple_py_testing.peers.pki) makes, at run time with the `openssl`
+command, every certificate the TLS tests need (see `Pki`).
 
 `PeerPool` starts TLS (or other flavoured) peers on demand and keeps each one for the
 session; `peak_rss_growth` runs a function and reports how much the peak RSS rose.
@@ -12,7 +12,8 @@ import threading
 from typing import Callable, Dict, Optional, Tuple
 
 from peers.launch import Peer, start_peer
-from triple_py.peers.pki import Identity, Pki, make_pki  # noqa: F401  (the tests import them here)
+# (the tests import them from here)
+from triple_py_testing.peers.pki import Identity, Pki, make_pki  # noqa: F401
 
 from _helpers import peak_rss_bytes, reset_peak_rss
 

@@ -18,7 +18,8 @@ from typing import Callable, List
 import triple_py
 import triple_py.aio
 from triple_py._resolver import Endpoint, register_scheme
-from triple_py.testing import EchoServer, FaultProxy
+from triple_py.testing import EchoServer
+from triple_py_testing.faults import FaultProxy
 
 METHOD = "/benchmark.BenchmarkService/UnaryCall"
 STREAM_METHOD = "/benchmark.BenchmarkService/StreamCall"

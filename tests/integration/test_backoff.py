@@ -13,7 +13,8 @@ import pytest
 
 import triple_py
 from _helpers import TIMEOUT, closed_port, unary
-from triple_py.testing import EchoServer, FaultProxy
+from triple_py.testing import EchoServer
+from triple_py_testing.faults import FaultProxy
 
 Code = triple_py.StatusCode
 FAIL_FAST = 0.05  # seconds: a call refused during the backoff returns within this

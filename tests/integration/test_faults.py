@@ -1,5 +1,5 @@
-"""Fault injection (issue 9): calls through triple_py.testing.FaultProxy to the embedded echo
-server and to the grpc-go peer while the proxy resets, stalls, truncates, closes, delays or
+"""Fault injection (issue 9): calls through triple_py_testing.faults.FaultProxy to the embedded
+echo server and to the grpc-go peer while the proxy resets, stalls, truncates, closes, delays or
 dribbles the connection.
 
 For each fault: calls in flight, an open bidi stream and new calls end with the right status
@@ -32,7 +32,8 @@ from _helpers import (ROOT, TIMEOUT, VENV_PYTHON, MiB, closed_port, open_fd_coun
                       os_thread_count, wait_for)
 from _stream_helpers import rss_bytes as _rss_bytes
 from peers import STREAM_METHOD, UNARY_METHOD
-from triple_py.testing import EchoServer, FaultProxy
+from triple_py.testing import EchoServer
+from triple_py_testing.faults import FaultProxy
 
 Code = triple_py.StatusCode
 

@@ -14,7 +14,8 @@ import time
 import pytest
 
 from triple_py.bench import run
-from triple_py.testing import EchoServer, FaultProxy
+from triple_py.testing import EchoServer
+from triple_py_testing.faults import FaultProxy
 
 DRIVERS = {"io": {}, "threads": {"driver_threads": True}}
 

@@ -331,7 +331,7 @@ def test_deflate_is_sent_compressed_and_understood(server):
     """Row 11: Compression.Deflate sends zlib-compressed messages that a grpcio server
     reads back (before: the bytes went out uncompressed), unary and streaming."""
     probe(server, GRPCIO_PEER, """
-        from triple_py.testing import FaultProxy
+        from triple_py_testing.faults import FaultProxy
         payload = b"compressible " * 20000  # 260 kB
         try:
             with FaultProxy(("127.0.0.1", port)) as proxy:

@@ -1,4 +1,4 @@
-"""The interop grid through an intercepted channel (issue 24): ``python -m triple_py.interop
+"""The interop grid through an intercepted channel (issue 24): ``python -m triple_py_testing.interop
 --intercepted`` against the grpcio and grpc-go peers, in a subprocess with a hard timeout.
 Every case's channels go through two pass-through interceptors of all four kinds that
 rebuild the call details; a case whose calls did not all go through both fails."""
@@ -15,7 +15,7 @@ HARD_TIMEOUT = 180.0
 
 def test_grid_through_interceptors(tmp_path):
     out = tmp_path / "interop.json"
-    command = [sys.executable, "-m", "triple_py.interop", "--intercepted", "--peers",
+    command = [sys.executable, "-m", "triple_py_testing.interop", "--intercepted", "--peers",
                "grpcio,go", "--deadline", "150", "--json", str(out), "-q"]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
                             timeout=HARD_TIMEOUT, stdin=subprocess.DEVNULL)

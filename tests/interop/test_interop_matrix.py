@@ -1,6 +1,6 @@
 """The interop matrix (issue 8): triple_py's client against real gRPC servers.
 
-Runs the whole grid once per session, as ``python -m triple_py.interop`` in a subprocess
+Runs the whole grid once per session, as ``python -m triple_py_testing.interop`` in a subprocess
 (bounded: ``--deadline`` for the cells and a hard timeout for the process), then checks it:
 
 * every peer of the issue's table is available on this machine (grpcio, gRPC C++,
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from triple_py.interop.cases import CASES
-from triple_py.interop.peers import PEERS
+from triple_py_testing.interop.cases import CASES
+from triple_py_testing.interop.peers import PEERS
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIRED_PEERS = ("grpcio", "cpp", "go", "connect", "dubbo-js", "embedded")  # issues 8, 21
@@ -37,7 +37,7 @@ HARD_TIMEOUT = 180.0  # seconds for the whole process
 def grid(tmp_path_factory):
     """The finished run: its JSON report, exit status, output and wall time."""
     out = tmp_path_factory.mktemp("interop")
-    command = [sys.executable, "-m", "triple_py.interop", "--deadline", str(DEADLINE),
+    command = [sys.executable, "-m", "triple_py_testing.interop", "--deadline", str(DEADLINE),
                "--json", str(out / "interop.json"), "--junit", str(out / "interop.xml")]
     started = time.monotonic()
     try:

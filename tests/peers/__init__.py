@@ -4,8 +4,8 @@ This package holds what the Python peers and their users share: the control-meta
 rules of README.md (`parse_control`), the BenchmarkRequest/Response encoding
 (`encode_payload`, `decode_payload`), gRPC message framing (`frame`, `unframe`), and the
 "LISTENING <port>, serve until SIGTERM or stdin EOF" convention (`serve_until_stopped`).
-Starting peers is triple_py.peers' job (`launch.py` here re-exports its `start_peer`); it is
-not imported here, because the peers themselves run on Debian's Python without triple_py.
+Starting peers is triple_py_testing.peers' job (`launch.py` here re-exports its
+`start_peer`); it is not imported here, because the peers themselves run without triple_py.
 
 Only the standard library is imported here, so any Python can import the package.
 """

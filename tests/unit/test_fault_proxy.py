@@ -1,5 +1,5 @@
-"""triple_py.testing.FaultProxy against a plain TCP echo server (stdlib sockets, no HTTP/2):
-pass-through, each fault, switching at run time, counters, validation and cleanup.
+"""triple_py_testing.faults.FaultProxy against a plain TCP echo server (stdlib sockets, no
+HTTP/2): pass-through, each fault, switching at run time, counters, validation and cleanup.
 
 Timing assertions are lower bounds (a delay is at least what was asked) or generous upper
 bounds (several times the expected value), so a loaded machine does not fail them.
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from triple_py.testing import FAULT_KINDS, Fault, FaultProxy
+from triple_py_testing.faults import FAULT_KINDS, Fault, FaultProxy
 
 WAIT = 5.0  # seconds: how long anything that must happen may take
 

@@ -1,6 +1,6 @@
-"""triple_py.interop: the interop matrix, triple_py's client against real gRPC servers.
+"""triple_py_testing.interop: the interop matrix, triple_py's client against real gRPC servers.
 
-    python -m triple_py.interop [--peers grpcio,cpp,...] [--cases ...] [--wires grpc,triple]
+    python -m triple_py_testing.interop [--peers grpcio,cpp,...] [--cases ...] [--wires grpc,triple]
                                 [--junit out.xml] [--json out.json]
 
 Every peer (grpcio, gRPC C++, grpc-go, connect-node, triple_py's embedded server) serves

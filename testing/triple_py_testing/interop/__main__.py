@@ -1,4 +1,4 @@
-"""``python -m triple_py.interop``: run the interop grid, print it, write JUnit XML / JSON.
+"""``python -m triple_py_testing.interop``: run the interop grid, print it, write JUnit XML / JSON.
 
 Exit status: 0 when every applicable cell passed, 1 when one failed (or, with
 ``--require-all-peers``, when a peer was unavailable), 2 for a usage error.
@@ -32,7 +32,7 @@ def _names(values: Optional[List[str]], known: Sequence[str], what: str,
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m triple_py.interop",
+        prog="python -m triple_py_testing.interop",
         description="Run triple_py against real gRPC servers: peer x wire x case.")
     parser.add_argument("--peers", action="append", metavar="NAME[,NAME]",
                         help=f"peers to run (default: all: {', '.join(PEERS)})")

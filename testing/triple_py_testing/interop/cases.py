@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import triple_py
-from triple_py.interop.intercept import Interception
+from .intercept import Interception
 from triple_py import Compression, StatusCode
 
 from .peers import EXPECT_COMPRESSED, RESPONSE_COMPRESSION

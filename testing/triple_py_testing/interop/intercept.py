@@ -1,4 +1,4 @@
-"""The interceptors of ``python -m triple_py.interop --intercepted``: the grid run through
+"""The interceptors of ``python -m triple_py_testing.interop --intercepted``: the grid run through
 ``intercept_channel``, to show that interception changes nothing a peer can see.
 
 Each of the two interceptors implements all four kinds, hands the continuation a copy of

@@ -13,12 +13,12 @@ cpp      libgrpc++ (Debian), built with g++          grpc
 go       grpc-go 1.33 (Debian), GOPATH build         grpc
 connect  connect-node 1.7 (npm), node:http2 h2c      grpc, triple (Connect unary)
 dubbo-js dubbo-node 3.0.0-alpha (npm), same script  grpc, triple (dubbo-js Triple unary)
-embedded triple_py's C server (csrc/tri_server.c)    grpc, triple
+embedded triple_py's C server (csrc/server/)        grpc, triple
 ======== ========================================== ==============================
 
 A subprocess peer prints ``LISTENING <port>`` once it accepts connections and serves until
 SIGTERM or EOF on its stdin (tests/peers/README.md's convention); it is started and stopped by
-triple_py.peers.process, the launcher the tests and benchmarks use too; its stderr goes to a
+triple_py_testing.peers.process, the launcher the tests and benchmarks use too; its stderr goes to a
 log under ``.build/interop/logs/``, kept when the peer did not exit cleanly.
 
 A peer that cannot be built or started here raises ``Unavailable`` with the reason; the
@@ -37,12 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..peers.builds import BuildLock, install_node_packages, repository_root
+from ..peers.builds import BuildLock, install_node_packages, peer_python, repository_root
 from ..peers.process import PeerError, PeerProcess, RunningPeer
 from ..peers.process import start_process as start_peer_process
 from . import protos
 
-PYTHON = "/usr/bin/python3"  # Debian's Python, with python3-grpcio and python3-protobuf
 GOPATH_SYSTEM = "/usr/share/gocode"  # Debian's Go packages (golang-google-grpc-dev, ...)
 START_TIMEOUT = 30.0
 BUILD_TIMEOUT = 600.0
@@ -58,7 +57,7 @@ class Unavailable(Exception):
 
 
 default_root = repository_root  # $TRIPLE_PY_ROOT, or the checkout this package lives in
-ProcessPeer = PeerProcess  # a peer subprocess (triple_py.peers.process)
+ProcessPeer = PeerProcess  # a peer subprocess (triple_py_testing.peers.process)
 
 
 def start_process(name: str, command: Sequence[str], root: Path, host: str = "127.0.0.1",
@@ -188,16 +187,17 @@ def _prepare_grpcio(root: Path) -> Starter:
     script = root / "tests" / "interop" / "peers" / "grpcio_testservice.py"
     if not script.is_file():
         raise Unavailable(f"{script} not found")
-    if not Path(PYTHON).exists():
-        raise Unavailable(f"{PYTHON} not found (Debian python3)")
-    _run([PYTHON, "-c", "import grpc, google.protobuf"], "importing grpcio in " + PYTHON, root)
+    python = peer_python()  # must see python3-grpcio and python3-protobuf
+    if not Path(python).exists():
+        raise Unavailable(f"{python} not found ($TRIPLE_PY_PEER_PYTHON)")
+    _run([python, "-c", "import grpc, google.protobuf"], "importing grpcio in " + python, root)
     try:
         pb_dir = protos.compile_python(root)
     except protos.ProtoError as exc:
         raise Unavailable(str(exc)) from None
 
     def start(host: str) -> RunningPeer:
-        return start_process("grpcio", [PYTHON, str(script), "--pb-dir", str(pb_dir),
+        return start_process("grpcio", [python, str(script), "--pb-dir", str(pb_dir),
                                         "--host", host, "--port", "0"], root, host)
     return start
 
@@ -358,13 +358,13 @@ class EmbeddedPeer(RunningPeer):
 
 
 def _prepare_embedded(root: Path) -> Starter:
-    # tri_server.c serves grpc.testing.TestService next to benchmark.BenchmarkService since
-    # the TestService work; a build from before it has only the latter.
+    # The embedded server (csrc/server/, testservice.c) serves grpc.testing.TestService next
+    # to benchmark.BenchmarkService; a tree from before that has only the latter.
     header = root / "csrc" / "tri_server.h"
     if not header.is_file() or EMBEDDED_MARKER not in header.read_text(errors="replace"):
-        raise Unavailable("triple_py's embedded server (csrc/tri_server.c) implements only "
+        raise Unavailable("triple_py's embedded server (csrc/server/) implements only "
                           "benchmark.BenchmarkService, not grpc.testing.TestService")
-    from ..testing import EchoServer
+    from triple_py.testing import EchoServer
 
     def start(host: str) -> RunningPeer:
         try:
@@ -404,5 +404,5 @@ PEERS: Dict[str, PeerSpec] = {spec.name: spec for spec in (
              "tests/peers/node/interop_test_server.mjs", ("grpc", "triple"), _prepare_dubbo_js,
              {RESPONSE_COMPRESSION: _DUBBO_JS_NO_RESPONSE_CHOICE}),
     PeerSpec("embedded", "triple_py's embedded C server (in process)",
-             "csrc/tri_server.c", ("grpc", "triple"), _prepare_embedded),
+             "csrc/server/testservice.c", ("grpc", "triple"), _prepare_embedded),
 )}

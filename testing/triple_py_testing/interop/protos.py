@@ -75,7 +75,7 @@ def compile_python(root: Path) -> Path:
                 (staged / module).write_text(_IMPORT.sub(r"from . import \1 as ", text))
             (staged / "__init__.py").write_text(
                 '"""grpc.testing messages, generated from proto/grpc/testing/ by '
-                'triple_py.interop.protos."""\n'
+                'triple_py_testing.interop.protos."""\n'
                 "from . import empty_pb2, messages_pb2, test_pb2  # noqa: F401\n")
             if package.exists():
                 shutil.rmtree(package)

@@ -314,7 +314,7 @@ def run(peers: Optional[Sequence[str]] = None, cases: Optional[Sequence[str]] = 
     ``peers``, ``cases`` and ``wires`` select (default: all); ``deadline`` (seconds) bounds
     the run: cells not started in time fail as "not run". ``progress`` gets one line per
     event (peer ready, cell done). ``intercepted`` runs every case's channels through two
-    pass-through interceptors (triple_py.interop.intercept).
+    pass-through interceptors (triple_py_testing.interop.intercept).
     """
     root = Path(root) if root is not None else default_root()
     peer_names = list(peers) if peers else list(PEERS)

@@ -1,6 +1,6 @@
 """The BenchmarkService echo peers that tests and benchmarks run (tests/peers/README.md).
 
-    from triple_py.peers import start_peer
+    from triple_py_testing.peers import start_peer
     with start_peer("go") as peer:   # "grpcio", "go", "rogue", "connect", "dubbo-js", "embedded"
         channel = make_channel(peer.address)  # "127.0.0.1:PORT"
 
@@ -21,10 +21,10 @@ from __future__ import annotations
 import sys
 from typing import List, Optional
 
-from .builds import build_go_echo_peer, install_node_packages, peers_build_dir, repository_root
+from .builds import (build_go_echo_peer, install_node_packages, peer_python, peers_build_dir,
+                     repository_root)
 from .process import PeerProcess, start_process
 
-PYTHON = "/usr/bin/python3"  # Debian's Python: has python3-grpcio and python3-h2
 NODE = "node"  # Node.js 20 (with npm) runs the Connect and dubbo-js peers
 START_TIMEOUT = 60.0
 PEER_NAMES = ("grpcio", "go", "rogue", "connect", "dubbo-js", "grpc-js", "embedded")
@@ -63,7 +63,8 @@ def peer_command(name: str, host: str, port: int, **options: object) -> List[str
     scripts = {"grpcio": "grpcio_server.py", "rogue": "h2_rogue_server.py"}
     if name not in scripts:
         raise ValueError(f"unknown peer {name!r}; expected one of {PEER_NAMES}")
-    return [PYTHON, str(root / "tests" / "peers" / scripts[name])] + _flag_args("--", flags)
+    script = root / "tests" / "peers" / scripts[name]
+    return [peer_python(), str(script)] + _flag_args("--", flags)
 
 
 def start_peer(name: str, *, host: str = "127.0.0.1", port: int = 0,

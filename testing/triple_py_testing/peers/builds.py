@@ -1,10 +1,12 @@
-"""What the peer catalogues share before a peer can start: the repository root, one build
-at a time across processes, the Go echo peer's build and the Node peers' npm install."""
+"""What the peer catalogues share before a peer can start: the repository root, the
+interpreter of the Python peers, one build at a time across processes, the Go echo peer's
+build and the Node peers' npm install."""
 from __future__ import annotations
 
 import fcntl
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import IO, Optional
 
@@ -16,7 +18,14 @@ BUILD_TIMEOUT = 600.0
 def repository_root() -> Path:
     """The repository root: $TRIPLE_PY_ROOT, or the checkout this package lives in."""
     env = os.environ.get("TRIPLE_PY_ROOT")
-    return Path(env).resolve() if env else Path(__file__).resolve().parents[2]
+    return Path(env).resolve() if env else Path(__file__).resolve().parents[3]
+
+
+def peer_python() -> str:
+    """The interpreter that runs the Python peers (grpcio, h2): $TRIPLE_PY_PEER_PYTHON, or
+    this one. The peers need python3-grpcio, python3-h2 and python3-protobuf: the project's
+    .venv sees Debian's packages (--system-site-packages), so its interpreter does."""
+    return os.environ.get("TRIPLE_PY_PEER_PYTHON") or sys.executable
 
 
 def peers_build_dir(root: Path) -> Path:

@@ -6,7 +6,7 @@ import contextlib
 from pathlib import Path
 from typing import Iterator
 
-from ..bench.schema import compile_proto
+from triple_py.bench.schema import compile_proto
 from .benchmark_peers import Peer, start_peer
 from .builds import repository_root
 

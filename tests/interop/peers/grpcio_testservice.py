@@ -17,7 +17,7 @@ Implements the server side of the standard gRPC interop service
 ``expect_compressed`` is NOT checked: grpcio's ServicerContext does not tell whether a
 request message arrived compressed (the interop matrix marks client_compressed_* n/a here).
 
-The message classes are the ones triple_py.interop compiles with ``protoc --python_out``:
+The message classes are the ones triple_py_testing.interop compiles with ``protoc --python_out``:
 ``--pb-dir`` is the directory holding that ``triple_interop_pb`` package.
 
 Usage: /usr/bin/python3 grpcio_testservice.py --pb-dir DIR [--host 127.0.0.1] [--port 0]

@@ -15,7 +15,7 @@
 //   x-grpc-test-echo-trailing-bin  sent back in the trailing metadata
 //   interval_us           sleep before that response
 //
-// Build (triple_py/interop/peers.py does it, into .build/interop/cpp/):
+// Build (testing/triple_py_testing/interop/peers.py does it, into .build/interop/cpp/):
 //   protoc --cpp_out --grpc_out (grpc_cpp_plugin) on proto/grpc/testing/*.proto, then
 //   g++ -std=c++17 $(pkg-config --cflags --libs grpc++ protobuf)
 // Usage: test_server [--host 127.0.0.1] [--port 0]

@@ -19,7 +19,7 @@
 // server-wide compressor) and has no per-call or per-message switch (SetSendCompressor
 // arrived in 1.54); the interop matrix marks server_compressed_* n/a for this peer.
 //
-// Build (triple_py/interop/peers.py does it, into .build/interop/go/):
+// Build (testing/triple_py_testing/interop/peers.py does it, into .build/interop/go/):
 //   GO111MODULE=off GOPATH=<generated>:/usr/share/gocode go build test_server.go
 // Usage: test_server [-host 127.0.0.1] [-port 0]
 // Prints "LISTENING <port>", serves until SIGTERM/SIGINT or EOF on stdin.
