@@ -4,7 +4,7 @@ Kept in step with the binding by tests/unit/test_triple_stub.py: every public na
 the module is declared here and every name declared here exists in the module.
 """
 from _typeshed import ReadableBuffer as Buffer
-from typing import Any, Final, Optional, Sequence, Union
+from typing import Any, Callable, Final, Optional, Sequence, Union
 
 # Response and request metadata: (key, value) pairs; values of "-bin" keys are bytes.
 _Metadata = tuple[tuple[str, Union[str, bytes]], ...]
@@ -132,9 +132,12 @@ def run_load(host: str, port: Union[str, int], /, *, path: Optional[str],
              rate_schedule: Optional[_Schedule] = None,
              concurrency_schedule: Optional[_Schedule] = None,
              endpoints: Optional[Sequence[tuple[str, str, int]]] = None,
+             stop: Optional[Callable[[], bool]] = None,
              **channel_options: _OptionValue) -> dict[str, Any]:
     """The C load generator; ``channel_options`` are Channel()'s keywords (the names of
-    CHANNEL_OPTIONS), given to every connection."""
+    CHANNEL_OPTIONS), given to every connection. ``stop`` (asked every 50 ms) ends the
+    run early with its figures so far (``interrupted``); a signal handler's exception
+    carries them as ``load_result``."""
 def parse_wrapper_response(data: Buffer, /) -> tuple[str, bytes, str]: ...
 def library_versions() -> dict[str, dict[str, str]]: ...
 def retired_stats() -> dict[str, int]: ...

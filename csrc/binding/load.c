@@ -251,10 +251,22 @@ fail:
   return NULL;
 }
 
-/* Runs the load with the GIL released, checking signals between slices.
- * Returns 0, or -1 with an exception set (the run was stopped). */
-static int run_released(tri_load *l) {
+/* Stops the load and waits for its threads (the GIL released). */
+static void stop_released(tri_load *l) {
+  tri_load_stop(l);
+  Py_BEGIN_ALLOW_THREADS
+  tri_load_wait(l, -1);
+  Py_END_ALLOW_THREADS
+}
+
+/* Runs the load with the GIL released, checking signals and calling `stop`
+ * (NULL or None: none; borrowed) between slices: a true answer stops the
+ * load early and sets *stopped.  Returns 0, or -1 with an exception set (a
+ * signal handler's or stop's; the load was stopped). */
+static int run_released(tri_load *l, PyObject *stop, int *stopped) {
   int rv;
+  *stopped = 0;
+  if (stop == Py_None) stop = NULL;
   Py_BEGIN_ALLOW_THREADS
   rv = tri_load_start(l);
   Py_END_ALLOW_THREADS
@@ -265,11 +277,18 @@ static int run_released(tri_load *l) {
     Py_END_ALLOW_THREADS
     if (rv == 0) return 0;
     if (PyErr_CheckSignals() < 0) {
-      tri_load_stop(l);
-      Py_BEGIN_ALLOW_THREADS
-      tri_load_wait(l, -1);
-      Py_END_ALLOW_THREADS
+      stop_released(l);
       return -1;
+    }
+    if (stop) {
+      PyObject *answer = PyObject_CallNoArgs(stop);
+      int yes = answer ? PyObject_IsTrue(answer) : -1;
+      Py_XDECREF(answer);
+      if (yes) {
+        stop_released(l);
+        *stopped = yes > 0;
+        return yes > 0 ? 0 : -1;
+      }
     }
   }
 }
@@ -386,6 +405,7 @@ enum {
   A_RATE_SCHEDULE,
   A_CONCURRENCY_SCHEDULE,
   A_ENDPOINTS,
+  A_STOP,
   NLOAD_ARGS,
   NREQUIRED = A_WARMUP + 1 /* path .. warmup */
 };
@@ -410,6 +430,7 @@ static const load_arg load_args[NLOAD_ARGS] = {
     [A_RATE_SCHEDULE] = OBJ("rate_schedule"),
     [A_CONCURRENCY_SCHEDULE] = OBJ("concurrency_schedule"),
     [A_ENDPOINTS] = OBJ("endpoints"),
+    [A_STOP] = OBJ("stop"),
 };
 
 /* Writes `v` into the field of `a` in `cfg`: 0, or -1 with TypeError,
@@ -527,7 +548,7 @@ static int parse_config(PyObject *args, PyObject *kwargs, tri_load_config *cfg,
  * runs it with the GIL released and returns its figures: a new dict, or NULL
  * with an exception set. */
 static PyObject *run_config(tri_load_config *cfg, PyObject *requests,
-                            const char *channel_error) {
+                            PyObject *stop, const char *channel_error) {
   tri_ring_entry *entries = NULL;
   if (requests && requests != Py_None &&
       tri_py_requests(requests, &entries, &cfg->nrequests) < 0)
@@ -556,7 +577,8 @@ static PyObject *run_config(tri_load_config *cfg, PyObject *requests,
                    "run_load: %s", tri_strerror(rv));
     return NULL;
   }
-  if (run_released(l) < 0) {
+  int stopped;
+  if (run_released(l, stop, &stopped) < 0) {
     keep_partial(l);
     del_released(l);
     return NULL;
@@ -571,6 +593,7 @@ static PyObject *run_config(tri_load_config *cfg, PyObject *requests,
                  "run_load: %s", why);
   } else {
     result = result_dict(tri_load_config_of(l), tri_load_results(l));
+    if (result && stopped && PUT_I64(result, "interrupted", 1) < 0) Py_CLEAR(result);
   }
   del_released(l);
   return result;
@@ -590,7 +613,7 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
     goto out;
   cfg.channel.error_out = channel_error;
   cfg.channel.error_out_len = sizeof(channel_error);
-  result = run_config(&cfg, objs[A_REQUESTS], channel_error);
+  result = run_config(&cfg, objs[A_REQUESTS], objs[A_STOP], channel_error);
 out:
   tri_py_release_pems(&pems); /* the channels copied the PEM bytes */
   Py_XDECREF(channel_kw);     /* ... and the strings */
@@ -604,7 +627,7 @@ const char tri_run_load_doc[] =
     "         stream_messages=1, timeout=10.0, shared_request=False,\n"
     "         hist_digits=3, driver_threads=False, start_at_ns=0, phase_ns=0,\n"
     "         requests=None, rate_schedule=None, concurrency_schedule=None,\n"
-    "         endpoints=None, **channel_options) -> dict\n\n"
+    "         endpoints=None, stop=None, **channel_options) -> dict\n\n"
     "channel_options: the keywords of Channel(), the names of CHANNEL_OPTIONS\n"
     "(wire, dialect, write_buffer_size, authority, compression, tls,\n"
     "root_certificates, keepalive_time_ms, ...), with the same types, ranges\n"
@@ -640,4 +663,7 @@ const char tri_run_load_doc[] =
     "Raises ValueError for a bad configuration and ConnectionError when the\n"
     "target is unavailable.  A signal handler's exception (KeyboardInterrupt)\n"
     "stops the run and propagates with the figures until then as its\n"
-    "load_result attribute (the dict above, with interrupted=1).";
+    "load_result attribute (the dict above, with interrupted=1).  stop: a\n"
+    "callable asked every 50 ms (from the calling thread, which need not be\n"
+    "the main one); when it returns true the run stops and returns its\n"
+    "figures until then, with interrupted=1.";

@@ -15,9 +15,11 @@ import sys
 import time
 from typing import Any, Dict, Mapping
 
-__all__ = ["build_identity", "wall_clock_ns", "run_share"]
+__all__ = ["build_identity", "wall_clock_ns", "run_share", "stop_share"]
 
 _IDENTITY: Dict[str, str] = {}
+#: Runs told to stop (run id -> the signal that stopped the client), in this process.
+_STOPPED: Dict[str, int] = {}
 
 
 def build_identity() -> Dict[str, str]:
@@ -41,14 +43,22 @@ def wall_clock_ns() -> int:
     return time.time_ns()
 
 
-def run_share(spec: Mapping[str, Any], start_wall_ns: int, phase_ns: int) -> Dict[str, Any]:
+def stop_share(run_id: str, signum: int) -> None:
+    """Tells this worker's share of run ``run_id`` (running or still to start) to stop
+    within 50 ms and return its figures until then, marked with ``signum``."""
+    _STOPPED[run_id] = signum
+
+
+def run_share(spec: Mapping[str, Any], start_wall_ns: int, phase_ns: int,
+              run_id: str = "") -> Dict[str, Any]:
     """Runs one share of a load; returns ``{"result": BenchResult.to_dict(),
     "window_start_wall_ns", "host", "pid"}``.
 
     ``spec``: the RunSpec fields of this share. ``start_wall_ns``: when the warm-up starts,
     on this host's wall clock (the client's start plus this worker's clock offset).
-    ``phase_ns``: the open-loop schedule's shift. Raises ConfigError / TargetError like
-    the local runs (the client reports which worker raised what).
+    ``phase_ns``: the open-loop schedule's shift. ``run_id``: the name
+    :func:`stop_share` stops it by. Raises ConfigError / TargetError like the local runs
+    (the client reports which worker raised what).
     """
     from .loadgen import run_c_spec
     from .spec import RunSpec
@@ -58,7 +68,10 @@ def run_share(spec: Mapping[str, Any], start_wall_ns: int, phase_ns: int) -> Dic
     # monotonic start the C side reports back into wall-clock time.
     mono_minus_wall = time.monotonic_ns() - time.time_ns()
     result = run_c_spec(s, start_at_ns=max(0, start_wall_ns + mono_minus_wall),
-                        phase_ns=phase_ns)
+                        phase_ns=phase_ns, stop=lambda: run_id in _STOPPED)
+    if run_id in _STOPPED:
+        from .interrupts import mark
+        mark(result, _STOPPED.pop(run_id))
     late_ns = result.extra.get("late_ns") or 0
     if late_ns:
         result.notes.append(f"started {late_ns / 1e6:.1f} ms after the common start "

@@ -56,6 +56,8 @@ DEFAULT_LEAD = 1.5
 CLOCK_SAMPLES = 7
 #: How often the client looks for workers that left the cluster (s).
 POLL_S = 0.2
+#: Seconds an interrupted run waits for the workers' figures after telling them to stop.
+STOP_WAIT = 1.0
 
 Workers = Union[None, int, Sequence[str]]
 
@@ -248,7 +250,17 @@ def run_spec(client: Any, spec: RunSpec, *, workers: Workers = None,
              start_lead: float = DEFAULT_LEAD) -> BenchResult:
     """Runs ``spec`` (its target must be reachable from every worker) spread over the
     workers; returns the merged result. Raises WorkersFailed, ConfigError."""
-    parts, start_ns = run_parts(client, spec, workers=workers, start_lead=start_lead)
+    from .interrupts import Interrupted, mark
+
+    try:
+        parts, start_ns = run_parts(client, spec, workers=workers, start_lead=start_lead)
+    except Interrupted as exc:  # the workers' figures until the stop, merged
+        parts = getattr(exc, "parts", [])
+        if not parts:
+            raise
+        merged = mark(merge_parts(parts, arm=spec.arm, target=spec.target), exc.signum)
+        merged.notes.insert(0, f"distributed over {len(parts)} Dask workers, merged")
+        raise Interrupted(exc.signum, merged) from None
     merged = merge_parts(parts, arm=spec.arm, target=spec.target)
     merged.extra["distributed"] = {"workers": len(parts), "start_lead_s": start_lead,
                                    "start_wall_ns": start_ns}
@@ -278,11 +290,18 @@ def run_parts(client: Any, spec: RunSpec, *, workers: Workers = None,
     for i, (address, share) in enumerate(zip(addresses, shares)):
         futures[address] = client.submit(
             run_share, _share_fields(spec, share), start_ns + clocks[address][0],
-            share.phase_ns, key=f"triple-bench-{run_id}-{i}", workers=[address],
+            share.phase_ns, run_id, key=f"triple-bench-{run_id}-{i}", workers=[address],
             allow_other_workers=False, pure=False, retries=0)
     budget = (start_lead + spec.warmup + spec.duration + 2 * spec.timeout + 30
               if spec.duration else None)
-    failures = _await(client, futures, budget, wait)
+    try:
+        failures = _await(client, futures, budget, wait)
+    except KeyboardInterrupt as exc:  # SIGINT/SIGTERM: every share stops and reports
+        from .interrupts import Interrupted, signal_of
+        signum = signal_of(exc)
+        stopped = Interrupted(signum)
+        stopped.parts = _stop_shares(client, futures, clocks, run_id, signum, wait)
+        raise stopped from None
     parts: List[Part] = []
     for address, future in futures.items():
         if address in failures:
@@ -290,15 +309,30 @@ def run_parts(client: Any, spec: RunSpec, *, workers: Workers = None,
         if future.status == "error":
             failures[address] = _describe(future.exception())
             continue
-        got = future.result()
-        offset, rtt = clocks[address]
-        parts.append(Part(address, BenchResult.from_dict(got["result"]),
-                          got["window_start_wall_ns"] - offset, offset, rtt,
-                          got["host"], got["pid"]))
+        parts.append(_part(address, future.result(), clocks[address]))
     if failures:
         raise WorkersFailed([WorkerFailure(a, failures[a]) for a in addresses
                              if a in failures], parts, len(addresses))
     return parts, start_ns
+
+
+def _part(address: str, got: Dict[str, Any], clock: Tuple[int, int]) -> Part:
+    offset, rtt = clock
+    return Part(address, BenchResult.from_dict(got["result"]),
+                got["window_start_wall_ns"] - offset, offset, rtt, got["host"], got["pid"])
+
+
+def _stop_shares(client: Any, futures: Dict[str, Any], clocks: Dict[str, Tuple[int, int]],
+                 run_id: str, signum: int, wait: Callable[..., Any]) -> List[Part]:
+    """Tells every worker to stop its share of ``run_id`` now; returns the parts of those
+    that report within :data:`STOP_WAIT` seconds (the others' futures are cancelled)."""
+    from .dask_tasks import stop_share
+
+    with contextlib.suppress(Exception):  # a worker that is gone cannot be told
+        client.run(stop_share, run_id, signum, workers=list(futures))
+    failures = _await(client, futures, STOP_WAIT, wait)
+    return [_part(a, f.result(), clocks[a]) for a, f in futures.items()
+            if a not in failures and f.status == "finished"]
 
 
 def _await(client: Any, futures: Dict[str, Any], budget: Optional[float],

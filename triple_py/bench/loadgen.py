@@ -7,7 +7,7 @@ the C result dict into a :class:`~.result.BenchResult`.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional
 
 from .. import _triple
 from .errors import ConfigError, TargetError
@@ -37,7 +37,8 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
                requests: Optional[list] = None,
                connection: Optional[Mapping[str, Any]] = None,
                rate_schedule: Optional[Schedule] = None,
-               concurrency_schedule: Optional[Schedule] = None) -> BenchResult:
+               concurrency_schedule: Optional[Schedule] = None,
+               stop: Optional[Callable[[], bool]] = None) -> BenchResult:
     """Runs one C load (GIL released for its whole length) and returns its figures.
 
     ``concurrency`` is the total number of calls in flight, spread evenly over
@@ -53,6 +54,9 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     root_certificates, ..., keepalive_time_ms: any of them), for every connection; the
     write buffer, ``wire`` and ``dialect`` arguments are channel options too.
     ``rate_schedule`` / ``concurrency_schedule``: ghz's load schedules (:mod:`.schedules`).
+    ``stop`` (asked every 50 ms, from any thread) ends the run early when it returns true:
+    the result then has ``extra["stopped"]`` and covers the run until then (SIGINT or
+    SIGTERM in the main thread do the same through :mod:`.interrupts`).
     A target with several servers (``ipv4:a,b``, a registry) spreads the connections
     over them: connection i goes to server i % n (each connection keeps its calls, so
     the C threads share nothing), so ``connections`` must be at least n.
@@ -81,7 +85,7 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
             requests=requests, endpoints=spread,
             rate_schedule=rate_schedule.as_c() if rate_schedule else None,
             concurrency_schedule=concurrency_schedule.as_c() if concurrency_schedule else None,
-            **channel)
+            stop=stop, **channel)
     except KeyboardInterrupt as exc:  # SIGINT/SIGTERM: the figures until the stop
         partial = getattr(exc, "load_result", None)
         if partial is None:
@@ -96,8 +100,11 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     except ConnectionError as exc:
         why = str(exc).removeprefix("run_load: ").removeprefix(f"{host}:{port} unavailable: ")
         raise TargetError(f"cannot reach {target}: {why}") from None
-    return _finish(result_from_load(raw, arm=arm, mode=mode, target=target), duration, count,
-                   wire, requests, rate_schedule, concurrency_schedule)
+    result = result_from_load(raw, arm=arm, mode=mode, target=target)
+    if raw.get("interrupted"):
+        result.extra["stopped"] = True
+    return _finish(result, duration, count, wire, requests, rate_schedule,
+                   concurrency_schedule)
 
 
 def _finish(result: BenchResult, duration: float, count: int, wire: str,
@@ -116,7 +123,7 @@ def _finish(result: BenchResult, duration: float, count: int, wire: str,
 
 
 def run_c_spec(spec: RunSpec, mode: Optional[str] = None, *, start_at_ns: int = 0,
-               phase_ns: int = 0) -> BenchResult:
+               phase_ns: int = 0, stop: Optional[Callable[[], bool]] = None) -> BenchResult:
     """:func:`run_c_load` with the figures of ``spec`` (``mode``: a C mode, default the
     spec's)."""
     return run_c_load(arm=spec.arm, mode=mode or spec.mode, target=spec.target,
@@ -132,7 +139,7 @@ def run_c_spec(spec: RunSpec, mode: Optional[str] = None, *, start_at_ns: int = 
                       start_at_ns=start_at_ns, phase_ns=phase_ns, wire=spec.wire,
                       dialect=spec.options.get("dialect", "auto"), requests=spec.requests,
                       connection=spec.connection, rate_schedule=spec.rate_schedule,
-                      concurrency_schedule=spec.concurrency_schedule)
+                      concurrency_schedule=spec.concurrency_schedule, stop=stop)
 
 
 def result_from_load(raw: Mapping[str, Any], *, arm: str, mode: str, target: str
