@@ -21,8 +21,8 @@ Picking (per call, no lock shared across backends): round_robin takes
 the GIL; the tuple is read once).  With no READY backend the call waits, within its
 deadline, until one is READY, or fails at once (UNAVAILABLE) when every backend is in
 TRANSIENT_FAILURE; a call with ``wait_for_ready`` waited before it got here
-(``_preflight``).  Sync calls wait on a condition variable; asyncio calls wait on an
-executor thread before they start (``must_queue``, ``wait_ready``), never on the loop.
+(``_preflight``).  Sync calls wait on a condition variable; asyncio calls wait on a
+helper thread before they start (``must_queue``, ``wait_ready``), never on the loop.
 pick_first takes the current backend.  A call that ends at once without reaching a
 server (``call.unprocessed()``: the backend is backing off after a failed connection,
 or its connection is closing) is started again on the next backend, so a dead backend
@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 import select
 import threading
@@ -46,9 +47,12 @@ import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional
 
+from ._helper_threads import helpers
 from ._preflight import EndedCall
 from ._resolver import Endpoint, Resolver
 from ._status import StatusCode
+
+log = logging.getLogger(__name__)
 
 PICK_FIRST = "pick_first"
 ROUND_ROBIN = "round_robin"
@@ -67,7 +71,11 @@ class NoBackendError(Exception):
 class Balancer:
     """Backends for the endpoints of one resolver, picked by one policy."""
 
-    def __init__(self, resolver: Resolver, make_core: CoreFactory, policy: str) -> None:
+    def __init__(self, resolver: Resolver, make_core: CoreFactory, policy: str,
+                 background: bool = False) -> None:
+        """``background``: the resolver starts on a helper thread (an asyncio channel's
+        balancer: a resolver's start may block, on ZooKeeper say, and the loop must not);
+        until it has, calls queue (``must_queue``, ``wait_ready``)."""
         if policy not in POLICIES:
             raise ValueError(f"unknown load-balancing policy {policy!r}: one of {POLICIES}")
         self._resolver = resolver
@@ -92,10 +100,34 @@ class Balancer:
         self._waiters = 0  # calls waiting for a READY backend
         self._poke = threading.Event()  # wakes the watcher now
         self._pid = os.getpid()  # a forked child has no watcher: its calls never wait
+        self._resolver_started = False  # resolver.start() has returned (under _lock)
         if policy == ROUND_ROBIN:  # pick_first needs no states: calls move it on
             threading.Thread(target=_watch, args=(weakref.ref(self), self._poke),
                              daemon=True, name="triple_py-balancer").start()
-        resolver.start(self._on_update)
+        if background:
+            helpers.submit(self._start_resolver_logged)
+        else:
+            self._start_resolver()
+
+    def _start_resolver(self) -> None:
+        """Starts the resolver (it delivers its first list before it returns, or gives
+        up waiting for one); calls queued meanwhile go on."""
+        try:
+            self._resolver.start(self._on_update)
+        finally:
+            with self._lock:
+                self._resolver_started = True
+                self._changed.notify_all()
+            self._poke.set()
+
+    def _start_resolver_logged(self) -> None:
+        """``_start_resolver`` on a helper thread: a failure is logged (calls then find
+        no endpoint and fail UNAVAILABLE)."""
+        try:
+            self._start_resolver()
+        except Exception:  # noqa: BLE001 - nobody to raise it to
+            if not self._closed:
+                log.warning("resolver %r failed to start", self._resolver, exc_info=True)
 
     # ---- resolver updates -------------------------------------------------------
 
@@ -157,12 +189,16 @@ class Balancer:
 
     @property
     def queues_calls(self) -> bool:
-        """True if calls may wait here for a READY backend (round_robin)."""
-        return self._policy == ROUND_ROBIN
+        """True if calls may wait here for a READY backend (round_robin) or for the
+        resolver's start (``background``)."""
+        return self._policy == ROUND_ROBIN or not self._resolver_started
 
     def must_queue(self) -> bool:
-        """True if a round_robin call started now would wait for a READY backend
-        (asyncio calls then wait on an executor thread first: ``wait_ready``)."""
+        """True if a call started now would wait: the resolver has not started yet, or
+        a round_robin call would wait for a READY backend (asyncio calls then wait on
+        a helper thread first: ``wait_ready``)."""
+        if not self._resolver_started:
+            return not self._closed and os.getpid() == self._pid
         return (self._policy == ROUND_ROBIN and not self._ready and not self._all_failed
                 and bool(self._cores) and not self._closed and os.getpid() == self._pid)
 

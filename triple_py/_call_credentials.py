@@ -3,9 +3,12 @@
 ``composite_channel_credentials``, and ``local_channel_credentials``.
 
 Call credentials add request metadata to every call they apply to.  A plugin
-(``AuthMetadataPlugin``) runs on a worker thread of its own pool, never on the
-C I/O thread and never on the caller's thread: the call waits for its callback
-up to the call's deadline.  A plugin that raises or reports an error ends the
+(``AuthMetadataPlugin``) runs on a daemon helper thread (``_helper_threads``), never on
+the C I/O thread, never on the caller's thread, never behind other plugins still
+running, and never joined at exit: the call waits for its callback up to the call's
+deadline (an asyncio call also until it is cancelled).  Metadata the core would refuse
+(a bad key, a value with a control character) ends the call with UNAVAILABLE "Illegal
+metadata", as grpcio does.  A plugin that raises or reports an error ends the
 call with UNAVAILABLE ("Getting metadata from plugin failed with error: ..."),
 as grpcio does, or with the plugin error's own code when it is an ``RpcError``
 that has one; one that is still running at the deadline ends it with
@@ -16,34 +19,31 @@ UNAUTHENTICATED, as grpcio refuses them, unless the channel was made with
 from __future__ import annotations
 
 import enum
+import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 from ._credentials import ChannelCredentials
+from ._helper_threads import helpers
 from ._status import StatusCode
+from . import _types as abstract
+from ._types import AuthMetadataPlugin, AuthMetadataPluginCallback
 
 Metadata = tuple[tuple[str, Any], ...]
 PluginCallback = Callable[[Optional[Sequence[tuple[str, Any]]], Optional[Exception]], None]
 
 
-class AuthMetadataContext(NamedTuple):
-    """What a plugin is told about the call (grpcio's ``grpc.AuthMetadataContext``)."""
-
+class _ContextFields(NamedTuple):
     service_url: str  #: scheme://authority/package.Service
     method_name: str  #: the method's name, without the service
 
 
-class AuthMetadataPlugin:
-    """Base class of metadata plugins (grpcio's ``grpc.AuthMetadataPlugin``).
+class AuthMetadataContext(_ContextFields, abstract.AuthMetadataContext):
+    """What a plugin is told about the call (a ``grpc.AuthMetadataContext``)."""
 
-    ``__call__(context, callback)`` must call ``callback(metadata, None)`` or
-    ``callback(None, error)`` once, from any thread.
-    """
-
-    def __call__(self, context: AuthMetadataContext, callback: PluginCallback) -> None:
-        raise NotImplementedError()
+    __slots__ = ()
 
 
 class CallCredentials:
@@ -138,25 +138,9 @@ class PluginFailure(Exception):
     details: str
 
 
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
-
-_pool_lock = threading.Lock()
-_pool: Optional["ThreadPoolExecutor"] = None
-
-
-def _plugin_pool() -> "ThreadPoolExecutor":
-    """The plugins' worker pool, made on first use (``import triple_py`` stays light)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="triple_py-auth")
-        return _pool
-
-
-class _Answer:
-    """The one answer of a plugin, set by its callback from any thread."""
+class _Answer(AuthMetadataPluginCallback):
+    """The one answer of a plugin, set by calling it (the plugin's callback) from any
+    thread."""
 
     def __init__(self) -> None:
         self.event = threading.Event()
@@ -170,11 +154,18 @@ class _Answer:
         self.metadata, self.error = metadata, error
         self.event.set()
 
+    __call__ = callback
+
     def run(self, plugin: Any, context: AuthMetadataContext) -> None:
         try:
-            plugin(context, self.callback)
+            plugin(context, self)
         except Exception as exc:  # the plugin itself failed: the call fails
             self.callback(None, exc)
+
+    def start(self, plugin: Any, context: AuthMetadataContext) -> None:
+        """Runs ``plugin`` on a helper thread (_helper_threads: a daemon thread, never
+        one that waits behind other plugins)."""
+        helpers.submit(lambda: self.run(plugin, context))
 
 
 def _failed(error: BaseException) -> PluginFailure:
@@ -199,14 +190,46 @@ def plugin_metadata(plugins: tuple[Any, ...], context: AuthMetadataContext,
             out.extend(plugin.metadata)
             continue
         answer = _Answer()
-        _plugin_pool().submit(answer.run, plugin, context)
+        answer.start(plugin, context)
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         if not answer.event.wait(left):
             raise PluginFailure(StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
         if answer.error is not None:
             raise _failed(answer.error)
-        try:
-            out.extend((str(k), v) for k, v in (answer.metadata or ()))
-        except (TypeError, ValueError) as exc:
-            raise _failed(exc) from None
+        out.extend(_legal(answer.metadata))
     return tuple(out)
+
+
+# What the core accepts of a metadata pair (csrc/tri_wire.c: tri_md_key_valid,
+# tri_md_value_valid, tri_md_key_reserved), checked here so that a plugin's bad
+# metadata fails its call as grpcio fails it rather than raising from the core.
+_LEGAL_KEY = re.compile(r"[0-9a-z_.\-]+")
+_LEGAL_VALUE = re.compile(rb"[\x20-\x7e]*")
+_RESERVED = frozenset(("te", "content-type", "user-agent", "content-length", "connection",
+                       "host", "transfer-encoding"))
+
+
+def _illegal() -> PluginFailure:
+    return PluginFailure(StatusCode.UNAVAILABLE, "Illegal metadata")
+
+
+def _legal(metadata: Any) -> list[tuple[str, Any]]:
+    """A plugin's metadata as (key, value) pairs; PluginFailure UNAVAILABLE "Illegal
+    metadata" (grpcio's words) unless every pair is one the core would send."""
+    try:
+        pairs = [(k, v) for k, v in (metadata or ())]
+    except (TypeError, ValueError):
+        raise _illegal() from None
+    for key, value in pairs:
+        if not isinstance(key, str) or not _LEGAL_KEY.fullmatch(key) or \
+                key in _RESERVED or key.startswith("grpc-"):
+            raise _illegal()
+        if key.endswith("-bin") and len(key) > 4:
+            if not isinstance(value, bytes):
+                raise _illegal()
+        elif isinstance(value, str):
+            if not value.isascii() or not _LEGAL_VALUE.fullmatch(value.encode()):
+                raise _illegal()
+        elif not isinstance(value, bytes) or not _LEGAL_VALUE.fullmatch(value):
+            raise _illegal()
+    return pairs

@@ -13,14 +13,15 @@ import asyncio
 import time
 from typing import Any, AsyncIterator, Awaitable, Callable, NamedTuple, Optional
 
+from .._helper_threads import off_loop
 from .._preflight import EndedCall, prepare
 from .._status import StatusCode, code_from_int
+from .._types import ClientCallDetails as _BaseClientCallDetails
 from ._calls import EOF, AioRpcError
+from . import _types as abstract
 
 
-class ClientCallDetails(NamedTuple):
-    """What an aio interceptor sees of a call (grpc.aio's ``ClientCallDetails``)."""
-
+class _Details(NamedTuple):
     method: str
     timeout: Optional[float]
     metadata: Any
@@ -28,7 +29,14 @@ class ClientCallDetails(NamedTuple):
     wait_for_ready: Optional[bool]
 
 
-class UnaryUnaryClientInterceptor:
+class ClientCallDetails(_Details, _BaseClientCallDetails):
+    """What an aio interceptor sees of a call (grpc.aio's ``ClientCallDetails``, a
+    ``triple_py.ClientCallDetails`` without ``compression``)."""
+
+    __slots__ = ()
+
+
+class UnaryUnaryClientInterceptor(abstract.ClientInterceptor):
     """grpc.aio's: ``async intercept_unary_unary(continuation, details, request)``
     returns the call (``await continuation(details, request)``) or a response."""
 
@@ -37,7 +45,7 @@ class UnaryUnaryClientInterceptor:
         raise NotImplementedError()
 
 
-class UnaryStreamClientInterceptor:
+class UnaryStreamClientInterceptor(abstract.ClientInterceptor):
     """grpc.aio's: returns the call or an async iterator of responses."""
 
     async def intercept_unary_stream(self, continuation: Any, client_call_details: Any,
@@ -45,7 +53,7 @@ class UnaryStreamClientInterceptor:
         raise NotImplementedError()
 
 
-class StreamUnaryClientInterceptor:
+class StreamUnaryClientInterceptor(abstract.ClientInterceptor):
     """grpc.aio's: returns the call or a response."""
 
     async def intercept_stream_unary(self, continuation: Any, client_call_details: Any,
@@ -53,7 +61,7 @@ class StreamUnaryClientInterceptor:
         raise NotImplementedError()
 
 
-class StreamStreamClientInterceptor:
+class StreamStreamClientInterceptor(abstract.ClientInterceptor):
     """grpc.aio's: returns the call or an async iterator of responses."""
 
     async def intercept_stream_stream(self, continuation: Any, client_call_details: Any,
@@ -83,7 +91,7 @@ def _is_call(value: Any) -> bool:
     return isinstance(value, DeferredCall) or hasattr(value, "_on_event")
 
 
-class DeferredCall:
+class DeferredCall(abstract.Call):
     """An aio call whose start is awaited (see the module)."""
 
     def __init__(self, start: Awaitable[Any]) -> None:
@@ -163,6 +171,17 @@ class DeferredCall:
         """Not tracked in Python."""
         return None
 
+    def add_done_callback(self, callback: Callable[[Any], None]) -> None:
+        """Calls ``callback(self)`` on the loop once the call has ended (or failed
+        before it started)."""
+        def started(_task: Any) -> None:
+            target = self._finished_target()
+            if _is_call(target):
+                target.add_done_callback(lambda _call: callback(self))
+            else:
+                callback(self)
+        self._task.add_done_callback(started)
+
     async def _ask(self, name: str, ok: Any, error: Callable[[AioRpcError], Any]) -> Any:
         try:
             target = await self._target()
@@ -201,14 +220,15 @@ def ended_error(ended: EndedCall) -> AioRpcError:
 async def prepared(sync_channel: Any, method: str, timeout: Optional[float], metadata: Any,
                    credentials: Any, wait_for_ready: Optional[bool]) -> tuple[Any, Any]:
     """``(timeout left, metadata)`` after the call credentials and the wait for READY, which
-    run on an executor thread (the loop never blocks); raises the AioRpcError they fail
-    the call with."""
+    run on a daemon helper thread (the loop never blocks; a cancelled call stops waiting
+    at once, even for a plugin that never answers); raises the AioRpcError they fail the
+    call with."""
     deadline = None if timeout is None else time.monotonic() + timeout
 
     def work() -> Any:
         left = None if deadline is None else deadline - time.monotonic()
         return prepare(sync_channel, method, left, metadata, credentials, wait_for_ready)
-    outcome = await asyncio.get_running_loop().run_in_executor(None, work)
+    outcome = await off_loop(work)
     if isinstance(outcome, EndedCall):
         raise ended_error(outcome)
     return outcome

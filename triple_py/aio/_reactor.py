@@ -58,11 +58,16 @@ class Reactor:
                 return
 
     def close(self) -> None:
-        """Stops watching the channel; waiting calls learn the channel is gone."""
+        """Stops watching the channel; waiting calls learn the channel is gone.  When
+        the loop itself has closed (a later loop takes the channel over), its calls
+        are dropped silently: nothing can run on that loop any more, and waking their
+        futures would raise "Event loop is closed"."""
         if self._closed:
             return
         self._closed = True
-        self._loop.remove_reader(self._fd)
         calls, self._calls = self._calls, {}
+        if self._loop.is_closed():
+            return
+        self._loop.remove_reader(self._fd)
         for sink in calls.values():
             sink._on_channel_closed()
