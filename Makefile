@@ -135,7 +135,7 @@ microbench: bootstrap
 	$(PY) -m triple_py.benchstat $(MICROBENCH_JSON)
 
 clean:
-	rm -rf build .build csrc/gen *.egg-info triple_py/*.so
+	rm -rf build .build dist csrc/gen *.egg-info triple_py/*.so
 
 # libFuzzer targets (clang): each runs FUZZ_SECONDS from its committed seed corpus;
 # new inputs go to build/fuzz/<target>/ so the committed corpus stays small.  Then the

@@ -1,6 +1,8 @@
 """``make notebook``: Debian's Jupyter Notebook on ``notebooks/`` with the project's kernel.
 
-``python -m triple_py.bench.notebook_server [--port N] [--dir DIR]``:
+``python -m triple_py.bench.notebook_server [--port N] [--dir DIR]`` serves DIR: by default
+the checkout's ``notebooks/`` when triple_py runs from a checkout, else the current
+directory (an installed wheel ships no notebooks; copy them from the repository). It:
 
 1. registers the kernel ``triple-py`` (display name ``triple_py (Python 3.x, <venv>)``)
    that runs this interpreter, the project's .venv, in ``<venv>/share/jupyter/kernels``;
@@ -40,7 +42,9 @@ from .notebook import KERNEL_NAME, kernel_spec
 __all__ = ["NotebookServer", "register_kernel", "kernel_display_name", "remove_stale_scratch",
            "main"]
 
-ROOT = Path(__file__).resolve().parents[2]
+#: The directory triple_py is imported from (a checkout, or site-packages): it goes first on
+#: the kernel's PYTHONPATH, so the kernel imports this triple_py (e.g. an instrumented copy).
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 #: Temporary directories are named <prefix><launcher pid>-<random>.
 SCRATCH_PREFIX = "triple-py-jupyter-"
 
@@ -125,7 +129,7 @@ class NotebookServer:
         env["JUPYTER_RUNTIME_DIR"] = str(self.scratch / "runtime")
         env["IPYTHONDIR"] = str(self.scratch / "ipython")
         env["PYTHONPATH"] = os.pathsep.join(
-            [str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+            [str(PACKAGE_PARENT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         return env
 
     def start(self, timeout: float = 60.0) -> str:
@@ -249,15 +253,25 @@ def _stop_on_signals() -> Iterator[None]:
             signal.signal(s, handler)
 
 
+def default_directory() -> Path:
+    """The checkout's ``notebooks/`` when triple_py is imported from a checkout, else the
+    current directory."""
+    notebooks = PACKAGE_PARENT / "notebooks"
+    return notebooks if notebooks.is_dir() else Path.cwd()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Starts the server, prints its URL, waits for Ctrl-C; returns the exit status."""
     parser = argparse.ArgumentParser(
         prog="python -m triple_py.bench.notebook_server",
-        description="Jupyter Notebook on notebooks/ with the project's kernel (make notebook).")
+        description="Jupyter Notebook with the project's kernel (make notebook).")
     parser.add_argument("--port", type=int, help="port (default: the first free from 8888)")
-    parser.add_argument("--dir", type=Path, default=ROOT / "notebooks",
-                        help="the folder to serve (default: notebooks/)")
+    parser.add_argument("--dir", type=Path, default=None,
+                        help="the folder to serve (default: the checkout's notebooks/, "
+                             "or the current directory)")
     args = parser.parse_args(argv)
+    if args.dir is None:
+        args.dir = default_directory()
     server = NotebookServer(args.dir, args.port)
     with _stop_on_signals():
         try:
