@@ -463,7 +463,12 @@ class Channel:
 
     def __init__(self, target: str, options: Optional[Iterable[tuple[str, Any]]] = None,
                  compression: Any = None, wire: Optional[str] = None,
-                 credentials: Optional[ChannelCredentials] = None) -> None:
+                 credentials: Optional[ChannelCredentials] = None, *,
+                 background_resolver: bool = False) -> None:
+        """``background_resolver``: a target with a resolver (``zookeeper://``, say)
+        starts it on a helper thread instead of waiting here for its first list; calls
+        made meanwhile wait for it within their deadline (``triple_py.aio``'s channels:
+        the event loop never waits on discovery)."""
         parsed = parse_target(target)
         self._target = target
         self._options = ChannelOptions.from_pairs(options)
@@ -514,7 +519,8 @@ class Channel:
             return _triple.Channel(endpoint.host, str(endpoint.port or 0), **kwargs)
         # One endpoint for good: the core channel itself, the calls go straight to it.
         self._core = (make_core(one) if one is not None
-                      else Balancer(resolver_for(parsed), make_core, policy))
+                      else Balancer(resolver_for(parsed), make_core, policy,
+                                    background=background_resolver))
         self._connectivity = ConnectivityWatcher(self._core)
         self._dispatcher = CompletionDispatcher(self._core)
         # Dropped without close(): the dispatcher lets go of the core, which then goes

@@ -44,7 +44,7 @@ class _MultiCallable:
 
     def _must_queue(self) -> bool:
         """True if a call started now would wait for a READY backend: it then
-        waits on an executor thread first (see _deferred), not on the loop."""
+        waits on a helper thread first (see _deferred), not on the loop."""
         return self._queues is not None and self._queues()
 
     def __call__(self, request: Any = None, *, timeout: Optional[float] = None,
@@ -232,7 +232,9 @@ class Channel:
                  credentials: Optional[ChannelCredentials] = None,
                  interceptors: Optional[Sequence[Any]] = None) -> None:
         self._interceptors = check_interceptors(interceptors)
-        self._sync = _SyncChannel(target, options, compression, wire, credentials)
+        # Discovery (a resolver's first look-up) runs off the loop: see _balancer.
+        self._sync = _SyncChannel(target, options, compression, wire, credentials,
+                                  background_resolver=True)
         self._reactor_obj: Optional[Reactor] = None
         self._pumps: set[asyncio.Task] = set()
 
