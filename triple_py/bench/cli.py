@@ -1,4 +1,4 @@
-"""Command line: ``python -m triple_py.bench run|matrix|capacity|list``.
+"""Command line: ``triple-bench run|matrix|capacity|list`` (or ``python -m triple_py.bench``).
 
 ``run``     one scenario with ghz-like flags; prints a ghz-style summary.
 ``capacity`` the highest open-loop rate meeting a latency SLO (.capacity).
@@ -598,7 +598,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
                                      ("counters", kind.ours)) if ok]
         print(f"  {kind.name:<16} {kind.description}"
               + (f" [{', '.join(abilities)}]" if abilities else ""))
-    print("\nbuilt-in matrices (python -m triple_py.bench matrix NAME --show):")
+    print(f"\nbuilt-in matrices ({args.prog} matrix NAME --show):")
     for name, text in BUILTIN.items():
         m = parse_matrix(text, default_name=name)
         print(f"  {name:<16} {m.description}: {len(m.scenarios)} scenarios x "
