@@ -15,7 +15,9 @@ from typing import Any, Dict, List, Optional, Tuple
 from .errors import ConfigError
 from .request_data import DEFAULT_RING_SIZE, RingEntry, build_ring, request_data
 from .request_metadata import parse_metadata
-from .schema import MethodSchema, compile_proto, find_method, pool_of, read_protoset
+from .messages import STREAM_METHOD, UNARY_METHOD, normalize_method
+from .schema import (MethodSchema, benchmark_schema, compile_proto, find_method, pool_of,
+                     read_protoset)
 
 __all__ = ["TlsOptions", "CallSetup", "PreparedCall"]
 
@@ -64,10 +66,27 @@ class TlsOptions:
             raise ConfigError("--cert and --key go together (mTLS)")
         if not self.enabled:
             return {}
-        return {"tls": True, "root_certificates": _pem(self.cacert, "--cacert"),
-                "certificate_chain": _pem(self.cert, "--cert"),
-                "private_key": _pem(self.key, "--key"),
-                "ssl_target_name_override": self.cname, "tls_skip_verify": self.skip_verify}
+        options = {"tls": True, "root_certificates": _pem(self.cacert, "--cacert"),
+                   "certificate_chain": _pem(self.cert, "--cert"),
+                   "private_key": _pem(self.key, "--key"),
+                   "ssl_target_name_override": self.cname, "tls_skip_verify": self.skip_verify}
+        _check_tls(options)
+        return options
+
+
+def _check_tls(options: Dict[str, Any]) -> None:
+    """ConfigError when the core refuses the TLS options (a key that does not match its
+    certificate, a PEM it cannot use): it judges them by making a channel with them, which
+    connects to nothing until a call is made."""
+    from .. import _triple
+
+    try:
+        channel = _triple.Channel("127.0.0.1", "1",
+                                  **{k: v for k, v in options.items() if v is not None})
+    except ValueError as exc:
+        why = str(exc).removeprefix("cannot create channel: ")
+        raise ConfigError(f"--cacert/--cert/--key: {why}") from None
+    channel.close()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,13 +165,16 @@ class CallSetup:
         return triple_py.secure_channel(target, creds, options=options, wire=wire)
 
     def method(self, method: str, target: Optional[str], timeout: float = 10.0) -> MethodSchema:
-        """The schema of ``method``: from --proto, --protoset, or server reflection."""
+        """The schema of ``method``: from --proto, --protoset, the built-in one of the
+        BenchmarkService's methods, or server reflection."""
         if self.proto and self.protoset:
             raise ConfigError("--proto and --protoset: give the schema one way")
         if self.proto:
             return find_method(pool_of(compile_proto(self.proto, self.import_paths).file), method)
         if self.protoset:
             return find_method(pool_of(read_protoset(self.protoset).file), method)
+        if normalize_method(method) in (UNARY_METHOD, STREAM_METHOD):
+            return find_method(pool_of([benchmark_schema()]), method)
         if target is None:
             raise ConfigError("server reflection needs --target (or give --proto/--protoset)")
         from .reflection import method_by_reflection

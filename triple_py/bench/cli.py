@@ -389,6 +389,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             if getattr(exc, "result", None) is None:
                 raise
             interrupted, result = exc, exc.result
+        except BenchError as exc:  # a Dask worker failed: the others' figures, then why
+            if hasattr(exc, "parts") and hasattr(exc, "failures"):
+                from .workers_view import format_failed_run
+                stop()
+                print(format_failed_run(exc.parts, exc.failures), end="", flush=True)
+            raise
         finally:
             stop()
     one = single_run(result, target=args.target, started=started, duration=duration,

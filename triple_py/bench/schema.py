@@ -21,7 +21,8 @@ from google.protobuf.message import DecodeError, Message
 from .errors import ConfigError
 from .messages import normalize_method
 
-__all__ = ["MethodSchema", "message_class", "compile_proto", "read_protoset", "pool_of", "find_method"]
+__all__ = ["MethodSchema", "message_class", "compile_proto", "read_protoset", "pool_of", "find_method",
+           "benchmark_schema"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,3 +150,24 @@ def find_method(pool: descriptor_pool.DescriptorPool, method: str) -> MethodSche
     return MethodSchema(path=path, input=found.input_type, output=found.output_type,
                         client_streaming=found.client_streaming,
                         server_streaming=found.server_streaming)
+
+
+def benchmark_schema() -> descriptor_pb2.FileDescriptorProto:
+    """The BenchmarkService's schema (proto/benchmark.proto: ``BenchmarkRequest`` and
+    ``BenchmarkResponse`` with ``bytes payload = 1``, ``UnaryCall`` and the bidi
+    ``StreamCall``), built here so that its methods need neither protoc nor reflection."""
+    from .messages import BENCHMARK_SERVICE
+
+    package, service_name = BENCHMARK_SERVICE.rsplit(".", 1)
+    f = descriptor_pb2.FileDescriptorProto(name="triple_py/bench/benchmark.proto",
+                                           package=package, syntax="proto3")
+    for name in ("BenchmarkRequest", "BenchmarkResponse"):
+        f.message_type.add(name=name).field.add(
+            name="payload", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_BYTES,
+            label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    service = f.service.add(name=service_name)
+    for name, streaming in (("UnaryCall", False), ("StreamCall", True)):
+        service.method.add(name=name, input_type=f".{package}.BenchmarkRequest",
+                           output_type=f".{package}.BenchmarkResponse",
+                           client_streaming=streaming, server_streaming=streaming)
+    return f

@@ -7,11 +7,12 @@ A merged result keeps each worker's own figures in ``extra["workers"]`` (see
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .result import BenchResult
 
-__all__ = ["worker_rows", "format_workers", "workers_frame", "plot_workers"]
+__all__ = ["worker_rows", "format_workers", "format_failed_run", "workers_frame",
+           "plot_workers"]
 
 
 def worker_rows(result: BenchResult) -> List[Dict[str, Any]]:
@@ -28,6 +29,19 @@ def format_workers(result: BenchResult) -> str:
     rows = worker_rows(result)
     if not rows:
         return ""
+    lines = _table(rows)
+    cpu = result.cpu_us_per_call
+    lines.append(f"{'merged':<28} {result.concurrency:>5} {result.connections:>4} "
+                 f"{result.calls:>9} {result.qps:>10.0f} {_ms(result.p50):>8} "
+                 f"{_ms(result.p99):>8} {'-' if cpu is None else f'{cpu:.2f}':>11}")
+    imbalance = (result.extra.get("imbalance") or {}).get("qps")
+    if imbalance is not None:
+        lines.append(f"imbalance between workers (qps max-min over mean): {imbalance:.1%}")
+    return "\n".join(lines) + "\n"
+
+
+def _table(rows: Sequence[Mapping[str, Any]]) -> List[str]:
+    """The header and one line per worker row."""
     lines = [f"{'worker':<28} {'c':>5} {'conn':>4} {'calls':>9} {'qps':>10} {'p50 ms':>8} "
              f"{'p99 ms':>8} {'cpu us/call':>11} {'offset ms':>9} {'rtt ms':>7}"]
     for r in rows:
@@ -36,13 +50,21 @@ def format_workers(result: BenchResult) -> str:
                      f"{r['calls']:>9} {r['qps']:>10.0f} {_ms(r['p50_ns']):>8} "
                      f"{_ms(r['p99_ns']):>8} {'-' if cpu is None else f'{cpu:.2f}':>11} "
                      f"{r['clock_offset_ms']:>9.3f} {r['clock_rtt_ms']:>7.3f}")
-    cpu = result.cpu_us_per_call
-    lines.append(f"{'merged':<28} {result.concurrency:>5} {result.connections:>4} "
-                 f"{result.calls:>9} {result.qps:>10.0f} {_ms(result.p50):>8} "
-                 f"{_ms(result.p99):>8} {'-' if cpu is None else f'{cpu:.2f}':>11}")
-    imbalance = (result.extra.get("imbalance") or {}).get("qps")
-    if imbalance is not None:
-        lines.append(f"imbalance between workers (qps max-min over mean): {imbalance:.1%}")
+    return lines
+
+
+def format_failed_run(parts: Sequence[Any], failures: Sequence[Any]) -> str:
+    """A distributed run that failed (:class:`~.distributed.WorkersFailed`): the figures
+    of the workers that finished (``parts``), one line each, then each failed worker
+    and why (``failures``); nothing is merged."""
+    if not parts and not failures:
+        return ""
+    from .merge import worker_row
+
+    start = min((p.window_start_ns for p in parts), default=0)
+    table = _table([worker_row(p, start) for p in parts]) if parts else []
+    lines = [f"the workers that finished ({len(parts)}; not merged):"] + table
+    lines += [f"{f.worker:<28} FAILED: {f.error}" for f in failures]
     return "\n".join(lines) + "\n"
 
 
