@@ -368,6 +368,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
                    wire=args.wire, options={"dialect": args.dialect})
     spec.rate_schedule, spec.concurrency_schedule = schedules_of(args)
     spec.validate()
+    for path, flag in ((args.output, "-o"), (args.json, "--json"), (args.csv, "--csv"),
+                       (args.gobench, "--gobench")):
+        check_writable(path, flag)
     setup = call_setup_of(args)
     if setup is not None:
         setup.connection()  # unreadable certificates: exit 2 before any server starts
@@ -421,6 +424,29 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return exit_code(interrupted)
     check_result(result)
     return 0
+
+
+def check_writable(path: Optional[Path], flag: str, directory: bool = False) -> None:
+    """ConfigError (exit 2, before anything runs) when ``path`` (a file, or with
+    ``directory`` a results directory) cannot be written: a directory in the way, a file
+    in the way of a directory, or no write permission where it would be created."""
+    if path is None:
+        return
+    path = Path(path)
+    if path.exists():
+        if directory != path.is_dir():
+            what = "not a directory" if directory else "is a directory"
+            raise ConfigError(f"{flag} {path}: {what}")
+        if not os.access(path, os.W_OK | (os.X_OK if directory else 0)):
+            raise ConfigError(f"{flag} {path}: not writable (permission denied)")
+        return
+    parent = path.parent
+    while not parent.exists():  # the directories _write would make
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(f"{flag} {path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"{flag} {path}: cannot create it in {parent} (permission denied)")
 
 
 def _write(path: Path, write: Callable[[Path], object]) -> None:
@@ -484,6 +510,8 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
             print(f"{matrix.benchmark}/{matrix.label(scenario)}: "
                   f"{', '.join(a.name for a in matrix.arms)}")
         return 0
+    out_dir = args.out or Path("results") / f"{matrix.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    check_writable(out_dir, "--out", directory=True)
     per_arm = matrix.warmup + matrix.duration + 0.3
     total = len(matrix.scenarios) * matrix.rounds * len(matrix.arms)
     where = args.target or (getattr(args, "server_name", None) or "the embedded echo server") + (
@@ -492,7 +520,6 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
           f"({', '.join(a.name for a in matrix.arms)}) x {matrix.rounds} rounds of "
           f"{matrix.duration:g} s (+{matrix.warmup:g} s warm-up) against {where}; "
           f"about {total * per_arm / 60:.1f} min", flush=True)
-    out_dir = args.out or Path("results") / f"{matrix.name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
     def on_scenario(run, scenario) -> None:
         label = matrix.label(scenario)
@@ -558,6 +585,7 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
                    method=args.call, payload_size=args.payload, concurrency=args.concurrency,
                    connections=args.connections, duration=args.duration, warmup=args.warmup,
                    timeout=args.timeout, rate=args.start_rate).validate()
+    check_writable(args.out, "--out", directory=True)
     setup = call_setup_of(args)
     if setup is not None:
         setup.connection()
