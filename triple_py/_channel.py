@@ -15,6 +15,7 @@ from ._credentials import ChannelCredentials, check_local, system_verify_locatio
 from ._deferred_future import DeferredFuture
 from ._errors import CallResult, _InactiveRpcError
 from ._future import CompletionDispatcher, UnaryFuture
+from . import _types as abstract
 from ._options import ChannelOptions
 from ._preflight import EndedCall, prepare
 from ._status import compression_value
@@ -181,7 +182,7 @@ class _MultiCallable:
         return deserialize(self._deserialize, raw)
 
 
-class UnaryUnaryMultiCallable(_MultiCallable):
+class UnaryUnaryMultiCallable(_MultiCallable, abstract.UnaryUnaryMultiCallable):
     """Calls one unary method; made by ``Channel.unary_unary``."""
 
     def __init__(self, channel: "Channel", method: str, serializer: Serializer,
@@ -316,7 +317,8 @@ class UnaryUnaryMultiCallable(_MultiCallable):
 
     def future(self, request: Any, timeout: Optional[float] = None,
                metadata: MetadataType = None, credentials: Any = None,
-               wait_for_ready: Optional[bool] = None, compression: Any = None) -> UnaryFuture:
+               wait_for_ready: Optional[bool] = None,
+               compression: Any = None) -> abstract.CallFuture:
         """Starts the call and returns at once with a Future (also a Call).  With call
         credentials or ``wait_for_ready``, those run first, on a helper thread; with a
         retry policy the attempts run there too."""
@@ -355,7 +357,7 @@ class UnaryUnaryMultiCallable(_MultiCallable):
                            _FUTURE_EVENTS, compression)
 
 
-class UnaryStreamMultiCallable(_MultiCallable):
+class UnaryStreamMultiCallable(_MultiCallable, abstract.UnaryStreamMultiCallable):
     """Calls a server-streaming method; made by ``Channel.unary_stream``."""
 
 
@@ -384,7 +386,7 @@ class UnaryStreamMultiCallable(_MultiCallable):
         return stream
 
 
-class StreamUnaryMultiCallable(_MultiCallable):
+class StreamUnaryMultiCallable(_MultiCallable, abstract.StreamUnaryMultiCallable):
     """Calls a client-streaming method; made by ``Channel.stream_unary``."""
 
     def __call__(self, request_iterator: Any, timeout: Optional[float] = None,
@@ -418,7 +420,8 @@ class StreamUnaryMultiCallable(_MultiCallable):
 
     def future(self, request_iterator: Any, timeout: Optional[float] = None,
                metadata: MetadataType = None, credentials: Any = None,
-               wait_for_ready: Optional[bool] = None, compression: Any = None) -> UnaryFuture:
+               wait_for_ready: Optional[bool] = None,
+               compression: Any = None) -> abstract.CallFuture:
         """Starts the call (requests are sent from a helper thread) and returns a Future.
         With a retry policy the attempts run on that thread too."""
         if self._retry_policy is not None:
@@ -435,7 +438,7 @@ class StreamUnaryMultiCallable(_MultiCallable):
         return fut
 
 
-class StreamStreamMultiCallable(_MultiCallable):
+class StreamStreamMultiCallable(_MultiCallable, abstract.StreamStreamMultiCallable):
     """Calls a bidirectional-streaming method; made by ``Channel.stream_stream``."""
 
     def __call__(self, request_iterator: Any = None, timeout: Optional[float] = None,
@@ -454,8 +457,8 @@ class StreamStreamMultiCallable(_MultiCallable):
         return StreamingCall(call, self._serialize, self._deserialize)
 
 
-class Channel:
-    """A client channel to one target, shaped like ``grpc.Channel``.
+class Channel(abstract.Channel):
+    """A client channel to one target, a ``grpc.Channel``.
 
     Thread-safe: any number of threads may call through it at once.  Calls share one
     HTTP/2 connection, opened on first use and reopened after it is lost.

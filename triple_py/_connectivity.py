@@ -16,6 +16,7 @@ import time
 from typing import Any, Callable, Optional
 
 from ._errors import FutureCancelledError, FutureTimeoutError
+from ._types import Future
 
 POLL_S = 0.005  # how often a watcher or a wait reads the state
 
@@ -111,7 +112,7 @@ class ConnectivityWatcher:
             time.sleep(POLL_S)
 
 
-class ChannelReadyFuture:
+class ChannelReadyFuture(Future[None]):
     """The future of ``channel_ready_future``: done when the channel is READY."""
 
     def __init__(self, channel: Any) -> None:

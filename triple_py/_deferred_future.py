@@ -9,9 +9,10 @@ from typing import Any, Callable, Optional
 
 from ._errors import FutureCancelledError, FutureTimeoutError
 from ._status import StatusCode
+from ._types import CallFuture
 
 
-class DeferredFuture:
+class DeferredFuture(CallFuture):
     """grpcio's ``grpc.Future`` and ``grpc.Call`` for a call that starts later.
 
     ``start()`` runs on a daemon thread and returns the started call's UnaryFuture (a
@@ -117,6 +118,13 @@ class DeferredFuture:
     def time_remaining(self) -> Optional[float]:
         """Not tracked in Python."""
         return None
+
+    def add_callback(self, callback: Callable[[], None]) -> bool:
+        """Calls ``callback()`` once the call has ended; False if it already has."""
+        if self.done():
+            return False
+        self.add_done_callback(lambda _future: callback())
+        return True
 
     def code(self) -> StatusCode:
         """The status code (waits for the end of the call)."""

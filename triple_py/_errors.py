@@ -1,9 +1,10 @@
 """Exceptions of the public API, shaped like grpcio's."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ._status import StatusCode
+from ._types import Call
 
 Metadata = tuple[tuple[str, Any], ...]
 
@@ -20,8 +21,8 @@ class FutureCancelledError(Exception):
     """``Future.result()`` on an RPC that was cancelled."""
 
 
-class CallResult:
-    """The finished state of an RPC: status, details and metadata.
+class CallResult(Call):
+    """The finished state of an RPC (a ``Call``): status, details and metadata.
 
     Returned as the second item of ``with_call`` and carried by errors.  It reads the
     C call's results once; it never blocks.
@@ -57,7 +58,7 @@ class CallResult:
         """None: a finished RPC has no deadline left."""
         return None
 
-    def add_callback(self, callback: Any) -> bool:
+    def add_callback(self, callback: Callable[[], None]) -> bool:
         """Always False: the RPC has already terminated (grpcio semantics)."""
         return False
 

@@ -21,12 +21,13 @@ from ._codec import deserialize
 from ._errors import (CallResult, FutureCancelledError, FutureTimeoutError,
                       _InactiveRpcError)
 from ._status import StatusCode
+from ._types import CallFuture
 
 Deserializer = Optional[Callable[[bytes], Any]]
 _LOG = logging.getLogger("triple_py")
 
 
-class UnaryFuture:
+class UnaryFuture(CallFuture):
     """A unary RPC in flight: grpcio's ``grpc.Future`` and ``grpc.Call`` in one object."""
 
     def __init__(self, core_call: Any, deserializer: Deserializer) -> None:
@@ -136,23 +137,38 @@ class UnaryFuture:
         self._wait(timeout)
         return None
 
-    def add_done_callback(self, fn: Callable[["UnaryFuture"], None]) -> None:
-        """Calls ``fn(self)`` when the RPC finishes (at once if it already has)."""
+    def _keep_callback(self, fn: Callable[["UnaryFuture"], None]) -> bool:
+        """Keeps ``fn`` for the end of the RPC; False if it has already ended."""
         with self._lock:
             if not self._callbacks_ran and not self._core.done():
                 self._callbacks.append(fn)
-                return
+                return True
         if self._again is not None and not self._settle():  # a new attempt runs
             with self._lock:
                 if not self._callbacks_ran:
                     self._callbacks.append(fn)
-                    return
-        fn(self)
+                    return True
+        return False
+
+    def add_done_callback(self, fn: Callable[["UnaryFuture"], None]) -> None:
+        """Calls ``fn(self)`` when the RPC finishes (at once if it already has)."""
+        if not self._keep_callback(fn):
+            fn(self)
 
     # -- grpc.Call --------------------------------------------------------------
     def is_active(self) -> bool:
         """True while the RPC has not finished (or been cancelled)."""
         return self.running()
+
+    def time_remaining(self) -> Optional[float]:
+        """Seconds left before the deadline (None without one, or once it ended)."""
+        core = self._core
+        return None if core.done() else core.time_left()
+
+    def add_callback(self, callback: Callable[[], None]) -> bool:
+        """Calls ``callback()`` when the RPC ends, from the channel's completion thread;
+        False if it has already ended."""
+        return self._keep_callback(lambda _future: callback())
 
     def code(self) -> StatusCode:
         """The status code (blocks until the RPC finishes)."""

@@ -11,20 +11,14 @@ A channel without interceptors is untouched: the plain channel keeps its fast pa
 """
 from __future__ import annotations
 
+import abc
 import sys
 from typing import Any, Callable, NamedTuple, Optional
 
+from . import _types as abstract
 from ._errors import CallResult, RpcError
 from ._status import StatusCode
-
-
-class ClientCallDetails:
-    """What an interceptor sees of a call (grpcio's ``grpc.ClientCallDetails``).
-
-    Attributes: ``method``, ``timeout``, ``metadata``, ``credentials``,
-    ``wait_for_ready``, ``compression``.  Subclass it (often together with a
-    namedtuple) to pass changed details to the continuation.
-    """
+from ._types import ClientCallDetails
 
 
 class _Details(NamedTuple):
@@ -39,50 +33,52 @@ class _Details(NamedTuple):
 class CallDetails(_Details, ClientCallDetails):
     """The ClientCallDetails triple_py hands to interceptors."""
 
+    __slots__ = ()
 
-class UnaryUnaryClientInterceptor:
+
+class UnaryUnaryClientInterceptor(abc.ABC):
     """Intercepts unary-unary calls (grpcio's ``grpc.UnaryUnaryClientInterceptor``)."""
 
+    @abc.abstractmethod
     def intercept_unary_unary(self, continuation: Callable[[Any, Any], Any],
                               client_call_details: ClientCallDetails, request: Any) -> Any:
         """Returns a Call that is also a Future (what ``continuation`` returns)."""
-        raise NotImplementedError()
 
 
-class UnaryStreamClientInterceptor:
+class UnaryStreamClientInterceptor(abc.ABC):
     """Intercepts unary-stream calls (grpcio's ``grpc.UnaryStreamClientInterceptor``)."""
 
+    @abc.abstractmethod
     def intercept_unary_stream(self, continuation: Callable[[Any, Any], Any],
                                client_call_details: ClientCallDetails, request: Any) -> Any:
         """Returns a Call that is an iterator of responses."""
-        raise NotImplementedError()
 
 
-class StreamUnaryClientInterceptor:
+class StreamUnaryClientInterceptor(abc.ABC):
     """Intercepts stream-unary calls (grpcio's ``grpc.StreamUnaryClientInterceptor``)."""
 
+    @abc.abstractmethod
     def intercept_stream_unary(self, continuation: Callable[[Any, Any], Any],
                                client_call_details: ClientCallDetails,
                                request_iterator: Any) -> Any:
         """Returns a Call that is also a Future."""
-        raise NotImplementedError()
 
 
-class StreamStreamClientInterceptor:
+class StreamStreamClientInterceptor(abc.ABC):
     """Intercepts stream-stream calls (grpcio's ``grpc.StreamStreamClientInterceptor``)."""
 
+    @abc.abstractmethod
     def intercept_stream_stream(self, continuation: Callable[[Any, Any], Any],
                                 client_call_details: ClientCallDetails,
                                 request_iterator: Any) -> Any:
         """Returns a Call that is an iterator of responses."""
-        raise NotImplementedError()
 
 
 _KINDS = (UnaryUnaryClientInterceptor, UnaryStreamClientInterceptor,
           StreamUnaryClientInterceptor, StreamStreamClientInterceptor)
 
 
-class Outcome(CallResult):
+class Outcome(CallResult, abstract.CallIterator):
     """A finished Call and Future: the response with its call, or the exception the
     call (or an interceptor) raised.  (``is_active``, ``time_remaining``,
     ``add_callback`` and ``cancel`` are CallResult's: a finished call's.)"""
@@ -259,19 +255,36 @@ class _InterceptedStream(_Intercepted):
         return self._intercept(_stream, request, details)
 
 
+class _InterceptedUnaryUnary(_InterceptedUnary, abstract.UnaryUnaryMultiCallable):
+    """An intercepted unary_unary multi-callable."""
+
+
+class _InterceptedStreamUnary(_InterceptedUnary, abstract.StreamUnaryMultiCallable):
+    """An intercepted stream_unary multi-callable."""
+
+
+class _InterceptedUnaryStream(_InterceptedStream, abstract.UnaryStreamMultiCallable):
+    """An intercepted unary_stream multi-callable."""
+
+
+class _InterceptedStreamStream(_InterceptedStream, abstract.StreamStreamMultiCallable):
+    """An intercepted stream_stream multi-callable."""
+
+
 # multi-callable name -> (interceptor class, its hook, intercepted callable class)
-_SHAPES = {
-    "unary_unary": (UnaryUnaryClientInterceptor, "intercept_unary_unary", _InterceptedUnary),
+_SHAPES: dict[str, tuple[type, str, type]] = {
+    "unary_unary": (UnaryUnaryClientInterceptor, "intercept_unary_unary",
+                    _InterceptedUnaryUnary),
     "unary_stream": (UnaryStreamClientInterceptor, "intercept_unary_stream",
-                     _InterceptedStream),
+                     _InterceptedUnaryStream),
     "stream_unary": (StreamUnaryClientInterceptor, "intercept_stream_unary",
-                     _InterceptedUnary),
+                     _InterceptedStreamUnary),
     "stream_stream": (StreamStreamClientInterceptor, "intercept_stream_stream",
-                      _InterceptedStream),
+                      _InterceptedStreamStream),
 }
 
 
-class InterceptedChannel:
+class InterceptedChannel(abstract.Channel):
     """A channel whose calls go through one interceptor, then ``channel``."""
 
     def __init__(self, channel: Any, interceptor: Any) -> None:

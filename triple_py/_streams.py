@@ -7,19 +7,27 @@ depend on its responses never deadlocks.
 """
 from __future__ import annotations
 
+import logging
 import threading
+from types import TracebackType
 from typing import Any, Callable, Iterator, Optional
 
 from ._codec import deserialize, serialize
-from ._errors import CallResult, RpcError, _InactiveRpcError
+from ._errors import (CallResult, FutureCancelledError, FutureTimeoutError, RpcError,
+                      _InactiveRpcError)
 from ._status import StatusCode
+from ._types import CallIterator
 
 Serializer = Optional[Callable[[Any], bytes]]
 Deserializer = Optional[Callable[[bytes], Any]]
+_LOG = logging.getLogger("triple_py")
+# Guards the done-callbacks of every StreamingCall: they are rare, a lock per call is not.
+_CALLBACKS_LOCK = threading.Lock()
 
 
-class StreamingCall:
-    """A call with a response stream: an iterator of responses that is also a Call.
+class StreamingCall(CallIterator):
+    """A call with a response stream: an iterator of responses that is also a Call,
+    and a Future of the call's end (as grpcio's).
 
     For client-streaming shapes it also has ``write(request)``, ``flush()`` and
     ``done_writing()``.  Iterating a failed call raises its ``RpcError``.
@@ -113,18 +121,28 @@ class StreamingCall:
         return self._core.done()
 
     def time_remaining(self) -> Optional[float]:
-        """Not tracked in Python: the deadline is enforced by the C core."""
-        return None
+        """Seconds left before the deadline (None without one, or once it ended)."""
+        core = self._core
+        return None if core.done() else core.time_left()
 
     def initial_metadata(self) -> Any:
         """Response headers; blocks until they arrive (or the call ends)."""
         return self._core.initial_metadata()
 
+    def _final_core(self) -> Any:
+        """The core call the call ends with, once it has ended: the last attempt of a
+        call with retries (waits)."""
+        if self._replay is not None:
+            return self._replay.finish()
+        while True:
+            core = self._core
+            core.wait()
+            if core is self._core:  # else the iteration moved on to another attempt
+                return core
+
     def _result(self) -> CallResult:
-        if self._replay is not None:  # the end of the last attempt
-            self._core = self._replay.finish()
-        self._core.wait()
-        return CallResult(self._core)
+        self._core = core = self._final_core()
+        return CallResult(core)
 
     def trailing_metadata(self) -> Any:
         """Response trailers; blocks until the call ends."""
@@ -137,6 +155,87 @@ class StreamingCall:
     def details(self) -> Optional[str]:
         """Final status message; blocks until the call ends."""
         return self._result().details()
+
+    # -- callbacks at the end of the call ------------------------------------------
+    # Set on the first registration: the callbacks waiting, and whether they ran (class
+    # attributes: a call nobody registers a callback with costs nothing).
+    _done_callbacks: Optional[list[Callable[[], None]]] = None
+    _callbacks_ran = False
+
+    def _keep_callback(self, fn: Callable[[], None]) -> bool:
+        """Keeps ``fn`` for the end of the call (a helper thread waits for it); False
+        if the call has already ended."""
+        with _CALLBACKS_LOCK:
+            if self._callbacks_ran:
+                return False
+            if self._done_callbacks is not None:
+                self._done_callbacks.append(fn)
+                return True
+            if self.done() and self._replay is None and self._again is None:
+                return False
+            self._done_callbacks = [fn]
+        threading.Thread(target=self._run_callbacks, daemon=True,
+                         name="triple_py-stream-end").start()
+        return True
+
+    def _run_callbacks(self) -> None:
+        self._final_core()
+        with _CALLBACKS_LOCK:
+            self._callbacks_ran = True
+            callbacks, self._done_callbacks = self._done_callbacks or [], []
+        for fn in callbacks:
+            try:
+                fn()
+            except Exception:  # as a future's done-callback: logged, the next ones run
+                _LOG.exception("Exception calling callback %r", fn)
+
+    def add_callback(self, callback: Callable[[], None]) -> bool:
+        """Calls ``callback()`` when the call ends, from a helper thread; False if it
+        has already ended."""
+        return self._keep_callback(callback)
+
+    def add_done_callback(self, fn: Callable[[Any], None]) -> None:
+        """Calls ``fn(self)`` when the call ends (at once if it has)."""
+        if not self._keep_callback(lambda: fn(self)):
+            fn(self)
+
+    # -- grpc.Future (of the end of the call) -------------------------------------
+    def _ended(self, timeout: Optional[float]) -> CallResult:
+        """The outcome; FutureTimeoutError if the current attempt is still running
+        after ``timeout`` seconds."""
+        current = self._core if self._replay is None else self._replay.core
+        if not current.wait(timeout):
+            raise FutureTimeoutError()
+        return self._result()
+
+    def cancelled(self) -> bool:
+        """True if ``cancel()`` stopped the call."""
+        return self._cancelled
+
+    def running(self) -> bool:
+        """True until the call has ended."""
+        return not self.done()
+
+    def result(self, timeout: Optional[float] = None) -> Any:
+        """None once the call ended OK (the responses are the iteration's); raises its
+        RpcError, FutureCancelledError or FutureTimeoutError."""
+        error = self.exception(timeout)
+        if error is not None:
+            raise error
+        return None
+
+    def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
+        """The RpcError the call ended with, or None; raises FutureCancelledError or
+        FutureTimeoutError."""
+        outcome = self._ended(timeout)
+        if self._cancelled:
+            raise FutureCancelledError()
+        return None if outcome.code() is StatusCode.OK else _InactiveRpcError(self._core)
+
+    def traceback(self, timeout: Optional[float] = None) -> Optional[TracebackType]:
+        """None: the error comes from the C core, not from Python code."""
+        self._ended(timeout)
+        return None
 
 
 def pump_requests(core_call: Any, requests: Any, serializer: Serializer) -> None:

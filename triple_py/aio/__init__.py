@@ -12,14 +12,20 @@ Completions reach the event loop through one eventfd watched with
 ``loop.add_reader``: no thread per call, and the C I/O thread never takes the GIL.
 Cancelling the awaiting task cancels the RPC (the stream is reset).
 """
-from ._calls import (EOF, AioRpcError, StreamStreamCall, StreamUnaryCall,
-                     UnaryStreamCall, UnaryUnaryCall)
-from ._channel import Channel, insecure_channel, secure_channel
+from ._calls import EOF, AioRpcError
+from ._channel import insecure_channel, secure_channel
 from ._deferred import (ClientCallDetails, StreamStreamClientInterceptor,
                         StreamUnaryClientInterceptor, UnaryStreamClientInterceptor,
                         UnaryUnaryClientInterceptor)
+# The abstract types grpc.aio users annotate with, and grpc.aio's Metadata.
+from ._types import (Call, Channel, ClientInterceptor, Metadata, RpcContext,
+                     StreamStreamCall, StreamStreamMultiCallable, StreamUnaryCall,
+                     StreamUnaryMultiCallable, UnaryStreamCall, UnaryStreamMultiCallable,
+                     UnaryUnaryCall, UnaryUnaryMultiCallable)
 
-__all__ = ["AioRpcError", "Channel", "ClientCallDetails", "EOF", "StreamStreamCall",
-           "StreamStreamClientInterceptor", "StreamUnaryCall", "StreamUnaryClientInterceptor",
-           "UnaryStreamCall", "UnaryStreamClientInterceptor", "UnaryUnaryCall",
-           "UnaryUnaryClientInterceptor", "insecure_channel", "secure_channel"]
+__all__ = ["AioRpcError", "Call", "Channel", "ClientCallDetails", "ClientInterceptor", "EOF",
+           "Metadata", "RpcContext", "StreamStreamCall", "StreamStreamClientInterceptor",
+           "StreamStreamMultiCallable", "StreamUnaryCall", "StreamUnaryClientInterceptor",
+           "StreamUnaryMultiCallable", "UnaryStreamCall", "UnaryStreamClientInterceptor",
+           "UnaryStreamMultiCallable", "UnaryUnaryCall", "UnaryUnaryClientInterceptor",
+           "UnaryUnaryMultiCallable", "insecure_channel", "secure_channel"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, AsyncIterator, Callable, Optional
 
 from .. import _triple
@@ -9,12 +10,14 @@ from .._codec import deserialize, serialize
 from .._errors import RpcError
 from .._replay import KeptRequests
 from .._status import StatusCode, code_from_int
+from . import _types as abstract
 
 Serializer = Optional[Callable[[Any], bytes]]
 Deserializer = Optional[Callable[[bytes], Any]]
 
 STREAM_EVENTS = (_triple.EV_DONE | _triple.EV_MESSAGE | _triple.EV_HEADERS
                  | _triple.EV_WRITABLE)
+_LOG = logging.getLogger("triple_py")
 
 
 class _EOFType:
@@ -80,7 +83,7 @@ def error_of(core_call: Any) -> AioRpcError:
                        core_call.details())
 
 
-class _Call:
+class _Call(abstract.Call):
     """State and waiting shared by every aio call: one core call, its events."""
 
     def __init__(self, reactor: Any, core_call: Any, serializer: Serializer,
@@ -100,6 +103,43 @@ class _Call:
         for w in waiters:
             if not w.done():
                 w.set_result(None)
+        if self._done_callbacks is not None:
+            self._ended_attempt(bool(waiters))
+
+    # -- add_done_callback ------------------------------------------------------
+    # The callbacks waiting for the end of the call, and whether they ran (class
+    # attributes: a call nobody adds a callback to costs one test per event).
+    _done_callbacks: Optional[list[Callable[[Any], None]]] = None
+    _callbacks_ran = False
+
+    def add_done_callback(self, callback: Callable[[Any], None]) -> None:
+        """Calls ``callback(self)`` once the call has ended (at once if it has), on the
+        event loop."""
+        if self._callbacks_ran or (self._core.done() and self._last_attempt(False)):
+            callback(self)
+            return
+        if self._done_callbacks is None:
+            self._done_callbacks = []
+        self._done_callbacks.append(callback)
+
+    def _last_attempt(self, awaited: bool) -> bool:
+        """True when the ended current attempt is the call's last: no retry may
+        follow it (one follows only while a task awaits the call)."""
+        return (not awaited or self._owner is None or self._cancelled
+                or self._core.code() == 0)
+
+    def _ended_attempt(self, awaited: bool) -> None:
+        if self._core.done() and self._last_attempt(awaited):
+            self._run_done_callbacks()
+
+    def _run_done_callbacks(self) -> None:
+        callbacks, self._done_callbacks = self._done_callbacks or [], None
+        self._callbacks_ran = True
+        for callback in callbacks:
+            try:
+                callback(self)
+            except Exception:  # logged; the next callbacks and the loop carry on
+                _LOG.exception("Exception calling done-callback %r", callback)
 
     def _on_channel_closed(self) -> None:
         self._channel_gone = True
@@ -164,6 +204,8 @@ class _Call:
         """No further attempt: the call ends with its current one (or its response
         began)."""
         self._owner = None
+        if self._done_callbacks is not None and self._core.done():
+            self._run_done_callbacks()
 
     async def _replay(self) -> None:
         """Sends a new attempt what the failed one was sent (request streams)."""
@@ -402,7 +444,7 @@ class StreamRequestMixin(_Call):
             self._core.cancel(StatusCode.UNKNOWN.value[0])
 
 
-class UnaryUnaryCall(UnaryResponseCall):
+class UnaryUnaryCall(UnaryResponseCall, abstract.UnaryUnaryCall):
     """``await stub.Method(request)``."""
 
 
@@ -411,13 +453,13 @@ class StreamedUnaryUnaryCall(StreamRequestMixin, UnaryUnaryCall):
     (``triple.unary_fast_path`` False): its one request goes out from a task."""
 
 
-class UnaryStreamCall(StreamResponseMixin):
+class UnaryStreamCall(StreamResponseMixin, abstract.UnaryStreamCall):
     """A server stream: ``async for response in call``."""
 
 
-class StreamUnaryCall(StreamRequestMixin, UnaryResponseCall):
+class StreamUnaryCall(StreamRequestMixin, UnaryResponseCall, abstract.StreamUnaryCall):
     """A client stream: write requests, then ``await call`` for the response."""
 
 
-class StreamStreamCall(StreamRequestMixin, StreamResponseMixin):
+class StreamStreamCall(StreamRequestMixin, StreamResponseMixin, abstract.StreamStreamCall):
     """A bidirectional stream."""

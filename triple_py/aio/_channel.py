@@ -18,6 +18,7 @@ from ._calls import (STREAM_EVENTS, Deserializer, Serializer, StreamedUnaryUnary
 from ._deferred import (KINDS, ClientCallDetails, DeferredCall, check_interceptors,
                         intercepted, prepared)
 from ._reactor import Reactor
+from . import _types as abstract
 
 MetadataType = Optional[Sequence[tuple[str, Any]]]
 Options = Optional[Iterable[tuple[str, Any]]]
@@ -125,7 +126,7 @@ class _MultiCallable:
         return Retries(self._retry_policy, self._throttle, deadline_of(first))
 
 
-class UnaryUnaryMultiCallable(_MultiCallable):
+class UnaryUnaryMultiCallable(_MultiCallable, abstract.UnaryUnaryMultiCallable):
     """``await channel.unary_unary(path)(request)``."""
 
     _SHAPE = "unary_unary"
@@ -175,7 +176,7 @@ class UnaryUnaryMultiCallable(_MultiCallable):
         return call
 
 
-class UnaryStreamMultiCallable(_MultiCallable):
+class UnaryStreamMultiCallable(_MultiCallable, abstract.UnaryStreamMultiCallable):
     """``async for r in channel.unary_stream(path)(request)``."""
 
     _SHAPE = "unary_stream"
@@ -193,7 +194,7 @@ class UnaryStreamMultiCallable(_MultiCallable):
         return call
 
 
-class StreamUnaryMultiCallable(_MultiCallable):
+class StreamUnaryMultiCallable(_MultiCallable, abstract.StreamUnaryMultiCallable):
     """Client streaming: write requests (or pass an iterator), then await the call."""
 
     _SHAPE = "stream_unary"
@@ -205,7 +206,7 @@ class StreamUnaryMultiCallable(_MultiCallable):
                                           metadata, compression)
 
 
-class StreamStreamMultiCallable(_MultiCallable):
+class StreamStreamMultiCallable(_MultiCallable, abstract.StreamStreamMultiCallable):
     """Bidirectional streaming: ``write``/``done_writing``/``read``, or an iterator."""
 
     _SHAPE = "stream_stream"
@@ -217,7 +218,7 @@ class StreamStreamMultiCallable(_MultiCallable):
             request, self._serialize, timeout, metadata, compression)
 
 
-class Channel:
+class Channel(abstract.Channel):
     """An asyncio channel (``grpc.aio.Channel``): async context manager, awaitable calls.
 
     It shares the C core of the sync channel; completions reach the running loop
