@@ -74,8 +74,8 @@ class _AccessToken:
         self.metadata: Metadata = (("authorization", f"Bearer {token}"),)
 
 
-def metadata_call_credentials(metadata_plugin: Callable[[AuthMetadataContext,
-                                                         PluginCallback], None],
+def metadata_call_credentials(metadata_plugin: Callable[[abstract.AuthMetadataContext,
+                                                         AuthMetadataPluginCallback], None],
                               name: Optional[str] = None) -> CallCredentials:
     """Call credentials from a plugin ``plugin(context, callback)`` (see the module)."""
     if not callable(metadata_plugin):
