@@ -1,13 +1,43 @@
-"""Shared pytest fixtures. Peer logic lives in triple_py/peers/ (tests/peers/launch.py re-exports it)."""
+"""Shared pytest fixtures, and which tests need the checkout.
+
+The peers' launcher lives in the test tools' distribution (testing/: triple_py_testing.peers;
+tests/peers/launch.py re-exports it).
+
+Against an installed wheel (``TRIPLE_PY_INSTALLED=1``, e.g. ``make test-wheel``: the tests
+copied to a directory of their own, run by the interpreter that has the wheel) the part of
+the suite that needs a checkout is skipped, each with its reason, and the rest runs:
+
+- a test, class or module marked ``@pytest.mark.checkout("reason")`` (a module:
+  ``pytestmark = pytest.mark.checkout("reason")``) needs the repository's files (the peers
+  built from tests/peers, notebooks/, benchmarks/, tools/, csrc/, the Makefile, a .git);
+- a test that uses a peer fixture (PEER_FIXTURES) needs the checkout's peers;
+- a module whose import needs triple_py_testing (testing/) when that distribution is not
+  installed (``pip install testing/`` next to the wheel runs the fault-proxy tests too).
+
+Every other test must pass against the wheel; the run fails at once when triple_py is
+imported from a checkout instead of an installed package (``check_installed``).
+"""
+from __future__ import annotations
+
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # makes `peers` importable
-from peers.launch import Peer, start_peer  # noqa: E402
 
-import os  # noqa: E402
+# TRIPLE_PY_INSTALLED=1 (tools/test_wheel.sh): the suite's no-checkout part runs against an
+# installed wheel, where the checkout's test peers (triple_py_testing) are absent; the tests
+# that use a peer fixture are skipped (PEER_FIXTURES).
+INSTALLED = os.environ.get("TRIPLE_PY_INSTALLED") == "1"
+PEER_FIXTURES = frozenset({"grpcio_server", "go_server", "rogue_server", "connect_server",
+                           "dubbo_js_server", "peer"})
+try:
+    from peers.launch import Peer, start_peer  # noqa: E402
+except ImportError:
+    if not INSTALLED:
+        raise
 
 # triple_py's pytest plugin (triple_server, triple_load) is opt-in, as for any user: no
 # pytest11 entry point loads it into every run.
@@ -17,11 +47,62 @@ pytest_plugins = ["triple_py.pytest_plugin"]
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "rss: asserts a bound on process memory (RSS); not meaningful under ASan")
+    config.addinivalue_line(
+        "markers", "checkout(reason): needs the repository checkout; skipped when "
+                   "TRIPLE_PY_INSTALLED=1 (tests against an installed wheel)")
+    if INSTALLED:
+        check_installed()
+
+
+def check_installed() -> None:
+    """Fails the run (pytest.UsageError) when triple_py is imported from a source checkout
+    (a directory next to setup.py or csrc/, or inside a git work tree), not an installed
+    package: the run would test the checkout, not the wheel."""
+    import triple_py
+    package = Path(triple_py.__file__).resolve().parent
+    project = package.parent
+    if (project / "setup.py").exists() or (project / "csrc").is_dir() or any(
+            (d / ".git").exists() for d in package.parents):
+        raise pytest.UsageError(f"TRIPLE_PY_INSTALLED=1 but triple_py is imported from a "
+                                f"checkout: {package}")
+
+
+class _InstalledModule(pytest.Module):
+    """A test module run against the installed wheel: skipped (with the reason) when its
+    import needs the test tools' distribution, triple_py_testing, and it is not installed."""
+
+    def _getobj(self):
+        try:
+            return super()._getobj()
+        except self.CollectError as exc:
+            missing = exc.__cause__
+            if isinstance(missing, ModuleNotFoundError) and \
+                    (missing.name or "").split(".")[0] == "triple_py_testing":
+                pytest.skip(f"{self.path.name} needs {missing.name} (testing/), not "
+                            "installed next to the wheel", allow_module_level=True)
+            raise
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    if INSTALLED and module_path.name not in ("conftest.py", "__init__.py"):
+        return _InstalledModule.from_parent(parent, path=module_path)
+    return None
 
 
 def pytest_collection_modifyitems(config, items):
     """Under tools/test_asan.sh, memory-bound tests are skipped: ASan's quarantine keeps
-    freed memory resident, so RSS says nothing there.  The plain run asserts them."""
+    freed memory resident, so RSS says nothing there.  The plain run asserts them.
+    Against an installed wheel (TRIPLE_PY_INSTALLED=1) the tests needing a peer are skipped."""
+    if INSTALLED:
+        no_peers = pytest.mark.skip(reason="needs the checkout's test peers "
+                                           "(TRIPLE_PY_INSTALLED=1: an installed wheel)")
+        for item in items:
+            checkout = item.get_closest_marker("checkout")
+            if checkout is not None:
+                why = checkout.args[0] if checkout.args else "the repository's files"
+                item.add_marker(pytest.mark.skip(reason=f"needs the checkout: {why}"))
+            elif PEER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+                item.add_marker(no_peers)
     if os.environ.get("TRIPLE_PY_ASAN") != "1":
         return
     skip = pytest.mark.skip(reason="RSS bounds are not meaningful under AddressSanitizer "
