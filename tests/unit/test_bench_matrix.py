@@ -173,6 +173,7 @@ def _toml_blocks(text: str, fence: str):
     return [b.split("```", 1)[0] for b in text.split("```toml\n")[1:]]
 
 
+@pytest.mark.checkout("README.md")
 def test_documented_examples_parse():
     from pathlib import Path
 

@@ -89,6 +89,7 @@ def _stated(after: str) -> int | None:
     return int(comma.group(1)) if comma else None
 
 
+@pytest.mark.checkout("README.md")
 def test_the_readme_states_the_cores_defaults() -> None:
     text = README.read_text()
     checked = 0

@@ -5,13 +5,12 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-CORPUS = ROOT / "tests" / "fuzz" / "corpus" / "benchtext"
+FUZZ = Path(__file__).resolve().parents[1] / "fuzz"  # tests/fuzz/, wherever tests/ is
+CORPUS = FUZZ / "corpus" / "benchtext"
 
 
 def load_fuzzer():
-    spec = importlib.util.spec_from_file_location("fuzz_benchtext",
-                                                  ROOT / "tests" / "fuzz" / "fuzz_benchtext.py")
+    spec = importlib.util.spec_from_file_location("fuzz_benchtext", FUZZ / "fuzz_benchtext.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -4,7 +4,9 @@ exists, so type checkers see the real boundary."""
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import os
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +58,10 @@ def test_the_stub_declares_every_member_of_each_type(cls: str) -> None:
 def test_the_stub_ships_with_the_package() -> None:
     package = STUB.parent
     assert (package / "py.typed").is_file()
+    if os.environ.get("TRIPLE_PY_INSTALLED") == "1":  # the installed wheel's RECORD
+        shipped = {str(f) for f in importlib.metadata.files("triple_py") or []}
+        assert {"triple_py/_triple.pyi", "triple_py/py.typed"} <= shipped
+        return
     # The repository's pyproject (the package may be a copy elsewhere, as under ASan).
     pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
     assert '"_triple.pyi"' in pyproject and '"py.typed"' in pyproject
@@ -83,7 +89,11 @@ ch.call(path=b"/s/m")
 
 def _mypy(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
     (tmp_path / "consumer.py").write_text(source)
-    env = {**os.environ, "MYPYPATH": str(STUB.parents[1])}
+    env = dict(os.environ)
+    # An installed package is found by mypy itself (PEP 561: py.typed), and mypy refuses a
+    # site-packages directory on MYPYPATH; a checkout or a copy is pointed to.
+    if STUB.parents[1] not in {Path(p).resolve() for p in site.getsitepackages()}:
+        env["MYPYPATH"] = str(STUB.parents[1])
     return subprocess.run(
         [sys.executable, "-m", "mypy", "--follow-imports=silent", "--no-incremental",
          "--python-version", "3.11", "consumer.py"],

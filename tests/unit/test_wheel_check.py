@@ -18,8 +18,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("readelf") is None,
-                                reason="needs gcc and readelf (build-essential)")
+pytestmark = [pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("readelf") is None,
+                                 reason="needs gcc and readelf (build-essential)"),
+              pytest.mark.checkout("tools/wheel_fixup.py")]
 
 
 @pytest.fixture(scope="module")
