@@ -18,6 +18,7 @@ UNAUTHENTICATED, as grpcio refuses them, unless the channel was made with
 """
 from __future__ import annotations
 
+import asyncio
 import enum
 import re
 import threading
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 from ._credentials import ChannelCredentials
-from ._helper_threads import helpers
+from ._helper_threads import helpers, wake_soon
 from ._status import StatusCode
 from . import _types as abstract
 from ._types import AuthMetadataPlugin, AuthMetadataPluginCallback
@@ -142,17 +143,18 @@ class _Answer(AuthMetadataPluginCallback):
     """The one answer of a plugin, set by calling it (the plugin's callback) from any
     thread."""
 
-    def __init__(self) -> None:
-        self.event = threading.Event()
+    def __init__(self, on_answer: Callable[[], None]) -> None:
+        self._once = threading.Lock()  # taken by the first callback
+        self._on_answer = on_answer  # told, from the plugin's thread, once answered
         self.metadata: Optional[Sequence[tuple[str, Any]]] = None
         self.error: Optional[BaseException] = None
 
     def callback(self, metadata: Optional[Sequence[tuple[str, Any]]],
                  error: Optional[Exception]) -> None:
-        if self.event.is_set():
+        if not self._once.acquire(blocking=False):
             return  # a second callback is ignored, as grpcio ignores it
         self.metadata, self.error = metadata, error
-        self.event.set()
+        self._on_answer()
 
     __call__ = callback
 
@@ -164,8 +166,14 @@ class _Answer(AuthMetadataPluginCallback):
 
     def start(self, plugin: Any, context: AuthMetadataContext) -> None:
         """Runs ``plugin`` on a helper thread (_helper_threads: a daemon thread, never
-        one that waits behind other plugins)."""
+        one that waits long behind other plugins)."""
         helpers.submit(lambda: self.run(plugin, context))
+
+    def added(self) -> list[tuple[str, Any]]:
+        """The metadata answered; raises the PluginFailure the call ends with."""
+        if self.error is not None:
+            raise _failed(self.error)
+        return _legal(self.metadata)
 
 
 def _failed(error: BaseException) -> PluginFailure:
@@ -189,15 +197,43 @@ def plugin_metadata(plugins: tuple[Any, ...], context: AuthMetadataContext,
         if isinstance(plugin, _AccessToken):
             out.extend(plugin.metadata)
             continue
-        answer = _Answer()
+        answered = threading.Event()
+        answer = _Answer(answered.set)
         answer.start(plugin, context)
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if not answer.event.wait(left):
-            raise PluginFailure(StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
-        if answer.error is not None:
-            raise _failed(answer.error)
-        out.extend(_legal(answer.metadata))
+        if not answered.wait(_left(deadline)):
+            raise _deadline_exceeded()
+        out.extend(answer.added())
     return tuple(out)
+
+
+async def plugin_metadata_async(plugins: tuple[Any, ...], context: AuthMetadataContext,
+                                deadline: Optional[float]) -> Metadata:
+    """``plugin_metadata`` for an asyncio call: the plugins run on helper threads and the
+    loop awaits their callbacks, never blocking; cancelling the awaiting task stops the
+    wait at once (a plugin that never answers is left to its daemon thread)."""
+    loop = asyncio.get_running_loop()
+    out: list[tuple[str, Any]] = []
+    for plugin in plugins:
+        if isinstance(plugin, _AccessToken):
+            out.extend(plugin.metadata)
+            continue
+        answered: asyncio.Future[None] = loop.create_future()
+        answer = _Answer(lambda f=answered: wake_soon(loop, f))
+        answer.start(plugin, context)
+        try:
+            await asyncio.wait_for(answered, _left(deadline))
+        except asyncio.TimeoutError:
+            raise _deadline_exceeded() from None
+        out.extend(answer.added())
+    return tuple(out)
+
+
+def _left(deadline: Optional[float]) -> Optional[float]:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def _deadline_exceeded() -> PluginFailure:
+    return PluginFailure(StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
 
 
 # What the core accepts of a metadata pair (csrc/tri_wire.c: tri_md_key_valid,

@@ -5,9 +5,15 @@ credential plugins, and what asyncio calls and channels must not do on the event
 Unlike ``concurrent.futures.ThreadPoolExecutor`` (and asyncio's default executor), whose
 workers are joined at interpreter exit and at ``asyncio.run()``'s end, these threads are
 daemons that nothing joins: a task stuck for ever (a plugin that never calls back) keeps
-neither the process nor an event loop from finishing.  A task never waits behind stuck
-ones either: an idle thread takes it, else a new thread is started (up to ``LIMIT``
-threads; beyond that tasks queue).  Idle threads end after ``IDLE_S`` seconds.
+neither the process nor an event loop from finishing.
+
+A task never waits long behind stuck ones either.  It goes to an idle thread if there is
+one, else to a new thread while fewer than ``CORE`` run; else it queues.  When no thread
+has taken a task off the queue for ``GRACE_S`` (they are all stuck, say), a watchdog
+thread gives every task queued that long a new thread of its own (up to ``LIMIT``
+threads).  So a burst of quick tasks is served by a few threads, and stuck tasks cost a
+thread each, as grpcio's thread per plugin invocation does.  Idle threads end after
+``IDLE_S`` seconds.
 """
 from __future__ import annotations
 
@@ -15,12 +21,17 @@ import asyncio
 import collections
 import os
 import threading
+import time
 from typing import Any, Callable, Optional, TypeVar
 
 T = TypeVar("T")
+Task = Callable[[], None]
 
-#: Most threads alive at once: generous, as every task may be stuck (grpcio starts a
-#: thread per plugin invocation, without a bound).
+#: Threads started at once, without waiting, when no thread is idle.
+CORE = 4
+#: Seconds a queued task waits before it gets a new thread.
+GRACE_S = 0.02
+#: Most threads alive at once: generous, since every task may be stuck.
 LIMIT = 1024
 #: Seconds an idle thread waits for a task before it ends.
 IDLE_S = 30.0
@@ -34,32 +45,35 @@ class _Worker:
     def __init__(self) -> None:
         self.wake = threading.Lock()
         self.wake.acquire()
-        self.task: Optional[Callable[[], None]] = None
+        self.task: Optional[Task] = None
 
 
 class HelperThreads:
     """A growable set of daemon threads running ``submit``ted tasks (see the module)."""
 
-    def __init__(self, name: str, limit: int = LIMIT, idle_s: float = IDLE_S) -> None:
+    def __init__(self, name: str, core: int = CORE, grace_s: float = GRACE_S,
+                 limit: int = LIMIT, idle_s: float = IDLE_S) -> None:
         self._name = name
-        self._limit = limit
-        self._idle_s = idle_s
+        self._core, self._grace_s, self._limit, self._idle_s = core, grace_s, limit, idle_s
         self._reset()
         os.register_at_fork(after_in_child=self._reset)
 
     def _reset(self) -> None:
         """Empty state (also in a forked child, where no helper thread exists)."""
         self._lock = threading.Lock()
+        self._queued_more = threading.Condition(self._lock)  # the watchdog waits on it
         self._idle: list[_Worker] = []
-        self._queued: collections.deque[Callable[[], None]] = collections.deque()
+        self._queue: collections.deque[tuple[float, Task]] = collections.deque()
         self._threads = 0
+        self._watchdog = False
+        self._progress = 0.0  # time.monotonic() when a thread last took a queued task
 
     @property
     def threads(self) -> int:
         """Helper threads alive now (busy or idle)."""
         return self._threads
 
-    def submit(self, task: Callable[[], None]) -> None:
+    def submit(self, task: Task) -> None:
         """Runs ``task()`` on a helper thread; it must catch its own exceptions (any it
         lets through are dropped)."""
         with self._lock:
@@ -68,10 +82,20 @@ class HelperThreads:
                 worker.task = task
                 worker.wake.release()
                 return
-            if self._threads >= self._limit:
-                self._queued.append(task)
+            if self._threads >= self._core:
+                self._queue.append((time.monotonic(), task))
+                if not self._watchdog:
+                    self._watchdog = True
+                    threading.Thread(target=self._watch, daemon=True,
+                                     name=f"triple_py-{self._name}-watchdog").start()
+                elif len(self._queue) == 1:
+                    self._queued_more.notify()
                 return
             self._threads += 1
+        self._start(task)
+
+    def _start(self, task: Task) -> None:
+        """A new thread for ``task`` (counted in ``_threads`` already)."""
         try:
             threading.Thread(target=self._work, args=(task,), daemon=True,
                              name=f"triple_py-{self._name}").start()
@@ -80,7 +104,7 @@ class HelperThreads:
                 self._threads -= 1
             raise
 
-    def _work(self, task: Callable[[], None]) -> None:
+    def _work(self, task: Task) -> None:
         worker = _Worker()
         while True:
             try:
@@ -89,8 +113,9 @@ class HelperThreads:
                 pass
             task = None  # type: ignore[assignment]  # drop references while idle
             with self._lock:
-                if self._queued:
-                    task = self._queued.popleft()
+                if self._queue:
+                    task = self._queue.popleft()[1]
+                    self._progress = time.monotonic()
                     continue
                 self._idle.append(worker)
             if not worker.wake.acquire(timeout=self._idle_s):
@@ -102,9 +127,40 @@ class HelperThreads:
                 worker.wake.acquire()  # handed over just as the wait ended
             task, worker.task = worker.task, None  # type: ignore[assignment]
 
+    def _watch(self) -> None:
+        """The watchdog: while no thread takes queued tasks, each one queued for
+        ``grace_s`` gets a thread of its own."""
+        while True:
+            with self._lock:
+                while not self._queue:
+                    self._queued_more.wait()
+                now = time.monotonic()
+                late: list[Task] = []
+                stalled = now - self._progress >= self._grace_s
+                while stalled and self._queue and now - self._queue[0][0] >= self._grace_s \
+                        and self._threads < self._limit:
+                    late.append(self._queue.popleft()[1])
+                    self._threads += 1
+                wait = (self._grace_s - min(now - self._queue[0][0], now - self._progress)
+                        if self._queue and not late else 0.0)
+            for task in late:
+                self._start(task)
+            if not late:
+                time.sleep(max(wait, self._grace_s / 4))
+
 
 #: The threads of triple_py's blocking helpers (plugins, asyncio preflight, resolvers).
 helpers = HelperThreads("helper")
+
+
+def wake_soon(loop: asyncio.AbstractEventLoop, future: "asyncio.Future[Any]",
+              value: Any = None, error: Optional[BaseException] = None) -> None:
+    """From any thread: ``settle(future, value, error)`` on ``loop``'s thread; nothing if
+    the loop has closed (nobody waits any more)."""
+    try:
+        loop.call_soon_threadsafe(settle, future, value, error)
+    except RuntimeError:
+        pass
 
 
 def settle(future: "asyncio.Future[T]", value: Any = None,
@@ -131,9 +187,6 @@ async def off_loop(fn: Callable[[], T]) -> T:
             value, error = fn(), None
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
             value, error = None, exc
-        try:
-            loop.call_soon_threadsafe(settle, future, value, error)
-        except RuntimeError:  # the loop has closed: nobody waits any more
-            pass
+        wake_soon(loop, future, value, error)
     helpers.submit(run)
     return await future

@@ -85,27 +85,60 @@ def prepare(channel: Any, method: str, timeout: Optional[float], metadata: Any,
     """``(timeout left, metadata with the credentials')`` for the call, or the
     EndedCall it fails with (UNAUTHENTICATED over plaintext, the plugin's failure,
     DEADLINE_EXCEEDED while waiting)."""
-    check_credentials(credentials)
     deadline = None if timeout is None else time.monotonic() + timeout
+    plugins = call_plugins(channel, credentials)
+    if isinstance(plugins, EndedCall):
+        return plugins
+    ended = wait_to_start(channel, deadline, wait_for_ready)
+    if ended is not None:
+        return ended
+    if plugins:
+        try:
+            added = plugin_metadata(plugins, plugin_context(channel, method), deadline)
+        except PluginFailure as failure:
+            return EndedCall(failure.code, failure.details)
+        metadata = (*(metadata or ()), *added)
+    return with_time_left(deadline, timeout, metadata)
+
+
+def call_plugins(channel: Any, credentials: Any) -> Union[tuple[Any, ...], EndedCall]:
+    """The plugins of a call (the channel's, then the call's), or the UNAUTHENTICATED
+    EndedCall of call credentials over plaintext; TypeError for bad ``credentials``."""
+    check_credentials(credentials)
     plugins = channel._call_plugins
     if credentials is not None:
         plugins = plugins + credentials._plugins
     if plugins and not channel._may_send_call_credentials:
         return EndedCall(StatusCode.UNAUTHENTICATED, INSECURE_DETAILS)
+    return plugins
+
+
+def must_wait(channel: Any, wait_for_ready: Optional[bool]) -> bool:
+    """True if ``wait_to_start`` may block (``wait_for_ready``, or a balancer that makes
+    calls queue now)."""
+    must_queue = getattr(channel._core, "must_queue", None)
+    return bool(wait_for_ready) or (must_queue is not None and must_queue())
+
+
+def wait_to_start(channel: Any, deadline: Optional[float],
+                  wait_for_ready: Optional[bool]) -> Optional[EndedCall]:
+    """Blocks for ``wait_for_ready`` and a balancer's queue (``wait_ready``), within
+    ``deadline``; the DEADLINE_EXCEEDED EndedCall if it passes first."""
     if wait_for_ready and not wait_until_ready(channel._core, deadline):
         return EndedCall(StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
     wait_ready = getattr(channel._core, "wait_ready", None)  # a balancer's queue
-    ended = wait_ready(deadline) if wait_ready is not None else None
-    if ended is not None:
-        return ended
-    if plugins:
-        service, _, name = method.rpartition("/")
-        context = AuthMetadataContext(f"{channel._url_prefix}{service}", name)
-        try:
-            added = plugin_metadata(plugins, context, deadline)
-        except PluginFailure as failure:
-            return EndedCall(failure.code, failure.details)
-        metadata = (*(metadata or ()), *added)
+    return wait_ready(deadline) if wait_ready is not None else None
+
+
+def plugin_context(channel: Any, method: str) -> AuthMetadataContext:
+    """What the plugins are told of a call of ``method``."""
+    service, _, name = method.rpartition("/")
+    return AuthMetadataContext(f"{channel._url_prefix}{service}", name)
+
+
+def with_time_left(deadline: Optional[float], timeout: Optional[float],
+                   metadata: Any) -> Prepared:
+    """``(timeout left, metadata)``, or DEADLINE_EXCEEDED if ``deadline`` has passed."""
     if deadline is not None:
         timeout = deadline - time.monotonic()
         if timeout <= 0:

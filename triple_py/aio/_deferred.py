@@ -14,7 +14,9 @@ import time
 from typing import Any, AsyncIterator, Awaitable, Callable, NamedTuple, Optional
 
 from .._helper_threads import off_loop
-from .._preflight import EndedCall, prepare
+from .._call_credentials import PluginFailure, plugin_metadata_async
+from .._preflight import (EndedCall, call_plugins, must_wait, plugin_context, wait_to_start,
+                          with_time_left)
 from .._status import StatusCode, code_from_int
 from .._types import ClientCallDetails as _BaseClientCallDetails
 from ._calls import EOF, AioRpcError
@@ -161,9 +163,9 @@ class DeferredCall(abstract.Call):
         return self._task.result()
 
     def done(self) -> bool:
-        """True once the call ended (or failed before it started)."""
+        """True once the call ended (or failed, or was cancelled, before it started)."""
         if not self._task.done():
-            return False
+            return self._cancelled
         target = self._finished_target()
         return not _is_call(target) or target.done()
 
@@ -187,6 +189,11 @@ class DeferredCall(abstract.Call):
             target = await self._target()
         except AioRpcError as err:
             return error(err)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if self._task.cancelled() and (task is None or not task.cancelling()):
+                return error(CANCELLED_BEFORE_START)  # cancel() before the call started
+            raise
         if _is_call(target):
             return await getattr(target, name)()
         return ok
@@ -212,6 +219,11 @@ class DeferredCall(abstract.Call):
         await self.initial_metadata()
 
 
+#: What a call cancelled before it started answers (grpc.aio's words for a cancel).
+CANCELLED_BEFORE_START = AioRpcError(StatusCode.CANCELLED, (), (),
+                                     "Locally cancelled by application!")
+
+
 def ended_error(ended: EndedCall) -> AioRpcError:
     """The AioRpcError of a call that failed before it started."""
     return AioRpcError(code_from_int(ended.code()), (), (), ended.details())
@@ -219,16 +231,27 @@ def ended_error(ended: EndedCall) -> AioRpcError:
 
 async def prepared(sync_channel: Any, method: str, timeout: Optional[float], metadata: Any,
                    credentials: Any, wait_for_ready: Optional[bool]) -> tuple[Any, Any]:
-    """``(timeout left, metadata)`` after the call credentials and the wait for READY, which
-    run on a daemon helper thread (the loop never blocks; a cancelled call stops waiting
-    at once, even for a plugin that never answers); raises the AioRpcError they fail the
-    call with."""
+    """``(timeout left, metadata)`` after the wait for READY (or for a balancer's
+    backend), run on a daemon helper thread, then the call credentials, whose plugins
+    run on helper threads while the loop awaits their callbacks: the loop never blocks,
+    and a cancelled call stops waiting at once, even for a plugin that never answers.
+    Raises the AioRpcError they fail the call with."""
     deadline = None if timeout is None else time.monotonic() + timeout
-
-    def work() -> Any:
-        left = None if deadline is None else deadline - time.monotonic()
-        return prepare(sync_channel, method, left, metadata, credentials, wait_for_ready)
-    outcome = await off_loop(work)
+    plugins = call_plugins(sync_channel, credentials)
+    if isinstance(plugins, EndedCall):
+        raise ended_error(plugins)
+    if must_wait(sync_channel, wait_for_ready):
+        ended = await off_loop(lambda: wait_to_start(sync_channel, deadline, wait_for_ready))
+        if ended is not None:
+            raise ended_error(ended)
+    if plugins:
+        try:
+            added = await plugin_metadata_async(plugins, plugin_context(sync_channel, method),
+                                                deadline)
+        except PluginFailure as failure:
+            raise AioRpcError(failure.code, (), (), failure.details) from None
+        metadata = (*(metadata or ()), *added)
+    outcome = with_time_left(deadline, timeout, metadata)
     if isinstance(outcome, EndedCall):
         raise ended_error(outcome)
     return outcome
