@@ -11,8 +11,8 @@ the suite that needs a checkout is skipped, each with its reason, and the rest r
   ``pytestmark = pytest.mark.checkout("reason")``) needs the repository's files (the peers
   built from tests/peers, notebooks/, benchmarks/, tools/, csrc/, the Makefile, a .git);
 - a test that uses a peer fixture (PEER_FIXTURES) needs the checkout's peers;
-- a module whose import needs triple_py_testing (testing/) when that distribution is not
-  installed (``pip install testing/`` next to the wheel runs the fault-proxy tests too).
+- a module whose import needs the test tools (triple_py_testing, testing/: the peers'
+  launcher, the PKI, the fault proxy), which are not installed next to the wheel.
 
 Every other test must pass against the wheel; the run fails at once when triple_py is
 imported from a checkout instead of an installed package (``check_installed``).

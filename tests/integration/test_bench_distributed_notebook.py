@@ -13,6 +13,7 @@ for _module in ("nbclient", "nbformat", "ipykernel", "matplotlib", "pandas", "di
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.checkout("notebooks/distributed-matrix.ipynb")
 def test_distributed_notebook_runs_and_draws(tmp_path):
     out = tmp_path / "results"
     proc = subprocess.run(

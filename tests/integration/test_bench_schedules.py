@@ -42,6 +42,7 @@ def test_line_rate_schedule_ramps(address):
     assert [round(c, -2) for c in calls[:3]] == [1000, 2000, 3000]
 
 
+@pytest.mark.checkout("the grpc-go peer")
 def test_concurrency_schedule_caps_calls_in_flight():
     """The grpc-go peer delays every call 20 ms (x-delay-ms metadata, sent from the ring), so
     calls/s = in flight / 20 ms: the step schedule 1 -> 4 in flight shows as a four times

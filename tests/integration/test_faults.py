@@ -614,6 +614,7 @@ def test_failing_calls_leak_no_memory(leak_run):
 
 # --- tools/soak.py (make soak) ------------------------------------------------------------------
 
+@pytest.mark.checkout("tools/soak.py")
 def test_soak_tool_smoke(tmp_path):
     """A short run of the soak tool: it drives the load through the fault windows, writes
     its JSON and exits 0 or 1 (the RSS verdict; 2 would mean the run itself failed)."""

@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "matrix_peer.py"
 CPUS = sorted(os.sched_getaffinity(0))
 
-pytestmark = pytest.mark.skipif(len(CPUS) < 2, reason="pinning needs two CPUs")
+pytestmark = [pytest.mark.skipif(len(CPUS) < 2, reason="pinning needs two CPUs"),
+              pytest.mark.checkout("benchmarks/matrix_peer.py")]
 
 
 def load_script():

@@ -56,9 +56,10 @@ INTERRUPTED = "run-and-compare-interrupted.ipynb"
 ARTIFACTS = Path(os.environ.get("TRIPLE_PY_TEST_ARTIFACTS", ROOT / "build" / "test-artifacts")
                  ) / "notebooks"
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.skipif(
     os.environ.get("TRIPLE_PY_ASAN") == "1",
-    reason="pure-Python analysis; the harness it needs is covered by the plain run")
+    reason="pure-Python analysis; the harness it needs is covered by the plain run"),
+    pytest.mark.checkout("notebooks/")]
 
 
 @pytest.fixture(scope="module")
