@@ -40,6 +40,10 @@
 #define MAX_CONNECTIONS 256
 #define MAX_CONCURRENCY 100000
 #define MAX_STREAM_MESSAGES 10000000
+#define MAX_SECONDS 1e7 /* duration, warm-up, timeout: at most */
+#define MAX_RATE 1e9    /* calls/s: at most */
+#define MAX_PHASE_NS (3600 * NS)
+#define MAX_COUNT 1e18 /* calls: 30 years at 1e9/s */
 #define EAGER_READ_BYTES (1 << 20) /* see "How one thread keeps N streams" */
 #define PENDING_POLL_NS 20000LL     /* retry pending writes / eager reads */
 #define STALE_PASS_NS 20000000LL    /* I/O-driven: no pass for this long, the
@@ -186,6 +190,26 @@ void tri_load_config_init(tri_load_config *c) {
   tri_channel_opts_init(&c->channel); /* the table's defaults (tri_options.c) */
 }
 
+static const tri_load_limit limits[] = {
+    {"payload_size", 0, (double)MAX_PAYLOAD},
+    {"connections", 1, MAX_CONNECTIONS},
+    {"concurrency", 1, MAX_CONCURRENCY},
+    {"stream_messages", 1, MAX_STREAM_MESSAGES},
+    {"duration", 0, MAX_SECONDS},
+    {"warmup", 0, MAX_SECONDS},
+    {"timeout", 0, MAX_SECONDS},
+    {"rate", 0, MAX_RATE},
+    {"hist_digits", 0, TRI_HIST_MAX_DIGITS},
+    {"phase_ns", 0, (double)MAX_PHASE_NS},
+    {"requests", 1, TRI_RING_MAX_ENTRIES},
+    {"count", 0, MAX_COUNT},
+};
+
+const tri_load_limit *tri_load_limits(size_t *n) {
+  *n = sizeof(limits) / sizeof(limits[0]);
+  return limits;
+}
+
 const char *tri_load_config_problem(const tri_load_config *c) {
   if (!c->host || !*c->host) return "host is empty";
   if (!c->port || !*c->port) return "port is empty";
@@ -206,10 +230,11 @@ const char *tri_load_config_problem(const tri_load_config *c) {
   if (c->concurrency < 1 || c->concurrency > MAX_CONCURRENCY)
     return "concurrency must be 1..100000";
   /* NaN fails every comparison, so test the good ranges. */
-  if (!(c->duration_s >= 0 && c->duration_s < 1e7)) return "bad duration";
-  if (!(c->warmup_s >= 0 && c->warmup_s < 1e7)) return "bad warmup";
-  if (!(c->rate >= 0 && c->rate < 1e9)) return "bad rate";
-  if (!(c->timeout_s < 1e7) && !(c->timeout_s <= 0)) return "bad timeout";
+  if (!(c->duration_s >= 0 && c->duration_s <= MAX_SECONDS)) return "bad duration";
+  if (!(c->warmup_s >= 0 && c->warmup_s <= MAX_SECONDS)) return "bad warmup";
+  if (!(c->rate >= 0 && c->rate <= MAX_RATE)) return "bad rate";
+  if (!(c->timeout_s <= MAX_SECONDS) && !(c->timeout_s <= 0)) return "bad timeout";
+  if ((double)c->count > MAX_COUNT) return "count must be 0..1e18";
   if (c->duration_s == 0 && c->count == 0)
     return "needs a duration or a count";
   if (c->payload_size > MAX_PAYLOAD) return "payload_size over 64 MiB";
@@ -219,7 +244,7 @@ const char *tri_load_config_problem(const tri_load_config *c) {
   if (c->hist_digits < 0 || c->hist_digits > TRI_HIST_MAX_DIGITS)
     return "hist_digits must be 0..4";
   if (c->start_at_ns < 0) return "start_at_ns must be >= 0";
-  if (c->phase_ns < 0 || c->phase_ns > 3600 * NS) return "phase_ns must be 0..1 h";
+  if (c->phase_ns < 0 || c->phase_ns > MAX_PHASE_NS) return "phase_ns must be 0..1 h";
   if (c->channel.wire != TRI_WIRE_GRPC && c->channel.wire != TRI_WIRE_TRIPLE)
     return "unknown wire";
   if (c->requests && (c->nrequests < 1 || c->nrequests > TRI_RING_MAX_ENTRIES))
@@ -231,7 +256,7 @@ const char *tri_load_config_problem(const tri_load_config *c) {
     return tri_sched_problem(&c->rate_schedule);
   if (c->concurrency_schedule.start > 0 && tri_sched_problem(&c->concurrency_schedule))
     return tri_sched_problem(&c->concurrency_schedule);
-  if (c->rate_schedule.start > 0 && c->rate_schedule.start >= 1e9) return "bad rate";
+  if (c->rate_schedule.start > 0 && c->rate_schedule.start > MAX_RATE) return "bad rate";
   if (c->channel.dialect < TRI_DIALECT_AUTO ||
       c->channel.dialect > TRI_DIALECT_SPEC)
     return "unknown Triple dialect";

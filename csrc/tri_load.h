@@ -205,6 +205,16 @@ void tri_load_config_init(tri_load_config *c);
  * count, K >= 1 in BIDI, 0..4 histogram digits. */
 const char *tri_load_config_problem(const tri_load_config *c);
 
+/* One range tri_load_config_problem enforces, by run_load's keyword name
+ * ("concurrency" is per connection; "requests" counts ring entries). */
+typedef struct {
+  const char *name;
+  double min, max; /* inclusive */
+} tri_load_limit;
+
+/* The ranges, a static table of *n entries (the caller reads, never frees). */
+const tri_load_limit *tri_load_limits(size_t *n);
+
 typedef struct tri_load_result {
   int64_t elapsed_ns;        /* warm-up end to the stop or last completion */
   int64_t warmup_ns;         /* the configured warm-up */

@@ -29,6 +29,8 @@ EV_WRITABLE: Final[int]
 QUIET_START: Final[int]
 STATS_NAMES: Final[tuple[str, ...]]
 CHANNEL_OPTIONS: Final[tuple[_OptionRow, ...]]
+#: The ranges run_load enforces, {keyword: (min, max)} ("concurrency" per connection).
+LOAD_LIMITS: Final[dict[str, tuple[float, float]]]
 
 
 class Call:

@@ -140,5 +140,8 @@ PyObject *tri_py_channel_options_table(void);
 /* _triple.run_load(...) (load.c): the C load generator, GIL released. */
 PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs);
 extern const char tri_run_load_doc[];
+/* LOAD_LIMITS: {run_load keyword: (min, max)}, the ranges the load generator
+ * enforces (tri_load_limits); a new dict, or NULL with an exception set. */
+PyObject *tri_py_load_limits(void);
 
 #endif

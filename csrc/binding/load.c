@@ -621,6 +621,15 @@ out:
   return result;
 }
 
+PyObject *tri_py_load_limits(void) {
+  size_t n;
+  const tri_load_limit *l = tri_load_limits(&n);
+  PyObject *d = PyDict_New();
+  for (size_t i = 0; d && i < n; i++)
+    if (put(d, l[i].name, Py_BuildValue("(dd)", l[i].min, l[i].max)) < 0) Py_CLEAR(d);
+  return d;
+}
+
 const char tri_run_load_doc[] =
     "run_load(host, port, /, *, path, mode, payload_size, concurrency,\n"
     "         connections, duration, warmup, count=0, rate=0.0,\n"

@@ -169,6 +169,11 @@ static int mod_exec(PyObject *m) {
     Py_XDECREF(table);
     return -1;
   }
+  PyObject *limits = tri_py_load_limits();
+  if (!limits || PyModule_AddObject(m, "LOAD_LIMITS", limits) < 0) {
+    Py_XDECREF(limits);
+    return -1;
+  }
   Py_ssize_t count = 0;
   while (tri_stats_names[count]) count++;
   PyObject *names = PyTuple_New(count);

@@ -93,11 +93,21 @@ def _list(item: Callable) -> Callable[[str], list]:
     return convert
 
 
+def _ring_size(text: str) -> int:
+    from .spec import load_limit
+
+    value, most = _positive_int(text), int(load_limit("requests")[1])
+    if value > most:
+        raise ConfigError(f"must be at most {most} (the load generator's ring), not {value}")
+    return value
+
+
 DURATION = _arg(parse_duration, "duration")
 SIZE = _arg(parse_size, "size")
 POSITIVE = _arg(_positive_int, "positive integer")
 NON_NEGATIVE = _arg(_non_negative_int, "integer")
 RATE = _arg(_rate, "rate")
+RING_SIZE = _arg(_ring_size, "ring size")
 
 
 FORMATS = ("summary", "json", "csv", "html", "prometheus", "influx-summary", "influx-details",
@@ -264,7 +274,7 @@ def add_call_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("-m", "--metadata", metavar="JSON",
                    help='request metadata: {"key": "value"}, templated; -bin keys base64')
     g.add_argument("-M", "--metadata-file", metavar="FILE", help="-m from a file")
-    g.add_argument("--ring-size", type=POSITIVE, default=None,
+    g.add_argument("--ring-size", type=RING_SIZE, default=None,
                    help="requests rendered up front when data or metadata is templated; "
                         "call i sends request i mod this (1024)")
     g.add_argument("--authority", help=":authority of every call (default host:port)")
@@ -571,6 +581,11 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     return 0
 
 
+#: capacity --max-probes: doubling from 1/s to the load generator's highest rate and
+#: bisecting to 0.1 % takes about 40 probes.
+MAX_PROBES = 100
+
+
 def _cmd_capacity(args: argparse.Namespace) -> int:
     import dataclasses
     import json
@@ -585,6 +600,15 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
                    method=args.call, payload_size=args.payload, concurrency=args.concurrency,
                    connections=args.connections, duration=args.duration, warmup=args.warmup,
                    timeout=args.timeout, rate=args.start_rate).validate()
+    dataclasses.replace(spec, rate=args.max_rate).validate()  # the highest rate it may try
+    if not args.start_rate <= args.max_rate:
+        raise ConfigError(f"--start-rate {args.start_rate:g} is above --max-rate "
+                          f"{args.max_rate:g}")
+    if not 0 < args.precision < 1:
+        raise ConfigError(f"--precision must be in (0, 1), not {args.precision:g}")
+    if args.max_probes > MAX_PROBES:
+        raise ConfigError(f"--max-probes must be 1..{MAX_PROBES} (a search from 1/s to the "
+                          f"highest rate at 0.1 % precision needs fewer), not {args.max_probes}")
     check_writable(args.out, "--out", directory=True)
     setup = call_setup_of(args)
     if setup is not None:

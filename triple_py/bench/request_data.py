@@ -25,6 +25,7 @@ from google.protobuf.message import DecodeError
 from .errors import ConfigError
 from .request_metadata import MetadataTemplate, render_metadata
 from .schema import MethodSchema
+from .spec import load_limit
 from .template import CallContext, Template, parse_template
 
 __all__ = ["RequestData", "RingEntry", "DEFAULT_RING_SIZE", "request_data", "build_ring"]
@@ -32,6 +33,10 @@ __all__ = ["RequestData", "RingEntry", "DEFAULT_RING_SIZE", "request_data", "bui
 #: Entries rendered when data or metadata is templated (``--ring-size``).
 DEFAULT_RING_SIZE = 1024
 MAX_RING_BYTES = 256 << 20
+#: Bytes of Python objects per ring entry besides its data (the tuple, the bytes object and
+#: the metadata list), and per metadata pair (its tuple and two bytes objects).
+ENTRY_OVERHEAD = 160
+PAIR_OVERHEAD = 128
 
 #: (body, [(key, value), ...]) as _triple.run_load takes it.
 RingEntry = Tuple[bytes, List[Tuple[bytes, bytes]]]
@@ -169,6 +174,10 @@ def build_ring(method: MethodSchema, data: RequestData,
     else:
         count = len(_messages(data.json.render(context(0)), data.origin))
     size = count if constant else -(-max(ring_size, count) // count) * count
+    most = int(load_limit("requests")[1])
+    if size > most:
+        raise ConfigError(f"the request ring would have {size} entries, more than the load "
+                          f"generator's {most}: lower --ring-size")
     ring: List[RingEntry] = []
     total = 0
     fixed = None
@@ -183,9 +192,20 @@ def build_ring(method: MethodSchema, data: RequestData,
                     raise ConfigError(f"{data.origin}: renderings differ in length "
                                       f"({count} then {len(fixed)} messages)")
             body = _encode(method, fixed[i % count], data.origin, i % count)
-        ring.append((body, render_metadata(metadata, ctx)))
-        total += len(body)
-        if total > MAX_RING_BYTES:
-            raise ConfigError(f"the request ring would exceed {MAX_RING_BYTES >> 20} MiB: "
-                              f"lower --ring-size")
+        entry = (body, render_metadata(metadata, ctx))
+        ring.append(entry)
+        cost = _entry_bytes(entry)
+        total += cost
+        # The first entry prices the whole ring: refused before it is rendered.
+        if total > MAX_RING_BYTES or (i == 0 and cost * size > MAX_RING_BYTES):
+            raise ConfigError(f"the request ring would exceed {MAX_RING_BYTES >> 20} MiB "
+                              f"({size} entries of about {cost} bytes in memory): lower "
+                              f"--ring-size")
     return ring
+
+
+def _entry_bytes(entry: RingEntry) -> int:
+    """What one ring entry holds in memory: its bytes and the Python objects around them."""
+    body, metadata = entry
+    return (ENTRY_OVERHEAD + len(body)
+            + sum(PAIR_OVERHEAD + len(k) + len(v) for k, v in metadata))

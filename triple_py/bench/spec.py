@@ -3,20 +3,39 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .._options import DIALECTS, core_default
 from .errors import ConfigError
 from .schedules import Schedule
 from .messages import STREAM_METHOD, UNARY_METHOD, benchmark_request, normalize_method
-from .units import MAX_PAYLOAD
 
-__all__ = ["RunSpec", "WIRES", "WRITE_BUFFER_SIZE", "WRITE_BUFFER_DELAY_US"]
+__all__ = ["RunSpec", "WIRES", "WRITE_BUFFER_SIZE", "WRITE_BUFFER_DELAY_US", "load_limit",
+           "option_range"]
 
 WIRES = ("grpc", "triple")
 # The C core's coalescing writer defaults (its table of channel options).
 WRITE_BUFFER_SIZE: int = core_default("write_buffer_size")
 WRITE_BUFFER_DELAY_US: int = core_default("write_buffer_delay_us")
+
+
+def load_limit(name: str) -> Tuple[float, float]:
+    """(min, max) of a load keyword, from the load generator's own table
+    (``_triple.LOAD_LIMITS``: the ranges ``run_load`` enforces; ``concurrency`` is per
+    connection, ``requests`` counts ring entries)."""
+    from .. import _triple
+
+    return _triple.LOAD_LIMITS[name]
+
+
+def option_range(name: str) -> Tuple[int, int]:
+    """(min, max) of a channel option, from the core's table (``_triple.CHANNEL_OPTIONS``)."""
+    from .. import _triple
+
+    for row in _triple.CHANNEL_OPTIONS:
+        if row[1] == name:
+            return row[3], row[4]
+    raise KeyError(name)
 
 
 @dataclasses.dataclass
@@ -104,35 +123,46 @@ class RunSpec:
              f"{'/'.join(kind.wires)} wire (streams are gRPC-framed on every wire)")
         need(self.options.get("dialect", "auto") in DIALECTS,
              f"dialect must be one of {sorted(DIALECTS)}, not {self.options.get('dialect')!r}")
-        need(isinstance(self.payload_size, int) and 0 <= self.payload_size <= MAX_PAYLOAD,
-             f"payload size must be 0..{MAX_PAYLOAD} bytes, not {self.payload_size!r}")
-        need(isinstance(self.concurrency, int) and 1 <= self.concurrency <= 1_000_000,
-             f"concurrency must be a positive integer, not {self.concurrency!r}")
-        need(isinstance(self.connections, int) and 1 <= self.connections <= 256,
-             f"connections must be 1..256, not {self.connections!r}")
+        def within(value: Any, name: str, what: str, *, integer: bool = True,
+                   low: Optional[float] = None, table: Callable = load_limit) -> None:
+            lo, hi = table(name)
+            shown = f"{lo:.0f}..{hi:.0f}" if low is None else f"> 0 and <= {hi:.0f}"
+            lo = lo if low is None else low
+            ok = (isinstance(value, int) and not isinstance(value, bool)) if integer \
+                else number(value)
+            need(ok and lo <= value <= hi, f"{what} must be {shown}, not {value!r}")
+
+        within(self.payload_size, "payload_size", "payload size (bytes)")
+        within(self.connections, "connections", "connections")
+        # One call in flight costs a slot in the C load, a thread or a task in the Python
+        # arms: the load generator's bound per connection (and for the Python arms, total).
+        per_connection = load_limit("concurrency")[1]
+        c_arm = self.mode in ("fastpath", "stream-path", "bidi")
+        most = per_connection * (self.connections if c_arm and isinstance(
+            self.connections, int) else 1)
+        need(isinstance(self.concurrency, int) and 1 <= self.concurrency <= most,
+             f"concurrency must be 1..{most:.0f}"
+             + (f" ({per_connection:.0f} per connection)" if c_arm else "")
+             + f", not {self.concurrency!r}")
         need(self.concurrency % self.connections == 0,
              f"concurrency {self.concurrency} is not a multiple of connections "
              f"{self.connections} (calls in flight are spread evenly over the connections)")
-        need(number(self.duration) and self.duration >= 0,
-             f"duration must be >= 0 seconds, not {self.duration!r}")
-        need(number(self.warmup) and self.warmup >= 0,
-             f"warm-up must be >= 0 seconds, not {self.warmup!r}")
-        need(isinstance(self.count, int) and self.count >= 0,
-             f"total (-n) must be >= 0, not {self.count!r}")
+        within(self.duration, "duration", "duration (seconds)", integer=False)
+        within(self.warmup, "warmup", "warm-up (seconds)", integer=False)
+        within(self.count, "count", "total (-n)")
         need(self.duration > 0 or self.count > 0, "give a duration (-z) or a total (-n)")
-        need(self.rate is None or (number(self.rate) and self.rate > 0),
-             f"rate must be > 0 calls/s, not {self.rate!r}")
-        need(isinstance(self.stream_messages, int) and self.stream_messages >= 1,
-             f"stream messages must be >= 1, not {self.stream_messages!r}")
-        need(isinstance(self.write_buffer_size, int) and 0 <= self.write_buffer_size < 2 ** 32,
-             f"write buffer size must be >= 0 bytes, not {self.write_buffer_size!r}")
-        need(number(self.timeout) and self.timeout > 0,
-             f"timeout must be > 0 seconds, not {self.timeout!r}")
+        if self.rate is not None:
+            within(self.rate, "rate", "rate (calls/s)", integer=False, low=1e-9)
+        within(self.stream_messages, "stream_messages", "stream messages")
+        within(self.write_buffer_size, "write_buffer_size", "write buffer size (bytes)",
+               table=option_range)
+        within(self.write_buffer_delay_us, "write_buffer_delay_us",
+               "write buffer delay (µs)", table=option_range)
+        within(self.timeout, "timeout", "timeout (seconds)", integer=False, low=1e-9)
         need(self.rate is None or kind.open_loop,
              f"--rps: the {self.mode} arm has no open loop (use fastpath, stream-path or bidi)")
         need(self.count == 0 or kind.count,
              f"-n/--total: the {self.mode} arm runs for a duration only; use -z")
-        c_arm = self.mode in ("fastpath", "stream-path", "bidi")
         pems = ("root_certificates", "private_key", "certificate_chain")
         h2load_ok = self.mode.startswith("h2load") and set(self.connection) <= {
             "tls", "ssl_target_name_override", "tls_skip_verify", *pems} \

@@ -4,11 +4,13 @@ from __future__ import annotations
 import re
 from typing import Union
 
+from .. import _triple
 from .errors import ConfigError
 
 __all__ = ["parse_size", "format_size", "parse_duration", "MAX_PAYLOAD"]
 
-MAX_PAYLOAD = 64 * 1024 * 1024  # the C load generator's limit (and the peers')
+# The C load generator's limit (and the peers'), from its table of ranges.
+MAX_PAYLOAD = int(_triple.LOAD_LIMITS["payload_size"][1])
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024,
           "m": 1024 ** 2, "mb": 1024 ** 2, "mib": 1024 ** 2}
