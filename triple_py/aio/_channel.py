@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence, Union
 
 from .. import _triple
 from .._channel import Channel as _SyncChannel
@@ -20,7 +20,8 @@ from ._deferred import (KINDS, ClientCallDetails, DeferredCall, check_intercepto
 from ._reactor import Reactor
 from . import _types as abstract
 
-MetadataType = Optional[Sequence[tuple[str, Any]]]
+# (key, value) pairs, or a triple_py.aio.Metadata (which iterates as its pairs).
+MetadataType = Optional[Union[abstract.Metadata, Sequence[tuple[str, Any]]]]
 Options = Optional[Iterable[tuple[str, Any]]]
 
 
@@ -93,8 +94,11 @@ class _MultiCallable:
         payload = None
         if request is not None:
             payload = serialize(self._serialize, request, local_error)
-        return self._core.call(self._method, payload, timeout, metadata, notify=events, flags=flags,
-                         compression=_compression(compression))
+        # A Metadata is read as its pairs, as any iterable of pairs is.
+        return self._core.call(self._method, payload, timeout,
+                               metadata,  # type: ignore[arg-type]
+                               notify=events, flags=flags,
+                               compression=_compression(compression))
 
     def _start_request_stream(self, call_class: type, flags: int, requests: Any,
                               serializer: Serializer, timeout: Optional[float],

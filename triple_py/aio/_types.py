@@ -109,7 +109,8 @@ class Metadata(Mapping[str, MetadataValue]):
 
     def __add__(self, other: Any) -> Metadata:
         if isinstance(other, (Metadata, tuple)):
-            return Metadata(*tuple(self), *tuple(other))
+            pairs: list[tuple[str, MetadataValue]] = [*self, *other]
+            return Metadata(*pairs)
         return NotImplemented
 
     def __repr__(self) -> str:
