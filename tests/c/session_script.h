@@ -51,7 +51,8 @@ static inline void script_settings(script *s) {
   script_frame(s, NGHTTP2_SETTINGS, 0, 0, NULL, 0);
 }
 
-/* HEADERS from name/value pairs (NULL-terminated list). */
+/* HEADERS from name/value pairs (NULL-terminated list, at most 32 pairs); a
+ * block over 16 KiB goes on in CONTINUATION frames. */
 static inline void script_headers(script *s, int32_t sid, int end_stream,
                                   const char *const *nv) {
   nghttp2_nv arr[32];
@@ -63,11 +64,19 @@ static inline void script_headers(script *s, int32_t sid, int end_stream,
     arr[n].valuelen = strlen(nv[2 * n + 1]);
     arr[n].flags = NGHTTP2_NV_FLAG_NONE;
   }
-  uint8_t block[4096];
-  ssize_t bl = nghttp2_hd_deflate_hd(s->hd, block, sizeof(block), arr, n);
-  script_frame(s, NGHTTP2_HEADERS,
-               NGHTTP2_FLAG_END_HEADERS | (end_stream ? NGHTTP2_FLAG_END_STREAM : 0),
-               sid, block, bl > 0 ? (size_t)bl : 0);
+  size_t cap = nghttp2_hd_deflate_bound(s->hd, arr, n);
+  uint8_t *block = malloc(cap);
+  ssize_t bl = nghttp2_hd_deflate_hd(s->hd, block, cap, arr, n);
+  size_t len = bl > 0 ? (size_t)bl : 0, off = 0;
+  do {
+    size_t part = len - off < 16384 ? len - off : 16384;
+    uint8_t flags = off + part == len ? NGHTTP2_FLAG_END_HEADERS : 0;
+    if (off == 0 && end_stream) flags |= NGHTTP2_FLAG_END_STREAM;
+    script_frame(s, off == 0 ? NGHTTP2_HEADERS : NGHTTP2_CONTINUATION, flags,
+                 sid, block + off, part);
+    off += part;
+  } while (off < len);
+  free(block);
 }
 
 /* DATA carrying one gRPC message (5-byte prefix with `flags`). */

@@ -217,9 +217,106 @@ static void server_stream(void) {
   script_free(&s);
 }
 
+/* Two unary calls on one connection (streams 1 and 3); `sc` answers both.
+ * Returns with h set up (the caller tears it down). */
+static void two_calls(harness *h, const script *sc, int bytewise) {
+  setup(h);
+  start(h, "/s/M", 0);
+  start(h, "/s/M", 0);
+  if (bytewise) {
+    for (size_t i = 0; i < sc->len; i++) tri__conn_feed(h->conn, sc->p + i, 1);
+  } else {
+    tri__conn_feed(h->conn, sc->p, sc->len);
+  }
+}
+
+/* A response header block over grpc.max_metadata_size (8 KiB) fails that
+ * call alone, initial metadata or trailers; the other call on the
+ * connection, answered after it (HPACK state shared), succeeds. */
+static void metadata_limit(void) {
+  static char big[9001];
+  memset(big, 'b', sizeof(big) - 1);
+  const char *big_initial[] = {
+      ":status", "200", "content-type", "application/grpc", "x-big", big, NULL};
+  const char *big_trailers[] = {"grpc-status", "0", "x-big", big, NULL};
+  const char *t0[] = {"grpc-status", "0", "x-trail", "b", NULL};
+  for (int trailers = 0; trailers < 2; trailers++) {
+    for (int bytewise = 0; bytewise < 2; bytewise++) {
+      script s;
+      script_init(&s);
+      script_settings(&s);
+      script_headers(&s, 1, 0, trailers ? ok_headers : big_initial);
+      script_headers(&s, 3, 0, ok_headers);
+      script_message(&s, 1, 0, "hello", 5, 0);
+      script_headers(&s, 1, 1, trailers ? big_trailers : t0);
+      script_message(&s, 3, 0, "hello", 5, 0);
+      script_headers(&s, 3, 1, t0);
+      harness h;
+      two_calls(&h, &s, bytewise);
+      CHECK(tri_call_done(h.calls[0]));
+      CHECK_EQ_INT(tri_call_code(h.calls[0]), TRI_CODE_RESOURCE_EXHAUSTED);
+      const char *m;
+      size_t n;
+      tri_call_message(h.calls[0], &m, &n);
+      CHECK(n > 0 &&
+            memmem(m, n, trailers ? "trailing" : "initial", trailers ? 8 : 7));
+      check_ok(&h, h.calls[1]);
+      CHECK(!h.conn->dead);
+      teardown(&h);
+      script_free(&s);
+    }
+  }
+}
+
+static const char *expect_message_has;
+
+static void check_code_and_message(harness *h, tri_call *c) {
+  check_code(h, c);
+  const char *m;
+  size_t n;
+  tri_call_message(c, &m, &n);
+  CHECK(n > 0 && memmem(m, n, expect_message_has, strlen(expect_message_has)) &&
+        !memmem(m, n, "from peer", 9));
+}
+
+/* An HTTP 200 that is not gRPC is UNKNOWN (grpc's HTTP-to-gRPC mapping);
+ * an error nghttp2 finds in the server's bytes is worded as the client's. */
+static void not_grpc_and_local_errors(void) {
+  expect_unprocessed = 0;
+  const char *html[] = {":status", "200", "content-type", "text/html", NULL};
+  const char *t0[] = {"grpc-status", "0", NULL};
+  for (int with_status = 0; with_status < 2; with_status++) {
+    script s;
+    script_init(&s);
+    script_settings(&s);
+    script_headers(&s, 1, 0, html);
+    if (with_status) {
+      script_message(&s, 1, 0, "hello", 5, 0);
+      script_headers(&s, 1, 1, t0);
+    } else {
+      script_frame(&s, NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1, "<html/>", 7);
+    }
+    expect_code = TRI_CODE_UNKNOWN;
+    expect_message_has = "\"text/html\"";
+    run_both_ways(&s, 0, check_code_and_message);
+    script_free(&s);
+  }
+  script s;
+  script_init(&s);
+  script_settings(&s);
+  script_put(&s, "\x00\x00\x04\x99\x00\x00\x00\x00\x00garbage-garbage", 24);
+  script_frame(&s, NGHTTP2_WINDOW_UPDATE, 0, 0, "\x00\x00\x00\x00", 4);
+  expect_code = TRI_CODE_INTERNAL;
+  expect_message_has = "detected by the client";
+  run_both_ways(&s, 0, check_code_and_message);
+  script_free(&s);
+}
+
 void test_session(void) {
   unary_ok();
   error_status_and_trailers_only();
   failures();
   server_stream();
+  metadata_limit();
+  not_grpc_and_local_errors();
 }
