@@ -233,6 +233,10 @@ def test_aio_objects_are_instances_of_the_types(server: Any) -> None:
             upload = ch.stream_unary(STREAM)(iter([b"c"]), timeout=5)
             assert isinstance(upload, aio.StreamUnaryCall)
             assert await upload == b"c"
+            waiting = ch.stream_stream(STREAM)(timeout=5, wait_for_ready=True)
+            assert isinstance(waiting, aio.StreamStreamCall)  # starts after the wait
+            await waiting.done_writing()
+            assert await waiting.read() is aio.EOF
 
             failed = ch.unary_unary(UNARY)(b"x", metadata=(("x-status", "5"),))
             with pytest.raises(aio.AioRpcError) as err:
@@ -249,7 +253,8 @@ def test_aio_objects_are_instances_of_the_types(server: Any) -> None:
         assert isinstance(Short(), aio.ClientInterceptor)
         async with aio.insecure_channel(server.address, interceptors=[Short()]) as ch:
             deferred = ch.unary_unary(UNARY)(b"d", timeout=5)
-            assert isinstance(deferred, aio.Call)
+            assert isinstance(deferred, aio.UnaryUnaryCall)
+            assert not isinstance(deferred, aio.StreamStreamCall)
             ended = asyncio.Event()
             deferred.add_done_callback(lambda _c: ended.set())
             assert await deferred == b"d"

@@ -15,8 +15,8 @@ from .._credentials import ChannelCredentials
 from ._calls import (STREAM_EVENTS, Deserializer, Serializer, StreamedUnaryUnaryCall,
                      StreamStreamCall, StreamUnaryCall, UnaryStreamCall, UnaryUnaryCall,
                      local_error)
-from ._deferred import (KINDS, ClientCallDetails, DeferredCall, check_interceptors,
-                        intercepted, prepared)
+from ._deferred import (DEFERRED, KINDS, ClientCallDetails, DeferredCall,
+                        check_interceptors, intercepted, prepared)
 from ._reactor import Reactor
 from . import _types as abstract
 
@@ -81,11 +81,11 @@ class _MultiCallable:
                 t, m = await prepared(self._channel._sync, d.method, d.timeout, d.metadata,
                                       d.credentials, d.wait_for_ready)
                 return target._invoke(req, t, m, compression)
-            return DeferredCall(start())
+            return DEFERRED[self._SHAPE](start())
         details = ClientCallDetails(self._method, timeout, metadata, credentials,
                                     wait_for_ready)
         if self._interceptors:
-            return intercepted(self._interceptors, KINDS[self._SHAPE][1], details, request,
+            return intercepted(self._interceptors, self._SHAPE, details, request,
                                invoke)
         return invoke(details, request)
 

@@ -224,6 +224,27 @@ CANCELLED_BEFORE_START = AioRpcError(StatusCode.CANCELLED, (), (),
                                      "Locally cancelled by application!")
 
 
+class _DeferredUnaryUnary(DeferredCall, abstract.UnaryUnaryCall):
+    """A deferred unary call: a ``UnaryUnaryCall``."""
+
+
+class _DeferredUnaryStream(DeferredCall, abstract.UnaryStreamCall):
+    """A deferred server-streaming call: a ``UnaryStreamCall``."""
+
+
+class _DeferredStreamUnary(DeferredCall, abstract.StreamUnaryCall):
+    """A deferred client-streaming call: a ``StreamUnaryCall``."""
+
+
+class _DeferredStreamStream(DeferredCall, abstract.StreamStreamCall):
+    """A deferred bidirectional call: a ``StreamStreamCall``."""
+
+
+#: The DeferredCall class of each call shape (grpc.aio's shape names).
+DEFERRED = {"unary_unary": _DeferredUnaryUnary, "unary_stream": _DeferredUnaryStream,
+            "stream_unary": _DeferredStreamUnary, "stream_stream": _DeferredStreamStream}
+
+
 def ended_error(ended: EndedCall) -> AioRpcError:
     """The AioRpcError of a call that failed before it started."""
     return AioRpcError(code_from_int(ended.code()), (), (), ended.details())
@@ -257,17 +278,21 @@ async def prepared(sync_channel: Any, method: str, timeout: Optional[float], met
     return outcome
 
 
-def intercepted(interceptors: tuple[Any, ...], hook: str, details: ClientCallDetails,
+def intercepted(interceptors: tuple[Any, ...], shape: str, details: ClientCallDetails,
                 request: Any, invoke: Callable[[ClientCallDetails, Any], Any]) -> DeferredCall:
-    """The call through ``interceptors`` (the first one first); ``invoke(details,
-    request)`` starts the real call at the end of the chain."""
+    """The call of shape ``shape`` ("unary_unary" ...) through ``interceptors`` (the first
+    one first); ``invoke(details, request)`` starts the real call at the end of the
+    chain."""
+    hook = KINDS[shape][1]
+    deferred = DEFERRED[shape]
+
     def link(index: int) -> Callable[[Any, Any], Awaitable[Any]]:
         async def continuation(new_details: Any, new_request: Any) -> Any:
             d = ClientCallDetails(*(getattr(new_details, f, getattr(details, f))
                                     for f in ClientCallDetails._fields))
             if index == len(interceptors):
                 return invoke(d, new_request)
-            return DeferredCall(getattr(interceptors[index], hook)(link(index + 1), d,
-                                                                   new_request))
+            return deferred(getattr(interceptors[index], hook)(link(index + 1), d,
+                                                               new_request))
         return continuation
-    return DeferredCall(getattr(interceptors[0], hook)(link(1), details, request))
+    return deferred(getattr(interceptors[0], hook)(link(1), details, request))
