@@ -1,42 +1,205 @@
 #!/usr/bin/env bash
-# tools/build_static_deps.sh OUTDIR
+# tools/build_static_deps.sh [--tarballs] OUTDIR
 #
 # Builds the static libraries that the self-contained wheel links into triple_py._triple
 # (setup.py with TRIPLE_BUNDLED_DEPS=OUTDIR): position-independent, hidden-visibility
-# archives made from pinned Debian source packages, never from this repository.
+# archives made from pinned sources, never from this repository.
 #
 #   OUTDIR/include/{nghttp2,protobuf-c,openssl}/   headers matching the archives
 #   OUTDIR/lib/libnghttp2.a libprotobuf-c.a libssl.a libcrypto.a [libzstd.a]
 #   OUTDIR/licenses/<package>/                      their licence and copyright files
 #   OUTDIR/versions                                 the stamp: what was built, from what
 #
-# nghttp2 and protobuf-c are fetched with `apt-get source` (Debian's patches applied) into a
-# temporary directory outside the repository and compiled with -fPIC -fvisibility=hidden -O2,
-# library only.  OpenSSL is Debian's own libssl-dev archives (built PIC by Debian), pinned by
-# version.  When that libcrypto.a needs zstd (Debian 13), libzstd is rebuilt the same way
-# from its source package (Debian's libzstd.a is not PIC).  zlib stays dynamic (libz.so.1 is
-# on the manylinux allow-list).
+# Sources are unpacked into a temporary directory outside the repository; nghttp2 and
+# protobuf-c are compiled with -fPIC -fvisibility=hidden -O2, library only.  zlib stays
+# dynamic (libz.so.1 is on the manylinux allow-list).
 #
-# Runs on Debian 12 (bookworm) and 13 (trixie) with build-essential, dpkg-dev and
-# libssl-dev; enables deb-src (a sources file of its own, from the configured mirrors) and
-# runs `apt-get update` when source indexes are missing, which needs root or sudo.
-# Idempotent: when OUTDIR/versions matches the pins and the installed libssl-dev, it exits
-# at once.
+# Default (Debian 12 bookworm, Debian 13 trixie): nghttp2 and protobuf-c from `apt-get
+# source` at the versions pinned per release below (Debian's patches applied); OpenSSL is
+# Debian's own libssl-dev archives (built PIC by Debian), pinned by version.  When that
+# libcrypto.a needs zstd (Debian 13), libzstd is rebuilt the same way from its source package
+# (Debian's libzstd.a is not PIC).  Needs build-essential, dpkg-dev and libssl-dev; enables
+# deb-src (a sources file of its own, from the configured mirrors) and runs `apt-get update`
+# when source indexes are missing, which needs root or sudo.
+#
+# --tarballs (manylinux containers, where there is no apt): the upstream release tarballs
+# pinned by version and sha256 below (downloaded with curl from upstream, else from
+# Debian's archive, which holds the same files), OpenSSL built from source too (no shared
+# libraries, no apps, no zlib; OPENSSLDIR /etc/ssl, and the Python layer adds the host's
+# own CA locations).  Needs a C compiler, make, perl and curl.
+#
+# Idempotent: when OUTDIR/versions already records what the pins ask for, it exits at once.
 set -euo pipefail
 
+MODE=debian
+if [ "${1:-}" = --tarballs ]; then
+  MODE=tarballs
+  shift
+fi
 if [ $# -ne 1 ]; then
-  echo "usage: $0 OUTDIR" >&2
+  echo "usage: $0 [--tarballs] OUTDIR" >&2
   exit 2
 fi
 OUT=$(realpath -m "$1")
 # The recipe's own version: bump it when the flags or the steps below change.
-RECIPE=1
+RECIPE=2
 CFLAGS_DEPS="-O2 -fPIC -fvisibility=hidden"
 
 die() {
   echo "build_static_deps: $*" >&2
   exit 1
 }
+
+# --- the steps both modes share ------------------------------------------------------------
+
+# matches VERSION PATTERNS...: true when VERSION matches one of the glob patterns.
+matches() {
+  local v=$1 p
+  shift
+  for p in $*; do
+    # shellcheck disable=SC2053
+    [[ $v == $p ]] && return 0
+  done
+  return 1
+}
+
+# archive NAME OBJDIR: OUT/lib/libNAME.a from OBJDIR/*.o (deterministic: no time stamps;
+# the compiler's file-prefix map keeps the work directory's name out of the objects).
+archive() {
+  rm -f "$OUT/lib/lib$1.a"
+  ar rcsD "$OUT/lib/lib$1.a" "$2"/*.o
+}
+
+# licenses PACKAGE FILE...: OUT/licenses/PACKAGE/ with each FILE that exists.
+licenses() {
+  local pkg=$1 f
+  shift
+  mkdir -p "$OUT/licenses/$pkg"
+  for f in "$@"; do
+    if [ -f "$f" ]; then cp "$f" "$OUT/licenses/$pkg/"; fi
+  done
+}
+
+# build_nghttp2 SRC VERSION: the library only (lib/*.c), no configure (a Debian source has
+# none): the few settings it reads from config.h are POSIX headers and
+# clock_gettime(CLOCK_MONOTONIC), which glibc has.
+build_nghttp2() {
+  local src=$1 up=$2 major minor patch c
+  IFS=. read -r major minor patch <<<"$up"
+  mkdir -p "$OUT/include/nghttp2" "$WORK/obj-nghttp2"
+  cp "$src/lib/includes/nghttp2/nghttp2.h" "$OUT/include/nghttp2/"
+  sed -e "s/@PACKAGE_VERSION@/$up/" \
+    -e "s/@PACKAGE_VERSION_NUM@/$(printf '0x%02x%02x%02x' "$major" "$minor" "$patch")/" \
+    "$src/lib/includes/nghttp2/nghttp2ver.h.in" >"$OUT/include/nghttp2/nghttp2ver.h"
+  for c in "$src"/lib/*.c; do
+    # shellcheck disable=SC2086
+    gcc $CFLAGS_DEPS -ffile-prefix-map="$WORK/"= -Werror=implicit-function-declaration -DHAVE_ARPA_INET_H=1 \
+      -DHAVE_NETINET_IN_H=1 -DHAVE_TIME_H=1 -DHAVE_CLOCK_GETTIME=1 \
+      -DHAVE_DECL_CLOCK_MONOTONIC=1 -I"$OUT/include" \
+      -I"$src/lib" -c "$c" -o "$WORK/obj-nghttp2/$(basename "$c" .c).o"
+  done
+  archive nghttp2 "$WORK/obj-nghttp2"
+}
+
+# build_protobuf_c SRC: the runtime library is one file.
+build_protobuf_c() {
+  local src=$1
+  mkdir -p "$OUT/include/protobuf-c" "$WORK/obj-protobuf-c"
+  cp "$src/protobuf-c/protobuf-c.h" "$OUT/include/protobuf-c/"
+  # shellcheck disable=SC2086
+  gcc $CFLAGS_DEPS -ffile-prefix-map="$WORK/"= -I"$src" -c "$src/protobuf-c/protobuf-c.c" \
+    -o "$WORK/obj-protobuf-c/protobuf-c.o"
+  archive protobuf-c "$WORK/obj-protobuf-c"
+}
+
+# start_work: the temporary directory (removed on exit) and an empty OUT.
+start_work() {
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/triple-static-deps.XXXXXX")
+  trap 'rm -rf "$WORK"' EXIT
+  chmod 755 "$WORK" # apt drops privileges to _apt for downloads when it can read it
+  rm -rf "$OUT"
+  mkdir -p "$OUT/include" "$OUT/lib" "$OUT/licenses"
+}
+
+# --- --tarballs: upstream release tarballs --------------------------------------------------
+
+# name version sha256 upstream-url debian-archive-url
+TARBALLS=(
+  "nghttp2 1.70.0 aa317e2cf9dca6afa0aed68f8fad6ff303ec6982e25a78c75c0b65e2b9b3ded5
+   https://github.com/nghttp2/nghttp2/releases/download/v1.70.0/nghttp2-1.70.0.tar.gz
+   https://deb.debian.org/debian/pool/main/n/nghttp2/nghttp2_1.70.0.orig.tar.gz"
+  "protobuf-c 1.5.1 20d1dc257da96f8ddff8be4dd9779215bbd0a6069ed53bbe9de38fa7629be06b
+   https://github.com/protobuf-c/protobuf-c/releases/download/v1.5.1/protobuf-c-1.5.1.tar.gz
+   https://deb.debian.org/debian/pool/main/p/protobuf-c/protobuf-c_1.5.1.orig.tar.gz"
+  "openssl 3.5.7 a8c0d28a529ca480f9f36cf5792e2cd21984552a3c8e4aa11a24aa31aeac98e8
+   https://github.com/openssl/openssl/releases/download/openssl-3.5.7/openssl-3.5.7.tar.gz
+   https://deb.debian.org/debian/pool/main/o/openssl/openssl_3.5.7.orig.tar.gz"
+)
+
+# tarball NAME: downloads and checks NAME's pinned tarball, unpacks it into the work
+# directory; prints the source directory.
+tarball() {
+  local row name version sha url file
+  for row in "${TARBALLS[@]}"; do
+    read -r name version sha _ <<<"$row"
+    [ "$name" = "$1" ] || continue
+    file="$WORK/$name-$version.tar.gz"
+    for url in $(echo "$row" | tr -s ' \n' '\n' | tail -n +4); do
+      if curl -fsSL --retry 3 -o "$file" "$url" &&
+        echo "$sha  $file" | sha256sum -c --status; then
+        mkdir -p "$WORK/src-$name"
+        tar -xzf "$file" -C "$WORK/src-$name" --strip-components=1
+        echo "$WORK/src-$name"
+        return 0
+      fi
+      echo "build_static_deps: $url: download failed or sha256 mismatch" >&2
+    done
+    die "no good copy of $name $version"
+  done
+  die "no pinned tarball for $1"
+}
+
+tarball_versions() {
+  local row name version sha
+  echo "recipe $RECIPE"
+  echo "source tarballs"
+  for row in "${TARBALLS[@]}"; do
+    read -r name version sha _ <<<"$row"
+    echo "$name $version sha256:$sha"
+  done
+  echo "cflags $CFLAGS_DEPS"
+}
+
+if [ "$MODE" = tarballs ]; then
+  if [ -f "$OUT/versions" ] && [ "$(cat "$OUT/versions")" = "$(tarball_versions)" ]; then
+    echo "build_static_deps: $OUT is up to date"
+    exit 0
+  fi
+  start_work
+  src=$(tarball nghttp2)
+  build_nghttp2 "$src" "$(sed -n 's/^nghttp2 \([^ ]*\) .*/\1/p' <(tarball_versions))"
+  licenses nghttp2 "$src/COPYING"
+  src=$(tarball protobuf-c)
+  build_protobuf_c "$src"
+  licenses protobuf-c "$src/LICENSE"
+  src=$(tarball openssl)
+  (
+    cd "$src"
+    # shellcheck disable=SC2086
+    ./Configure no-shared no-apps no-tests no-docs no-zlib no-module \
+      --prefix="$WORK/openssl" --libdir=lib --openssldir=/etc/ssl $CFLAGS_DEPS >/dev/null
+    make -s -j"$(nproc)" build_libs >/dev/null
+    make -s install_dev >/dev/null
+  )
+  cp -r "$WORK/openssl/include/openssl" "$OUT/include/"
+  cp "$WORK/openssl/lib/libssl.a" "$WORK/openssl/lib/libcrypto.a" "$OUT/lib/"
+  licenses openssl "$src/LICENSE.txt"
+  tarball_versions >"$OUT/versions"
+  echo "build_static_deps: built $OUT: $(tr '\n' ' ' <"$OUT/versions")"
+  exit 0
+fi
+
+# --- default: Debian source packages --------------------------------------------------------
 
 . /etc/os-release
 CODENAME=${VERSION_CODENAME:-}
@@ -64,17 +227,6 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 MULTIARCH=$(gcc -print-multiarch)
 LIBDIR=/usr/lib/$MULTIARCH
-
-# matches VERSION PATTERNS...: true when VERSION matches one of the glob patterns.
-matches() {
-  local v=$1 p
-  shift
-  for p in $*; do
-    # shellcheck disable=SC2053
-    [[ $v == $p ]] && return 0
-  done
-  return 1
-}
 
 OPENSSL_VERSION=$(dpkg-query -W -f='${Version}' libssl-dev 2>/dev/null) ||
   die "libssl-dev is not installed (apt-get install libssl-dev)"
@@ -196,63 +348,27 @@ srcdir() {
   echo "$WORK/$1-$up"
 }
 
-# archive NAME OBJDIR: OUT/lib/libNAME.a from OBJDIR/*.o.
-archive() {
-  rm -f "$OUT/lib/lib$1.a"
-  ar rcs "$OUT/lib/lib$1.a" "$2"/*.o
-}
-
 command -v dpkg-source >/dev/null || die "dpkg-source is missing (apt-get install dpkg-dev)"
 ensure_deb_src
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/triple-static-deps.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-# apt drops privileges to _apt for downloads when it can read the directory.
-chmod 755 "$WORK"
-rm -rf "$OUT"
-mkdir -p "$OUT/include" "$OUT/lib" "$OUT/licenses"
+start_work
 
-# nghttp2: the library only (lib/*.c), no configure (the source has none): the few
-# settings it reads from config.h are POSIX headers and clock_gettime(CLOCK_MONOTONIC),
-# which glibc has.
 V_NGHTTP2=$(fetch nghttp2 "$PIN_NGHTTP2")
 src=$(srcdir nghttp2 "$V_NGHTTP2")
-up=${V_NGHTTP2%-*}
-IFS=. read -r major minor patch <<<"$up"
-mkdir -p "$OUT/include/nghttp2" "$WORK/obj-nghttp2"
-cp "$src/lib/includes/nghttp2/nghttp2.h" "$OUT/include/nghttp2/"
-sed -e "s/@PACKAGE_VERSION@/$up/" \
-  -e "s/@PACKAGE_VERSION_NUM@/$(printf '0x%02x%02x%02x' "$major" "$minor" "$patch")/" \
-  "$src/lib/includes/nghttp2/nghttp2ver.h.in" >"$OUT/include/nghttp2/nghttp2ver.h"
-for c in "$src"/lib/*.c; do
-  # shellcheck disable=SC2086
-  gcc $CFLAGS_DEPS -Werror=implicit-function-declaration -DHAVE_ARPA_INET_H=1 \
-    -DHAVE_NETINET_IN_H=1 -DHAVE_TIME_H=1 -DHAVE_CLOCK_GETTIME=1 \
-    -DHAVE_DECL_CLOCK_MONOTONIC=1 -I"$OUT/include" \
-    -I"$src/lib" -c "$c" -o "$WORK/obj-nghttp2/$(basename "$c" .c).o"
-done
-archive nghttp2 "$WORK/obj-nghttp2"
-mkdir -p "$OUT/licenses/nghttp2"
-cp "$src/COPYING" "$src/debian/copyright" "$OUT/licenses/nghttp2/"
+build_nghttp2 "$src" "${V_NGHTTP2%-*}"
+licenses nghttp2 "$src/COPYING" "$src/debian/copyright"
 
-# protobuf-c: the runtime library is one file.
 V_PROTOBUF_C=$(fetch protobuf-c "$PIN_PROTOBUF_C")
 src=$(srcdir protobuf-c "$V_PROTOBUF_C")
-mkdir -p "$OUT/include/protobuf-c" "$WORK/obj-protobuf-c"
-cp "$src/protobuf-c/protobuf-c.h" "$OUT/include/protobuf-c/"
-# shellcheck disable=SC2086
-gcc $CFLAGS_DEPS -I"$src" -c "$src/protobuf-c/protobuf-c.c" \
-  -o "$WORK/obj-protobuf-c/protobuf-c.o"
-archive protobuf-c "$WORK/obj-protobuf-c"
-mkdir -p "$OUT/licenses/protobuf-c"
-cp "$src/LICENSE" "$src/debian/copyright" "$OUT/licenses/protobuf-c/"
+build_protobuf_c "$src"
+licenses protobuf-c "$src/LICENSE" "$src/debian/copyright"
 
 # OpenSSL: Debian's PIC archives and the headers of the same version (the generic ones and
 # the multiarch configuration headers).
-mkdir -p "$OUT/include/openssl" "$OUT/licenses/openssl"
+mkdir -p "$OUT/include/openssl"
 cp -r /usr/include/openssl/. "$OUT/include/openssl/"
 cp -r "/usr/include/$MULTIARCH/openssl/." "$OUT/include/openssl/"
 cp "$LIBDIR/libssl.a" "$LIBDIR/libcrypto.a" "$OUT/lib/"
-cp /usr/share/doc/libssl-dev/copyright "$OUT/licenses/openssl/"
+licenses openssl /usr/share/doc/libssl-dev/copyright
 
 # zstd, for a libcrypto.a built with zstd compression: the static library only.
 V_ZSTD=none
@@ -262,8 +378,7 @@ if [ "$NEED_ZSTD" = 1 ]; then
   make -s -C "$src/lib" -j"$(nproc)" libzstd.a CFLAGS="$CFLAGS_DEPS" >"$WORK/zstd-build.log" ||
     die "building libzstd.a failed (see the output above)"
   cp "$src/lib/libzstd.a" "$OUT/lib/"
-  mkdir -p "$OUT/licenses/zstd"
-  cp "$src/LICENSE" "$src/COPYING" "$src/debian/copyright" "$OUT/licenses/zstd/"
+  licenses zstd "$src/LICENSE" "$src/COPYING" "$src/debian/copyright"
 fi
 
 {
