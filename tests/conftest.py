@@ -11,8 +11,13 @@ the suite that needs a checkout is skipped, each with its reason, and the rest r
   ``pytestmark = pytest.mark.checkout("reason")``) needs the repository's files (the peers
   built from tests/peers, notebooks/, benchmarks/, tools/, csrc/, the Makefile, a .git);
 - a test that uses a peer fixture (PEER_FIXTURES) needs the checkout's peers;
-- a module whose import needs the test tools (triple_py_testing, testing/: the peers'
-  launcher, the PKI, the fault proxy), which are not installed next to the wheel.
+- a test that starts a peer other than "embedded" (tests/peers/launch.py skips it).
+
+The test tools (testing/: triple_py_testing, pure Python: the fault proxy, the PKI, the
+peers' launcher) are installed next to the wheel (``pip wheel --no-deps testing`` makes
+their wheel); without them, a module whose import needs them is skipped too. The
+repository root the launcher reads data files from ($TRIPLE_PY_ROOT) defaults to the
+directory holding the copied tests/.
 
 Every other test must pass against the wheel; the run fails at once when triple_py is
 imported from a checkout instead of an installed package (``check_installed``).
@@ -28,9 +33,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # makes `peers` importable
 
 # TRIPLE_PY_INSTALLED=1 (tools/test_wheel.sh): the suite's no-checkout part runs against an
-# installed wheel, where the checkout's test peers (triple_py_testing) are absent; the tests
-# that use a peer fixture are skipped (PEER_FIXTURES).
+# installed wheel, where the checkout's peers cannot run; the tests that use a peer fixture
+# are skipped (PEER_FIXTURES).
 INSTALLED = os.environ.get("TRIPLE_PY_INSTALLED") == "1"
+if INSTALLED:  # tests/peers/proto/ and the peers' logs are under the copied tests/
+    os.environ.setdefault("TRIPLE_PY_ROOT", str(Path(__file__).resolve().parents[1]))
 PEER_FIXTURES = frozenset({"grpcio_server", "go_server", "rogue_server", "connect_server",
                            "dubbo_js_server", "peer"})
 try:

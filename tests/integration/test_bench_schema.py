@@ -95,7 +95,7 @@ def test_reflection_v1_against_grpc_js():
     works only through the v1 service; its map entries, named as protobufjs names them, are
     repaired (descriptor_repair); then a templated load of the method is answered."""
     from triple_py.bench import run
-    from triple_py_testing.peers import start_peer
+    from peers.launch import start_peer
 
     with start_peer("grpc-js", proto=str(SHOP_PROTO), include=str(PROTO_DIR)) as peer:
         with insecure_channel(peer.address) as channel:

@@ -9,8 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 HARD_TIMEOUT = 180.0
+
+pytestmark = pytest.mark.checkout("the interop grid: proto/grpc/testing, its peers' builds")
 
 
 def test_grid_through_interceptors(tmp_path):

@@ -27,6 +27,8 @@ import pytest
 from triple_py_testing.interop.cases import CASES
 from triple_py_testing.interop.peers import PEERS
 
+pytestmark = pytest.mark.checkout("the interop grid: proto/grpc/testing, its peers' builds")
+
 ROOT = Path(__file__).resolve().parents[2]
 REQUIRED_PEERS = ("grpcio", "cpp", "go", "connect", "dubbo-js", "embedded")  # issues 8, 21
 DEADLINE = 150.0  # seconds for the cells (builds included)
