@@ -30,7 +30,7 @@ from ._credentials import ChannelCredentials
 from ._helper_threads import helpers, wake_soon
 from ._status import StatusCode
 from . import _types as abstract
-from ._types import AuthMetadataPlugin, AuthMetadataPluginCallback
+from ._types import AuthMetadataPluginCallback
 
 Metadata = tuple[tuple[str, Any], ...]
 PluginCallback = Callable[[Optional[Sequence[tuple[str, Any]]], Optional[Exception]], None]
