@@ -11,8 +11,8 @@ list swapped every 0.25 s for 4 s, timeout 10 s per call) once with each checkou
 two scenarios:
 
 - ``live``: the four endpoints are the four servers (a provider added is up);
-- ``stalled``: the fourth endpoint is a ``testing.FaultProxy`` in front of the fourth
-  server with the ``stall`` fault (a provider that registered but never answers: its
+- ``stalled``: the fourth endpoint is a ``triple_py_testing.faults.FaultProxy`` in front of
+  the fourth server with the ``stall`` fault (a provider that registered but never answers: its
   connection is accepted, its HTTP/2 SETTINGS never come).  It is in three of the six
   lists the child cycles through.
 
