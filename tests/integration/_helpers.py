@@ -13,6 +13,7 @@ import queue
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -25,7 +26,9 @@ import triple_py
 from peers import UNARY_METHOD
 
 ROOT = Path(__file__).resolve().parents[2]
-VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+# The interpreter running the tests (the project venv's in a checkout, the venv the wheel is
+# installed in under tools/test_wheel.sh): children running triple_py code use it.
+VENV_PYTHON = Path(sys.executable)
 MiB = 1024 * 1024
 TIMEOUT = 10  # seconds: the deadline of every call that is expected to succeed
 
@@ -229,7 +232,7 @@ def finished_child(child: subprocess.Popen, timeout: float, what: str) -> str:
 
 
 def start_child(code: str, *args: str, **popen: Any) -> subprocess.Popen:
-    """Runs `code` in the project venv's Python with the triple_py this process imported
+    """Runs `code` in this interpreter with the triple_py this process imported
     (the instrumented copy under tools/test_asan.sh); `popen`: more Popen arguments,
     e.g. start_new_session."""
     package_root = Path(triple_py.__file__).resolve().parents[1]

@@ -11,6 +11,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -28,7 +29,7 @@ from triple_py.testing import EchoServer
 from _helpers import quiet_stats
 
 ROOT = Path(__file__).resolve().parents[2]
-VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+VENV_PYTHON = Path(sys.executable)  # the interpreter running the tests
 UNARY = "/benchmark.BenchmarkService/UnaryCall"
 STREAM = "/benchmark.BenchmarkService/StreamCall"
 TIMEOUT = 10

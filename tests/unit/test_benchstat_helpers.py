@@ -18,7 +18,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data" / "benchstat"
-PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+PYTHON = sys.executable  # the interpreter running the tests, with the triple_py they import
 
 _SHIM = """
 import importlib, sys, types, runpy
