@@ -2,14 +2,18 @@
 side by side with grpcio's client where it has the same case."""
 from __future__ import annotations
 
+import asyncio
+import textwrap
 import threading
+import time
 
 import grpc
 import pytest
 
 import triple_py
+import triple_py.aio
 from _auth_server import METHOD, STREAM_METHOD, AuthServer, received
-from _helpers import TIMEOUT, echoed
+from _helpers import TIMEOUT, echoed, finished_child, start_child
 from _tls_helpers import make_pki
 from peers import UNARY_METHOD
 from peers.launch import start_peer
@@ -212,3 +216,252 @@ def test_credentials_of_the_wrong_type_are_refused(plain_auth):
     with triple_py.insecure_channel(f"127.0.0.1:{plain_auth.port}") as ch:
         with pytest.raises(TypeError, match="CallCredentials"):
             ch.unary_unary(METHOD)(b"", timeout=TIMEOUT, credentials="Bearer x")
+
+
+# --- plugins that never answer: exit, cancel, deadline, other calls ---------------------
+
+# A child's script starts with this: the server's address, a plugin that never calls back.
+STUCK_PRELUDE = textwrap.dedent("""\
+    import asyncio, sys, threading, time
+    import triple_py, triple_py.aio
+    ADDR = sys.argv[1]
+    METHOD, STREAM = "/auth.Auth/WhoAmI", "/auth.Auth/WhoAmIStream"
+    LOCAL = triple_py.local_channel_credentials()
+    never = threading.Event()
+
+    def stuck(context, callback):
+        never.wait()
+    STUCK = triple_py.metadata_call_credentials(stuck)
+
+    def code_of(fn):
+        try:
+            fn()
+            return "OK"
+        except triple_py.RpcError as err:
+            return err.code().name
+""")
+
+STUCK_SYNC = """
+    ch = triple_py.secure_channel(ADDR, LOCAL)
+    mc = ch.unary_unary(METHOD)
+    out = [code_of(lambda: mc(b"", timeout=0.3, credentials=STUCK)),
+           mc.future(b"", timeout=0.3, credentials=STUCK).exception(5).code().name,
+           code_of(lambda: list(ch.stream_stream(STREAM)(iter([b"a"]), timeout=0.3,
+                                                       credentials=STUCK))),
+           code_of(lambda: list(ch.unary_stream(STREAM)(b"a", timeout=0.3,
+                                                      credentials=STUCK)))]
+    fut = mc.future(b"", credentials=STUCK)  # no deadline: only cancel ends it
+    time.sleep(0.1)
+    out += [fut.cancel(), fut.code().name]
+"""
+
+STUCK_AIO = """
+    async def main():
+        ch = triple_py.aio.secure_channel(ADDR, LOCAL)
+        mc = ch.unary_unary(METHOD)
+        async def awaited(call):
+            try:
+                await call
+                return "OK"
+            except triple_py.RpcError as err:
+                return err.code().name
+        out = [await awaited(mc(b"", timeout=0.3, credentials=STUCK))]
+        stream = ch.stream_stream(STREAM)(timeout=0.3, credentials=STUCK)
+        try:
+            await stream.read()
+        except triple_py.RpcError as err:
+            out.append(err.code().name)
+        call = mc(b"", credentials=STUCK)  # no deadline: only cancel ends it
+        task = asyncio.ensure_future(call)
+        await asyncio.sleep(0.1)
+        out.append(call.cancel())
+        try:
+            await task
+        except asyncio.CancelledError:
+            out.append("CancelledError")
+        out.append((await call.code()).name)
+        return out
+    out = asyncio.run(main())  # returns although the plugins never answered
+"""
+
+STUCK_END = """
+    print(out)
+    print(time.monotonic(), flush=True)  # the end of the script: the process exits now
+"""
+
+
+def run_stuck_child(plain_auth, body: str, end: str = STUCK_END) -> tuple[list, float]:
+    """Runs STUCK_PRELUDE + ``body`` + ``end`` in a child (hard timeout 30 s); returns
+    what it printed and how long it took to exit after its script ended."""
+    code = STUCK_PRELUDE + textwrap.dedent(body) + textwrap.dedent(end)
+    child = start_child(code, f"localhost:{plain_auth.port}", start_new_session=True)
+    out = finished_child(child, 30, "a process with a stuck plugin")
+    ended = time.monotonic()
+    result, script_end = out.strip().splitlines()[-2:]
+    return eval(result), ended - float(script_end)  # noqa: S307 - our own child's list
+
+
+def test_stuck_plugin_lets_the_sync_process_exit(plain_auth):
+    """Deadline and cancel end every call shape waiting on a plugin that never answers,
+    and the process exits at once (grpcio: 1.1 s): plugins run on daemon threads."""
+    out, exit_s = run_stuck_child(plain_auth, STUCK_SYNC)
+    assert out == ["DEADLINE_EXCEEDED"] * 4 + [True, "CANCELLED"]
+    assert exit_s < 5, f"the process took {exit_s:.1f} s to exit"
+
+
+def test_stuck_plugin_lets_asyncio_run_return_and_the_process_exit(plain_auth):
+    """aio: the deadline ends the call, a cancel returns at once (CANCELLED), and
+    ``asyncio.run()`` and the process end although the plugins never answered."""
+    out, exit_s = run_stuck_child(plain_auth, STUCK_AIO)
+    assert out == ["DEADLINE_EXCEEDED", "DEADLINE_EXCEEDED", True, "CancelledError",
+                   "CANCELLED"]
+    assert exit_s < 5, f"the process took {exit_s:.1f} s to exit"
+
+
+STARVED = """
+    def fast(context, callback):
+        callback((("x-fast", "1"),), None)
+    FAST = triple_py.metadata_call_credentials(fast)
+    stuck_ch = triple_py.secure_channel(ADDR, LOCAL)
+    stuck_futures = [stuck_ch.unary_unary(METHOD).future(b"", timeout=60, credentials=STUCK)
+                     for _ in range(12)]
+    time.sleep(0.2)
+    other = triple_py.secure_channel(ADDR, LOCAL).unary_unary(METHOD)
+    out = [code_of(lambda: other(b"", timeout=1, credentials=FAST)) for _ in range(3)]
+
+    async def main():
+        stuck_ach = triple_py.aio.secure_channel(ADDR, LOCAL)
+        calls = [stuck_ach.unary_unary(METHOD)(b"", timeout=60, credentials=STUCK)
+                 for _ in range(12)]
+        tasks = [asyncio.ensure_future(c) for c in calls]
+        await asyncio.sleep(0.2)
+        amc = triple_py.aio.secure_channel(ADDR, LOCAL).unary_unary(METHOD)
+        got = []
+        for _ in range(3):
+            try:
+                await amc(b"", timeout=1, credentials=FAST)
+                got.append("OK")
+            except triple_py.RpcError as err:
+                got.append(err.code().name)
+        for c in calls:
+            c.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return got
+    out += asyncio.new_event_loop().run_until_complete(main())
+"""
+# Exit at once, whatever threads remain: this test is about the calls, not the exit.
+HARD_EXIT = STUCK_END + """
+    import os
+    os._exit(0)
+"""
+
+
+def test_stuck_plugins_hold_up_no_other_call(plain_auth):
+    """Twelve stuck plugins (sync and aio) leave other channels' credentialed calls
+    alone (grpcio: unaffected; a pool of 4 threads failed them all DEADLINE_EXCEEDED)."""
+    out, _ = run_stuck_child(plain_auth, STARVED, HARD_EXIT)
+    assert out == ["OK"] * 6
+
+
+# --- plugin metadata the core would refuse, and failing plugins, in every call shape --
+
+def call_shapes(ch, aio_ch, creds):
+    """(shape, thunk) for every call shape: the thunk makes the call and returns its
+    (code name, details), or ("RAISED", repr) for anything that is not an RpcError."""
+    def sync(fn):
+        def run():
+            try:
+                fn()
+                return "OK", None
+            except triple_py.RpcError as err:
+                return err.code().name, err.details()
+            except Exception as exc:  # noqa: BLE001 - what the finding was about
+                return "RAISED", repr(exc)
+        return run
+
+    async def aio_unary():
+        await aio_ch.unary_unary(METHOD)(b"", timeout=TIMEOUT, credentials=creds)
+
+    async def aio_stream():
+        call = aio_ch.stream_stream(STREAM_METHOD)(iter([b"a"]), timeout=TIMEOUT,
+                                                   credentials=creds)
+        return [r async for r in call]
+
+    def in_loop(coro_fn):
+        async def main():
+            return await coro_fn()
+        return lambda: asyncio.get_event_loop_policy().get_event_loop().run_until_complete(
+            main())
+    kw = dict(timeout=TIMEOUT, credentials=creds)
+    return [
+        ("unary", sync(lambda: ch.unary_unary(METHOD)(b"", **kw))),
+        ("with_call", sync(lambda: ch.unary_unary(METHOD).with_call(b"", **kw))),
+        ("future", sync(lambda: ch.unary_unary(METHOD).future(b"", **kw).result())),
+        ("unary_stream", sync(lambda: list(ch.unary_stream(STREAM_METHOD)(b"", **kw)))),
+        ("stream_unary", sync(lambda: ch.stream_unary(METHOD)(iter([b""]), **kw))),
+        ("stream_stream", sync(lambda: list(ch.stream_stream(STREAM_METHOD)(iter([b"a"]),
+                                                                           **kw)))),
+        ("aio_unary", sync(in_loop(aio_unary))),
+        ("aio_stream_stream", sync(in_loop(aio_stream))),
+    ]
+
+
+@pytest.fixture
+def both_local(plain_auth):
+    """A sync and an aio triple_py channel with local credentials, and an event loop."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    ch = triple_py.secure_channel(f"localhost:{plain_auth.port}",
+                                  triple_py.local_channel_credentials())
+    aio_ch = triple_py.aio.secure_channel(f"localhost:{plain_auth.port}",
+                                          triple_py.local_channel_credentials())
+    try:
+        yield ch, aio_ch
+    finally:
+        loop.run_until_complete(aio_ch.close())
+        ch.close()
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+def answering(metadata):
+    def plugin(context, callback):
+        callback(metadata, None)
+    return plugin
+
+
+ILLEGAL = {"bad key": (("bad key", "v"),), "newline in value": (("k", "a\nb"),),
+           "upper-case key": (("Upper", "v"),), "str -bin value": (("k-bin", "abc"),),
+           "reserved key": (("te", "x"),), "int value": (("k", 5),),
+           "not pairs": ("abc",)}
+
+
+@pytest.mark.parametrize("case", list(ILLEGAL))
+def test_illegal_plugin_metadata_fails_every_call_shape_unavailable(both_local, case):
+    """Metadata the core would refuse ends the call UNAVAILABLE "Illegal metadata" (as
+    grpcio's unary, future, stream and aio calls do), never a raw ValueError."""
+    creds = triple_py.metadata_call_credentials(answering(ILLEGAL[case]))
+    got = {shape: run() for shape, run in call_shapes(*both_local, creds)}
+    assert got == {shape: ("UNAVAILABLE", "Illegal metadata") for shape in got}
+
+
+@pytest.mark.parametrize("case", ["bad key", "newline in value", "upper-case key"])
+def test_illegal_plugin_metadata_as_grpcio(plain_auth, case):
+    ours, theirs = local_pair(plain_auth.port)
+    with ours, theirs:
+        a = outcome(triple_py, ours.unary_unary(METHOD),
+                    triple_py.metadata_call_credentials(answering(ILLEGAL[case])))
+        b = outcome(grpc, theirs.unary_unary(METHOD),
+                    grpc.metadata_call_credentials(answering(ILLEGAL[case])))
+    assert a == b == ("UNAVAILABLE", "Illegal metadata")
+
+
+@pytest.mark.parametrize("plugin", [raising, reporting])
+def test_failing_plugin_fails_every_call_shape_as_grpcio(both_local, plugin):
+    """grpcio's words in every shape: UNAVAILABLE "Getting metadata from plugin failed
+    with error: <the exception's text>"."""
+    got = {shape: run() for shape, run in call_shapes(
+        *both_local, triple_py.metadata_call_credentials(plugin))}
+    text = "no token today" if plugin is raising else "token service down"
+    want = ("UNAVAILABLE", f"Getting metadata from plugin failed with error: {text}")
+    assert got == {shape: want for shape in got}
