@@ -110,7 +110,7 @@ enum { TRI_ADDRESS_TCP = 0, TRI_ADDRESS_UNIX = 1, TRI_ADDRESS_UNIX_ABSTRACT = 2 
  * (dubbo-go streams only over gRPC, docs/triple-wire.md §2). */
 enum { TRI_WIRE_GRPC = 0, TRI_WIRE_TRIPLE = 1 };
 /* Triple dialects: which version and deadline headers a Triple unary call
- * sends (docs/triple-wire.md §1.1, notes/issue21.md).  GO: dubbo-go's
+ * sends (docs/triple-wire.md §1.1).  GO: dubbo-go's
  * triple-protocol-version: 0.1.0 and triple-timeout-ms.  SPEC: the Triple
  * spec's, read by Dubbo Java and dubbo-js: tri-protocol-version: 1.0.0 and
  * tri-service-timeout.  AUTO: both pairs; every implementation reads its own

@@ -509,7 +509,7 @@ class Channel(abstract.Channel):
                                        **tls}
         if one is None and self._options.shared_io_thread:
             # Several backends: their connections share one I/O thread (one wake-up
-            # for calls to all of them; notes/issue25-sharedio.md).
+            # for calls to all of them; docs/architecture.md).
             core_kwargs["io_loop"] = _triple.IoLoop()
 
         def make_core(endpoint: Endpoint) -> Any:

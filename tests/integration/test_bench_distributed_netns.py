@@ -5,7 +5,7 @@ hosts and the load crosses real (veth) interfaces. The client runs in the schedu
 namespace. Needs root and iproute2; skipped otherwise.
 
 TRIPLE_PY_NETNS_REPORT=PATH also writes the merged and per-worker figures there (the
-figures of notes/issue23.md).
+figures of docs/distributed.md).
 """
 import json
 import os

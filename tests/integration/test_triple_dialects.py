@@ -166,7 +166,7 @@ def test_java_missing_group_is_404_invoker_not_found():
     with RawH2Server(java_peer) as server, java_channel(server.address, group="other") as ch:
         error = rpc_error(unary(ch), b"{}", timeout=TIMEOUT)
     # Java answers a missing invoker with 404, the status it also gives NOT_FOUND: only the
-    # message tells them apart (documented in notes/issue21.md).
+    # message tells them apart (docs/triple-wire.md §1.4).
     assert (error.code(), error.details()) == (Code.NOT_FOUND, "Invoker not found")
 
 

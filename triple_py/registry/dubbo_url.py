@@ -10,8 +10,7 @@ way ``java.net.URLEncoder`` escapes a form value, and becomes the name of a node
 
 The rules here follow apache/dubbo 3.3 (``URL.toFullString``/``buildString``, ``URL.encode``,
 ``URLStrParser.parseEncodedStr``/``parseDecodedStr``) and apache/dubbo-go
-(``registry/base_registry.go``: the same layout, escaped with Go's ``url.QueryEscape``); the
-versions read are listed in notes/issue25-zk.md.
+(``registry/base_registry.go``: the same layout, escaped with Go's ``url.QueryEscape``).
 """
 from __future__ import annotations
 

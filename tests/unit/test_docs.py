@@ -1,0 +1,58 @@
+"""The docs stay true: every page the code cites exists, every link between pages resolves,
+and docs/options.md lists every row of the core's option table."""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from triple_py import _triple
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+
+pytestmark = pytest.mark.skipif(not DOCS.is_dir(), reason="needs the checkout's docs/")
+
+
+def tracked_files() -> list[Path]:
+    """Every file git tracks (the checkout as committed plus staged changes)."""
+    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    return [ROOT / line for line in out.splitlines() if (ROOT / line).is_file()]
+
+
+def test_every_cited_docs_page_exists() -> None:
+    cited = re.compile(r"\bdocs/([A-Za-z0-9_.-]+\.md)")
+    missing = set()
+    for path in tracked_files():
+        if path.suffix not in {".c", ".h", ".py", ".md", ".sh", ".toml", ".mjs", ".go", ".cc"}:
+            continue
+        for name in cited.findall(path.read_text(errors="replace")):
+            if not (DOCS / name).is_file():
+                missing.add(f"{path.relative_to(ROOT)} cites docs/{name}")
+    assert not missing, sorted(missing)
+
+
+def test_no_code_points_at_session_notes() -> None:
+    offenders = [str(p.relative_to(ROOT)) for p in tracked_files()
+                 if p.suffix in {".c", ".h", ".py"} and "notes/issue" in p.read_text(errors="replace")]
+    assert not offenders, offenders
+
+
+def test_links_between_pages_resolve() -> None:
+    link = re.compile(r"\]\(([^)#:]+\.md)(#[^)]*)?\)")
+    broken = []
+    for page in [*DOCS.glob("*.md"), ROOT / "README.md"]:
+        for target, _ in link.findall(page.read_text()):
+            if not (page.parent / target).resolve().is_file():
+                broken.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert not broken, broken
+
+
+def test_options_page_lists_every_core_option() -> None:
+    text = (DOCS / "options.md").read_text()
+    named = [row[0] for row in _triple.CHANNEL_OPTIONS if row[0]]
+    missing = [name for name in named if f"`{name}`" not in text]
+    assert not missing, f"docs/options.md lacks {missing}"
