@@ -14,13 +14,14 @@ the suite that needs a checkout is skipped, each with its reason, and the rest r
 - a test that starts a peer other than "embedded" (tests/peers/launch.py skips it).
 
 The test tools (testing/: triple_py_testing, pure Python: the fault proxy, the PKI, the
-peers' launcher) are installed next to the wheel (``pip wheel --no-deps testing`` makes
-their wheel); without them, a module whose import needs them is skipped too. The
-repository root the launcher reads data files from ($TRIPLE_PY_ROOT) defaults to the
-directory holding the copied tests/.
+peers' launcher; tests and their child processes import them) must be installed next to
+the wheel, as grpcio's tests need grpcio-testing: ``pip wheel --no-deps --no-build-isolation
+testing`` makes their wheel. The repository root the launcher reads data files from
+($TRIPLE_PY_ROOT: tests/peers/proto/) defaults to the directory holding the copied tests/.
 
 Every other test must pass against the wheel; the run fails at once when triple_py is
-imported from a checkout instead of an installed package (``check_installed``).
+imported from a checkout instead of an installed package, or without the test tools
+(``check_installed``).
 """
 from __future__ import annotations
 
@@ -64,7 +65,8 @@ def pytest_configure(config):
 def check_installed() -> None:
     """Fails the run (pytest.UsageError) when triple_py is imported from a source checkout
     (a directory next to setup.py or csrc/, or inside a git work tree), not an installed
-    package: the run would test the checkout, not the wheel."""
+    package: the run would test the checkout, not the wheel; or when the test tools
+    (triple_py_testing) are not installed."""
     import triple_py
     package = Path(triple_py.__file__).resolve().parent
     project = package.parent
@@ -72,28 +74,13 @@ def check_installed() -> None:
             (d / ".git").exists() for d in package.parents):
         raise pytest.UsageError(f"TRIPLE_PY_INSTALLED=1 but triple_py is imported from a "
                                 f"checkout: {package}")
-
-
-class _InstalledModule(pytest.Module):
-    """A test module run against the installed wheel: skipped (with the reason) when its
-    import needs the test tools' distribution, triple_py_testing, and it is not installed."""
-
-    def _getobj(self):
-        try:
-            return super()._getobj()
-        except self.CollectError as exc:
-            missing = exc.__cause__
-            if isinstance(missing, ModuleNotFoundError) and \
-                    (missing.name or "").split(".")[0] == "triple_py_testing":
-                pytest.skip(f"{self.path.name} needs {missing.name} (testing/), not "
-                            "installed next to the wheel", allow_module_level=True)
-            raise
-
-
-def pytest_pycollect_makemodule(module_path, parent):
-    if INSTALLED and module_path.name not in ("conftest.py", "__init__.py"):
-        return _InstalledModule.from_parent(parent, path=module_path)
-    return None
+    try:
+        import triple_py_testing  # noqa: F401
+    except ImportError:
+        raise pytest.UsageError(
+            "TRIPLE_PY_INSTALLED=1 needs the test tools installed next to the wheel: "
+            "`pip wheel --no-deps --no-build-isolation testing` in the checkout makes "
+            "triple_py_testing-*.whl; `pip install --no-index --no-deps` it") from None
 
 
 def pytest_collection_modifyitems(config, items):
