@@ -233,10 +233,12 @@ OPENSSL_VERSION=$(dpkg-query -W -f='${Version}' libssl-dev 2>/dev/null) ||
 matches "$OPENSSL_VERSION" "$PIN_OPENSSL" ||
   die "libssl-dev $OPENSSL_VERSION does not match the pin '$PIN_OPENSSL' for $CODENAME"
 NEED_ZSTD=0
-if nm -u "$LIBDIR/libcrypto.a" 2>/dev/null | grep -q ' U ZSTD_'; then
+# grep reads all of nm's output (no -q): under pipefail, nm killed by SIGPIPE after an early
+# match would make the test false.
+if nm -u "$LIBDIR/libcrypto.a" 2>/dev/null | grep ' U ZSTD_' >/dev/null; then
   NEED_ZSTD=1
 fi
-if nm -u "$LIBDIR/libcrypto.a" 2>/dev/null | grep -q ' U Brotli'; then
+if nm -u "$LIBDIR/libcrypto.a" 2>/dev/null | grep ' U Brotli' >/dev/null; then
   die "$LIBDIR/libcrypto.a needs brotli, which this script does not build"
 fi
 
@@ -336,6 +338,23 @@ fetch() {
   done
   if [ -z "$tried" ]; then
     die "no source version of $pkg matching '$pins' (apt knows: $(source_versions "$pkg" | tr '\n' ' '))"
+  fi
+  # A mirror holding the upstream tarball but not the .dsc or the Debian diff (seen for
+  # Debian 13's protobuf-c): the upstream source of the newest match, without Debian's
+  # patches, unpacked where dpkg-source would have put it.
+  v=${tried# }
+  v=${v%% *}
+  local up=${v#*:} orig
+  up=${up%-*}
+  if (cd "$WORK" && apt-get source -q --tar-only "$pkg=$v" >"$WORK/$pkg-orig.log" 2>&1); then
+    orig=$(ls "$WORK/${pkg}_$up".orig.tar.* 2>/dev/null | head -1)
+    if [ -n "$orig" ]; then
+      mkdir -p "$WORK/$pkg-$up"
+      tar -xf "$orig" -C "$WORK/$pkg-$up" --strip-components=1
+      echo "build_static_deps: $pkg $v: only its upstream tarball is on the mirror; built without Debian's patches" >&2
+      echo "$v"
+      return 0
+    fi
   fi
   die "apt-get source $pkg failed for every match:$tried (see $WORK/$pkg.log)"
 }
