@@ -10,9 +10,11 @@ neither the process nor an event loop from finishing.
 A task never waits long behind stuck ones either.  It goes to an idle thread if there is
 one, else to a new thread while fewer than ``CORE`` run; else it queues.  When no thread
 has taken a task off the queue for ``GRACE_S`` (they are all stuck, say), a watchdog
-thread gives every task queued that long a new thread of its own (up to ``LIMIT``
-threads).  So a burst of quick tasks is served by a few threads, and stuck tasks cost a
-thread each, as grpcio's thread per plugin invocation does.  Idle threads end after
+thread starts new threads for the tasks queued that long: as many as there are threads,
+at most (the count doubles per ``GRACE_S`` while the stall lasts, up to ``LIMIT``).  So a
+burst of quick tasks is served by a few threads, even on a machine so loaded that threads
+wait for a CPU now and then, while stuck tasks end up costing a thread each, as grpcio's
+thread per plugin invocation does.  Idle threads end after
 ``IDLE_S`` seconds.
 """
 from __future__ import annotations
@@ -29,8 +31,8 @@ Task = Callable[[], None]
 
 #: Threads started at once, without waiting, when no thread is idle.
 CORE = 4
-#: Seconds a queued task waits before it gets a new thread.
-GRACE_S = 0.02
+#: Seconds without a queued task taken before new threads start.
+GRACE_S = 0.05
 #: Most threads alive at once: generous, since every task may be stuck.
 LIMIT = 1024
 #: Seconds an idle thread waits for a task before it ends.
@@ -137,16 +139,18 @@ class HelperThreads:
                 now = time.monotonic()
                 late: list[Task] = []
                 stalled = now - self._progress >= self._grace_s
-                while stalled and self._queue and now - self._queue[0][0] >= self._grace_s \
-                        and self._threads < self._limit:
+                room = min(max(self._threads, 1), self._limit - self._threads) if stalled else 0
+                while len(late) < room and self._queue and \
+                        now - self._queue[0][0] >= self._grace_s:
                     late.append(self._queue.popleft()[1])
-                    self._threads += 1
+                if late:
+                    self._threads += len(late)
+                    self._progress = now  # the next ones wait for these to be stuck too
                 wait = (self._grace_s - min(now - self._queue[0][0], now - self._progress)
                         if self._queue and not late else 0.0)
             for task in late:
                 self._start(task)
-            if not late:
-                time.sleep(max(wait, self._grace_s / 4))
+            time.sleep(max(wait, self._grace_s / 4))
 
 
 #: The threads of triple_py's blocking helpers (plugins, asyncio preflight, resolvers).
