@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import re
 import threading
 import time
@@ -218,7 +219,7 @@ async def plugin_metadata_async(plugins: tuple[Any, ...], context: AuthMetadataC
             out.extend(plugin.metadata)
             continue
         answered: asyncio.Future[None] = loop.create_future()
-        answer = _Answer(lambda f=answered: wake_soon(loop, f))
+        answer = _Answer(functools.partial(wake_soon, loop, answered))
         answer.start(plugin, context)
         try:
             await asyncio.wait_for(answered, _left(deadline))
