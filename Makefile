@@ -15,7 +15,7 @@ CORE_HDR = $(wildcard csrc/*.h csrc/server/*.h)
 CTEST_SRC := $(wildcard tests/c/*.c)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-.PHONY: all bootstrap build notebook test check-python-h format-check test-fresh ctest ctest-asan ctest-reverse pytest bench bench-peers clean fuzz test-tsan test-valgrind test-asan microbench soak interop dist
+.PHONY: all bootstrap build notebook test check-python-h format-check test-fresh test-wheel ctest ctest-asan ctest-reverse pytest bench bench-peers clean fuzz test-tsan test-valgrind test-asan microbench soak interop dist
 
 all: build
 
@@ -95,6 +95,13 @@ dist: bootstrap
 # when the project needs a package that tools/bootstrap.sh does not install.  Needs root.
 test-fresh:
 	tools/test_fresh.sh
+
+# The wheel as a user meets it (tools/test_wheel.sh): `make dist`'s wheel installed with pip
+# --no-index in minimal Debian 12 roots (no checkout) for the smoke test (tests/wheel/smoke.py)
+# and the suite's no-checkout part (tests/wheel/installed_tests.txt); a Debian 13 wheel built
+# from the sdist in one root and smoke-tested in another.  Needs root.
+test-wheel: dist
+	tools/test_wheel.sh $(SDIST) "$$(ls -t dist/triple_py-$(VERSION)-*manylinux*.whl | head -1)"
 
 # The main job: the headline matrix (triple_py/bench/matrix.py HEADLINE) against the embedded
 # echo server in a process of its own (so that client and server CPU per call are each

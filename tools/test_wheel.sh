@@ -58,6 +58,10 @@ python3-wheel dpkg-dev pkg-config libssl-dev zlib1g-dev ca-certificates"
 TEST_PKGS="python3-pytest python3-grpcio python3-pandas python3-scipy python3-matplotlib
 python3-jinja2"
 
+# The host's interpreter for the tools run here (the project venv's when there is one).
+host_python=/usr/bin/python3
+[ -x .venv/bin/python ] && host_python=.venv/bin/python
+
 say() { printf 'test-wheel: %s\n' "$*"; }
 now() { date +%s; }
 t0=$(now)
@@ -116,7 +120,7 @@ mkdir -p "$work"
 
 say "sdist $(basename "$sdist"): $(stat -c %s "$sdist") bytes; wheel $(basename "$wheel"): $(stat -c %s "$wheel") bytes"
 say "the check of $(basename "$wheel"):"
-/usr/bin/python3 tools/wheel_fixup.py --check "$wheel" || fail 0 $?
+"$host_python" tools/wheel_fixup.py --check "$wheel" || fail 0 $?
 
 if [[ $steps == *" 1 "* ]]; then
   s=$(now)
@@ -153,12 +157,25 @@ if [[ $steps == *" 2 "* ]]; then
       [ -f "$path" ] || { say "tests/wheel/installed_tests.txt names $path, which does not exist"; exit 2; }
     done
     cp "$wheel" "$root12t/work/wheel/"
+    # The test tools' distribution (testing/: triple_py_testing, pure Python) goes next to
+    # the wheel, as grpcio-testing would; built from a copy, so the checkout stays clean.
+    testing_whl=""
+    if [ -f testing/pyproject.toml ]; then
+      rm -rf "$work/testing-src" && cp -r testing "$work/testing-src"
+      "$host_python" -m pip wheel -q --no-deps --no-build-isolation --no-index \
+        -w "$root12t/work/wheel" "$work/testing-src" >/dev/null
+      testing_whl=$(basename "$(ls "$root12t"/work/wheel/triple_py_testing-*.whl)")
+    fi
     CHROOT_ENV=(TRIPLE_PY_INSTALLED=1)
     chroot_sh "$root12t" '
       set -e
       python3 -m venv --system-site-packages /opt/venv
       /opt/venv/bin/pip install -q --no-index --disable-pip-version-check \
         "/work/wheel/'"$(basename "$wheel")"'[test]"
+      if [ -n "'"$testing_whl"'" ]; then
+        /opt/venv/bin/pip install -q --no-index --no-deps --disable-pip-version-check \
+          "/work/wheel/'"$testing_whl"'"
+      fi
       cd /work/suite
       test ! -e triple_py && test ! -e tests/triple_py
       where=$(/opt/venv/bin/python -c "import triple_py; print(triple_py.__file__)")
@@ -200,7 +217,7 @@ if [[ $steps == *" 3 "* ]]; then
       wheel13=$(ls "$work"/trixie-wheel/*.whl)
       timings+=("trixie wheel build: $(( $(now) - s )) s")
       say "the check of $(basename "$wheel13") ($(stat -c %s "$wheel13") bytes):"
-      /usr/bin/python3 tools/wheel_fixup.py --check "$wheel13" || fail 3 $?
+      "$host_python" tools/wheel_fixup.py --check "$wheel13" || fail 3 $?
     else
       fail 3 1
     fi
