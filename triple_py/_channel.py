@@ -17,6 +17,7 @@ from ._errors import CallResult, _InactiveRpcError
 from ._future import CompletionDispatcher, UnaryFuture
 from . import _types as abstract
 from ._options import ChannelOptions
+from ._pending_call import PendingCall
 from ._preflight import EndedCall, prepare
 from ._status import compression_value
 from ._streams import StreamingCall, pump_requests, start_pump
@@ -119,9 +120,12 @@ class _MultiCallable:
 
     def _core_call(self, payload: Any, timeout: Optional[float], metadata: MetadataType,
                    flags: int, compression: Any, credentials: Any,
-                   wait_for_ready: Optional[bool], notify: int = 0) -> Any:
+                   wait_for_ready: Optional[bool], notify: int = 0,
+                   defer: bool = False) -> Any:
         """Starts a call of this method in the core, after its call credentials and
-        ``wait_for_ready`` (or the EndedCall they failed it with)."""
+        ``wait_for_ready`` (or the EndedCall they failed it with).  ``defer`` (a stream
+        handed to the caller): those run on a helper thread and a PendingCall stands for
+        the core call meanwhile, so that the caller may cancel it."""
         wait_for_ready = self._waits(wait_for_ready)
         if self._cfg_timeout is not None:
             timeout = _min_timeout(timeout, self._cfg_timeout)
@@ -130,6 +134,9 @@ class _MultiCallable:
             return self._core.call(self._method, payload, timeout, metadata, notify=notify,
                                    flags=flags, compression=_compression(compression))
         if credentials is not None or wait_for_ready or self._has_plugins:
+            if defer:
+                return PendingCall(lambda: self._preflight_then(
+                    start, timeout, metadata, credentials, wait_for_ready), timeout)
             return self._preflight_then(start, timeout, metadata, credentials, wait_for_ready)
         return start(timeout, metadata)
 
@@ -146,13 +153,14 @@ class _MultiCallable:
 
     def _start_request_stream(self, timeout: Optional[float], metadata: MetadataType,
                               compression: Any, flags: int, credentials: Any,
-                              wait_for_ready: Optional[bool]) -> Any:
+                              wait_for_ready: Optional[bool], defer: bool = False) -> Any:
         """The first attempt of a call whose requests stream (``flags`` beside
         CLIENT_STREAMING): its core call, or with retries on a _replay.ReplayingCall
-        that keeps the requests for the attempts that may follow."""
+        that keeps the requests for the attempts that may follow (``defer``: see
+        ``_core_call``)."""
         def start(timeout: Optional[float]) -> Any:
             return self._core_call(None, timeout, metadata, _triple.CLIENT_STREAMING | flags,
-                                   compression, credentials, wait_for_ready)
+                                   compression, credentials, wait_for_ready, defer=defer)
         if not self._retries:
             return start(timeout)
         return ReplayingCall.begin(start, timeout,
@@ -369,7 +377,7 @@ class UnaryStreamMultiCallable(_MultiCallable, abstract.UnaryStreamMultiCallable
         first response arrives, a failed attempt is retried as a unary call is."""
         payload = serialize(self._serialize, request)
         core_call = self._core_call(payload, timeout, metadata, _triple.SERVER_STREAMING,
-                                    compression, credentials, wait_for_ready)
+                                    compression, credentials, wait_for_ready, defer=True)
         stream = StreamingCall(core_call, None, self._deserialize)
         if self._retries:
             retries = Retries(self._retry_policy, self._throttle, deadline_of(core_call))
@@ -381,7 +389,7 @@ class UnaryStreamMultiCallable(_MultiCallable, abstract.UnaryStreamMultiCallable
                 time.sleep(delay)
                 return self._core_call(payload, retries.timeout_left(), metadata,
                                        _triple.SERVER_STREAMING, compression, credentials,
-                                       wait_for_ready)
+                                       wait_for_ready, defer=True)
             stream._again = again
         return stream
 
@@ -423,8 +431,10 @@ class StreamUnaryMultiCallable(_MultiCallable, abstract.StreamUnaryMultiCallable
                wait_for_ready: Optional[bool] = None,
                compression: Any = None) -> abstract.CallFuture:
         """Starts the call (requests are sent from a helper thread) and returns a Future.
-        With a retry policy the attempts run on that thread too."""
-        if self._retry_policy is not None:
+        With a retry policy, call credentials or ``wait_for_ready``, the call starts on
+        that thread too (the future is returned at once, as grpcio's)."""
+        if self._retry_policy is not None or credentials is not None or \
+                self._waits(wait_for_ready) or self._has_plugins:
             return DeferredFuture(lambda: self._tracked(self._blocking(
                 request_iterator, timeout, metadata, credentials, wait_for_ready,
                 compression)))
@@ -449,7 +459,7 @@ class StreamStreamMultiCallable(_MultiCallable, abstract.StreamStreamMultiCallab
         thread; without one, use the call's ``write`` and ``done_writing``."""
         call = self._start_request_stream(timeout, metadata, compression,
                                           _triple.SERVER_STREAMING, credentials,
-                                          wait_for_ready)
+                                          wait_for_ready, defer=True)
         if request_iterator is not None:
             start_pump(call, request_iterator, self._serialize)
         if isinstance(call, ReplayingCall):
