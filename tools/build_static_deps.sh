@@ -327,6 +327,10 @@ source_versions() {
 # the version fetched.
 fetch() {
   local pkg=$1 pins=$2 v tried=""
+  if [ -z "$(source_versions "$pkg")" ]; then
+    # deb-src configured but its indexes never downloaded (or outdated).
+    $SUDO apt-get update -q >&2
+  fi
   for v in $(source_versions "$pkg"); do
     matches "$v" "$pins" || continue
     tried="$tried $v"
