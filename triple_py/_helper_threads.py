@@ -149,7 +149,11 @@ class HelperThreads:
                 wait = (self._grace_s - min(now - self._queue[0][0], now - self._progress)
                         if self._queue and not late else 0.0)
             for task in late:
-                self._start(task)
+                try:
+                    self._start(task)
+                except RuntimeError:  # no thread to be had now: it waits its turn
+                    with self._lock:
+                        self._queue.appendleft((now, task))
             time.sleep(max(wait, self._grace_s / 4))
 
 
