@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from concurrent import futures
 from pathlib import Path
@@ -236,6 +237,16 @@ def test_peer_lifecycle(name):
 def test_start_unknown_peer():
     with pytest.raises(ValueError):
         launch.start_peer("nope")
+
+
+def test_python_peers_run_on_this_interpreter_or_the_override(monkeypatch):
+    """The Python peers run on the tests' interpreter (the .venv sees Debian's python3-grpcio
+    and python3-h2), or on $TRIPLE_PY_PEER_PYTHON; never on a fixed path."""
+    monkeypatch.delenv("TRIPLE_PY_PEER_PYTHON", raising=False)
+    for name in ("grpcio", "rogue"):
+        assert launch.peer_command(name, "127.0.0.1", 0)[0] == sys.executable
+    monkeypatch.setenv("TRIPLE_PY_PEER_PYTHON", "/opt/other/python3")
+    assert launch.peer_command("grpcio", "127.0.0.1", 0)[0] == "/opt/other/python3"
 
 
 # --- rogue peer ----------------------------------------------------------------------------
