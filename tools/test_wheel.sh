@@ -53,10 +53,11 @@ RUN_PKGS="python3 python3-venv ca-certificates openssl python3-protobuf python3-
 # Building the wheel (tools/build_wheel.sh and tools/build_static_deps.sh).
 BUILD_PKGS="build-essential python3-dev python3-venv python3-build python3-setuptools
 python3-wheel dpkg-dev pkg-config libssl-dev zlib1g-dev ca-certificates"
-# The suite's runner and reference client (the extra "test") and what the analysis tests
-# import (the extra "analysis": pandas, scipy, matplotlib, jinja2).
+# The suite's runner and reference client (the extra "test"), what the analysis tests
+# import (the extra "analysis": pandas, scipy, matplotlib, jinja2), protoc for the load
+# tool's --proto, and mypy, which checks callers against the shipped stub.
 TEST_PKGS="python3-pytest python3-grpcio python3-pandas python3-scipy python3-matplotlib
-python3-jinja2"
+python3-jinja2 protobuf-compiler python3-mypy"
 
 # The host's interpreter for the tools run here (the project venv's when there is one).
 host_python=/usr/bin/python3
