@@ -116,6 +116,23 @@ install_and_smoke() {
   '
 }
 
+# smoke_in_root STEP CODENAME WHEEL: a fresh runtime root of CODENAME, WHEEL installed and
+# smoke-tested there (install_and_smoke), with the times.
+smoke_in_root() {
+  local step=$1 codename=$2 whl=$3 s root
+  s=$(now)
+  # shellcheck disable=SC2086
+  if root=$(new_root "$codename" "$codename" wheel-run $RUN_PKGS); then
+    timings+=("$codename root ready: $(( $(now) - s )) s")
+    s=$(now)
+    install_and_smoke "$root" "$whl" || fail "$step" $?
+    timings+=("$codename install + smoke: $(( $(now) - s )) s")
+    chroot_unmount_all "$root"
+  else
+    fail "$step" 1
+  fi
+}
+
 rm -rf --one-file-system "$work"
 mkdir -p "$work"
 
@@ -124,18 +141,8 @@ say "the check of $(basename "$wheel"):"
 "$host_python" tools/wheel_fixup.py --check "$wheel" || fail 0 $?
 
 if [[ $steps == *" 1 "* ]]; then
-  s=$(now)
   say "step 1: Debian 12 root ($RUN_PKGS)"
-  # shellcheck disable=SC2086
-  if root12=$(new_root bookworm bookworm wheel-run $RUN_PKGS); then
-    timings+=("bookworm root ready: $(( $(now) - s )) s")
-    s=$(now)
-    install_and_smoke "$root12" "$wheel" || fail 1 $?
-    timings+=("bookworm install + smoke: $(( $(now) - s )) s")
-    chroot_unmount_all "$root12"
-  else
-    fail 1 1
-  fi
+  smoke_in_root 1 bookworm "$wheel"
 fi
 
 if [[ $steps == *" 2 "* ]]; then
@@ -231,23 +238,13 @@ if [[ $steps == *" 3 "* ]]; then
 fi
 
 if [[ $steps == *" 4 "* ]]; then
-  s=$(now)
   wheel13=$(ls "$work"/trixie-wheel/*.whl 2>/dev/null | head -1 || true)
   if [ -z "$wheel13" ]; then
     fail 4 1
     say "step 4: no Debian 13 wheel (step 3 failed or did not run)"
   else
     say "step 4: a fresh Debian 13 root ($RUN_PKGS) and the wheel built there"
-    # shellcheck disable=SC2086
-    if root13=$(new_root trixie trixie wheel-run $RUN_PKGS); then
-      timings+=("trixie root ready: $(( $(now) - s )) s")
-      s=$(now)
-      install_and_smoke "$root13" "$wheel13" || fail 4 $?
-      timings+=("trixie install + smoke: $(( $(now) - s )) s")
-      chroot_unmount_all "$root13"
-    else
-      fail 4 1
-    fi
+    smoke_in_root 4 trixie "$wheel13"
   fi
 fi
 
