@@ -163,13 +163,13 @@ def h2load(spec: RunSpec) -> BenchResult:
         proc = subprocess.Popen(tied_to_parent(command), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         try:
-            out, err = proc.communicate(timeout=limit)
+            out, err = _communicate(proc, limit)
         except subprocess.TimeoutExpired:
             _end(proc)
             raise BenchError(f"h2load did not finish within {limit:.0f} s") from None
         except KeyboardInterrupt as exc:  # SIGINT/SIGTERM: h2load prints nothing when stopped
-            _end(proc)
             window = max(0.0, time.monotonic() - started - spec.warmup)
+            _end(proc)
             rows = parse_h2load_log(_read(log_file.name))
             from .interrupts import Interrupted, mark, signal_of
             if not rows:  # only its per-request log (latency_log) keeps figures
@@ -189,6 +189,21 @@ def h2load(spec: RunSpec) -> BenchResult:
         raise BenchError("h2load failed (exit %d): %s" % (proc.returncode, " | ".join(tail)))
     rows = parse_h2load_log(log_text)
     return _result(spec, summary, rows, cpu, command)
+
+
+def _communicate(proc: "subprocess.Popen[str]", limit: float) -> Tuple[str, str]:
+    """h2load's stdout and stderr once it exits; TimeoutExpired after ``limit`` seconds.
+    It waits in slices of :data:`~.recorders.SLICE` so that a signal taken by another
+    thread still reaches the main thread's handler within one."""
+    from .recorders import SLICE
+
+    deadline = time.monotonic() + limit
+    while True:
+        try:
+            return proc.communicate(timeout=max(0.0, min(SLICE, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise
 
 
 def _read(path: str) -> str:

@@ -15,11 +15,25 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from .result import (BenchResult, Latency, histogram_from_samples, series_from_completions)
 
 __all__ = ["WARMUP", "MEASURE", "STOP", "Recorder", "StreamRecorder", "describe", "status_of",
-           "percentile", "process_cpu", "thread_window", "STOP_GRACE"]
+           "percentile", "process_cpu", "thread_window", "sleep_in_slices", "STOP_GRACE",
+           "SLICE"]
 
 #: Seconds an interrupted run waits for its workers to finish their call (they are
 #: daemon threads or cancelled tasks: none is waited for longer).
 STOP_GRACE = 0.5
+#: Longest single wait of the main thread during a run: a signal the kernel hands to another
+#: thread runs its Python handler (SIGINT, SIGTERM) in the main thread within this.
+SLICE = 0.1
+
+
+def sleep_in_slices(seconds: float) -> None:
+    """``time.sleep(seconds)`` in slices of :data:`SLICE` (see there)."""
+    end = time.monotonic() + seconds
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(SLICE, left))
 
 WARMUP, MEASURE, STOP = "warmup", "measure", "stop"
 
@@ -251,10 +265,10 @@ def thread_window(recorder: Recorder, threads: Sequence[threading.Thread], warmu
     try:
         for thread in threads:
             thread.start()
-        time.sleep(warmup)
+        sleep_in_slices(warmup)
         before = probe()
         recorder.start_window()
-        time.sleep(duration)
+        sleep_in_slices(duration)
     except KeyboardInterrupt as exc:
         from .interrupts import signal_of
         recorder.interrupted = signal_of(exc)
