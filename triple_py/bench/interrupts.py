@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, List
 
 __all__ = ["Interrupted", "signals_interrupt", "signal_of", "exit_code", "mark",
            "raise_if_marked", "loop_signals", "STOP_SIGNALS"]
@@ -33,6 +33,7 @@ class Interrupted(KeyboardInterrupt):
         super().__init__(signal.Signals(signum).name + (f": {why}" if why else ""))
         self.signum = int(signum)
         self.result = result
+        self.parts: List[Any] = []  # a distributed run's workers' results until the stop
 
     @property
     def exit_code(self) -> int:

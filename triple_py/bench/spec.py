@@ -33,9 +33,9 @@ def option_range(name: str) -> Tuple[int, int]:
     from .. import _triple
 
     for row in _triple.CHANNEL_OPTIONS:
-        if row[1] == name:
-            return row[3], row[4]
-    raise KeyError(name)
+        if row[1] == name and row[3] is not None and row[4] is not None:
+            return int(row[3]), int(row[4])
+    raise KeyError(f"{name}: not a ranged channel option")
 
 
 @dataclasses.dataclass
