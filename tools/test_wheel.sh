@@ -158,6 +158,7 @@ if [[ $steps == *" 2 "* ]]; then
     mkdir -p "$suite/tests/peers" "$root12t/work/wheel"
     cp tests/conftest.py "$suite/tests/"
     cp tests/peers/__init__.py tests/peers/launch.py "$suite/tests/peers/"
+    cp -r tests/peers/proto "$suite/tests/peers/"  # the schemas the load tool's tests compile
     cp -r tests/unit tests/integration "$suite/tests/"
     find "$suite" -name __pycache__ -prune -exec rm -rf {} +
     listed=$(grep -v '^ *\(#\|$\)' tests/wheel/installed_tests.txt | tr '\n' ' ')
