@@ -18,7 +18,8 @@ step prints PASS or FAIL with its time; the exit status is 1 when any step faile
    front of the echo server serves a certificate it signed.  ``secure_channel(target,
    ssl_channel_credentials())`` is given no roots.  Before the CA is trusted the same call
    must fail (so verification is on).
-4. bench-run: ``triple-bench run -z 2s`` (the embedded server), and ``--version``.
+4. scripts (an installed package only): the console scripts next to this interpreter.
+   bench-run: ``triple-bench run -z 2s`` (the embedded server), and ``--version``.
 5. matrix: a two-arm matrix (2 rounds of 1 s) with its verdicts.
 6. benchstat: ``triple-benchstat`` comparing the matrix's two arms (Go benchmark files).
 
@@ -383,6 +384,17 @@ def step_tls(server: EchoServer, work: Path, ca_store: str) -> str:
             f"then verified with no roots given (the default store)")
 
 
+def step_scripts() -> str:
+    """The console scripts are installed next to this interpreter (an installed wheel)."""
+    found = []
+    for script in ("triple-bench", "triple-benchstat"):
+        path = Path(sys.executable).parent / script
+        check(path.is_file() and os.access(path, os.X_OK),
+              f"no console script {script} next to {sys.executable}")
+        found.append(str(path))
+    return ", ".join(found)
+
+
 def step_bench_run(work: Path) -> str:
     version_line = run(bench() + ["--version"], work).strip()
     check(version_line.endswith(triple_py.__version__),
@@ -461,6 +473,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         with EchoServer() as server:
             step("unary", lambda: step_unary(server))
             step("tls", lambda: step_tls(server, work, args.ca_store))
+        if not args.any_location:
+            step("scripts", step_scripts)
         step("bench-run", lambda: step_bench_run(work))
         step("matrix", lambda: step_matrix(work))
         step("benchstat", lambda: step_benchstat(work))
