@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Throw-away Debian roots for the bare-machine tests (tools/test_fresh.sh,
 # tools/test_wheel.sh).  Sourced, not run: `. tools/chroot_lib.sh`.  Needs root.
 #

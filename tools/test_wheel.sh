@@ -31,7 +31,6 @@
 # first failing step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-repo=$(pwd)
 
 if [ $# -ne 2 ]; then
   echo "usage: $0 SDIST WHEEL" >&2
