@@ -12,7 +12,7 @@ from triple_py import _triple, __version__
 from triple_py._options import CORE_OPTIONS, ChannelOptions, core_default
 from triple_py.bench import cli, spec
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def test_every_row_is_a_channel_option_with_its_default() -> None:
@@ -75,7 +75,7 @@ def _number(text: str) -> int | None:
 
 
 def _stated(after: str) -> int | None:
-    """The default the README states right after an option key: "(default N, ...)",
+    """The default the docs state right after an option key: "(default N, ...)",
     "(..., default N)", "(N)", ", N" or ", off by default"; None if it states none."""
     after = " ".join(after.split())
     paren = re.match(r"\s?\(([^()]*)\)", after)
@@ -89,9 +89,9 @@ def _stated(after: str) -> int | None:
     return int(comma.group(1)) if comma else None
 
 
-@pytest.mark.checkout("README.md")
-def test_the_readme_states_the_cores_defaults() -> None:
-    text = README.read_text()
+@pytest.mark.checkout("docs/")
+def test_the_docs_state_the_cores_defaults() -> None:
+    text = "\n".join(page.read_text() for page in sorted(DOCS.glob("*.md")))
     checked = 0
     for row in CORE_OPTIONS:
         if row.key is None or row.type not in ("int", "limit", "ms", "count"):

@@ -57,3 +57,41 @@ def test_options_page_lists_every_core_option() -> None:
     named = [row[0] for row in _triple.CHANNEL_OPTIONS if row[0]]
     missing = [name for name in named if f"`{name}`" not in text]
     assert not missing, f"docs/options.md lacks {missing}"
+
+
+def readme_map() -> list[str]:
+    """The paths listed in the README's repository map."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Repository map", 1)[1]
+    return re.findall(r"^\| `([^`]+)` \|", section, re.M)
+
+
+def test_readme_map_matches_the_tree() -> None:
+    listed = readme_map()
+    missing_on_disk = [p for p in listed if not (ROOT / p).exists()]
+    assert not missing_on_disk, f"README lists paths that do not exist: {missing_on_disk}"
+    top = {p.relative_to(ROOT).parts[0] for p in tracked_files()}
+    unlisted = sorted(t for t in top
+                      if not t.startswith(".") and t != "README.md"
+                      and t.rstrip("/") not in {p.rstrip("/") for p in listed})
+    assert not unlisted, f"README's map lacks {unlisted}"
+
+
+def test_readme_is_short_and_starts_with_install() -> None:
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 160
+    first_screen = "\n".join(text.splitlines()[:15])
+    assert "pip install" in first_screen
+    assert not re.search(r"\bissue \d+|notes/" + "issue", text), "no session history in README"
+
+
+def test_readme_first_example_runs(tmp_path: Path) -> None:
+    text = (ROOT / "README.md").read_text()
+    example = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    script = tmp_path / "example.py"
+    script.write_text(example)
+    import sys
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "StatusCode.OK" in out.stdout
