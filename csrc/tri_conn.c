@@ -565,8 +565,6 @@ static int on_frame_not_send(nghttp2_session *s, const nghttp2_frame *frame,
 
 /* ---- submitting (I/O thread) ------------------------------------------ */
 
-/* Starts the call's stream, or holds the call (may_hold) while the output is
- * blocked or earlier calls are held. */
 /* Nonzero when the header list nva[0..n) is within MAX_HEADER_LIST and the
  * server's SETTINGS_MAX_HEADER_LIST_SIZE; otherwise completes the call with
  * RESOURCE_EXHAUSTED, as the server would answer it. */
@@ -585,6 +583,8 @@ static int header_list_fits(tri_conn *conn, tri_call *c, const nghttp2_nv *nva, 
   return 0;
 }
 
+/* Starts the call's stream, or holds the call (may_hold) until the server's
+ * SETTINGS arrive, while the output is blocked or earlier calls are held. */
 static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
   if (conn->dead || conn->goaway) {
     if (!c->completed)
@@ -611,11 +611,17 @@ static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
     io_release(conn, c);
     return;
   }
-  if (may_hold && (conn->write_since || conn->held)) {
-    /* The peer is not taking our output, so the request could not go out
-     * now anyway: it waits outside the session.  Submitted, a call that
-     * expires during a stall would leave its stream and an RST_STREAM in
-     * the session until the peer reads again. */
+  if (may_hold &&
+      (!atomic_load(&conn->established) || conn->write_since || conn->held)) {
+    /* Before the server's SETTINGS (as grpc, which starts no stream until
+     * they arrive), the request waits outside the session: its header list
+     * is checked against the server's SETTINGS_MAX_HEADER_LIST_SIZE, not the
+     * initial "unlimited", and a block the server could not decode (a field
+     * over nghttp2's 64 KiB, a connection error) never goes out.  Likewise
+     * when the peer is not taking our output, so the request could not go
+     * out now anyway.  Submitted, a call that expires during a stall would
+     * leave its stream and an RST_STREAM in the session until the peer reads
+     * again. */
     held_add(conn, c);
     return;
   }
@@ -656,9 +662,16 @@ static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
   inflight_add(conn, c);
 }
 
-/* Submits the held calls once the output has drained. */
+/* Nonzero when the held calls can go: the server's SETTINGS have arrived
+ * and the output has drained. */
+static int may_submit_held(tri_conn *conn) {
+  return conn->held && !conn->write_since && !conn->dead &&
+         atomic_load(&conn->established);
+}
+
+/* Submits the held calls once they can go (may_submit_held). */
 static void submit_held(tri_conn *conn) {
-  while (conn->held && !conn->write_since && !conn->dead) {
+  while (may_submit_held(conn)) {
     tri_call *c = conn->held;
     held_remove(conn, c);
     submit_call(conn, c, 0);
@@ -1180,8 +1193,8 @@ static void after_events(tri_conn *conn) {
   arm_timerfd(conn);
   expire_deadlines(conn);
   flush(conn);
-  if (conn->held && !conn->write_since && !conn->dead) {
-    submit_held(conn); /* the output drained */
+  if (may_submit_held(conn)) {
+    submit_held(conn); /* SETTINGS in, the output drained */
     flush(conn);
   }
   if (conn->dead) return;

@@ -18,8 +18,9 @@
  * Watchdogs (I/O thread, on the loop's epoll timeout like the deadlines):
  *  - connect timeout: an attempt that has not received the server's SETTINGS
  *    by `connect_deadline` dies (UNAVAILABLE);
- *  - held calls: while output waits for the socket, new calls are not
- *    submitted to nghttp2 (they could not go out anyway) but held in order,
+ *  - held calls: until the server's SETTINGS arrive (so a request is checked
+ *    against its SETTINGS_MAX_HEADER_LIST_SIZE) and while output waits for
+ *    the socket, new calls are not submitted to nghttp2 but held in order,
  *    their deadlines running; one that expires or is cancelled meanwhile
  *    ends without leaving a stream or an RST_STREAM in the session;
  *  - write stall: output waiting for a socket that took no byte for the
@@ -126,8 +127,9 @@ struct tri_conn {
   size_t closed_since_flush; /* streams closed since the last flush */
   int self_pushed;         /* ops pushed by this thread: do not sleep */
   int hook_ms;             /* the I/O hook's longest sleep (-1: none) */
-  tri_call *held, *held_tail; /* calls not yet submitted because the output
-                                 is blocked (FIFO, linked io_next/io_prev) */
+  tri_call *held, *held_tail; /* calls not yet submitted: no SETTINGS yet or
+                                 the output is blocked (FIFO, linked
+                                 io_next/io_prev) */
   int tfd;                 /* timerfd for writer flush timers */
   int tfd_armed;
   tri_call *timers, *timers_tail; /* flush-timer FIFO (same delay for all) */

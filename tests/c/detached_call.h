@@ -31,6 +31,13 @@ static inline void detached_submit(tri_conn *conn, tri_call *c) {
   tri__conn_run_ops(conn);
 }
 
+/* The server's preface: an empty SETTINGS frame.  Calls submitted before it
+ * are held (tri_conn.h) and go out once it has been fed. */
+static inline int detached_settings(tri_conn *conn) {
+  static const uint8_t settings[9] = {0, 0, 0, NGHTTP2_SETTINGS, 0, 0, 0, 0, 0};
+  return tri__conn_feed(conn, settings, sizeof(settings));
+}
+
 /* Fails what is left on `conn`, releases the n calls and frees the
  * connection and the channel. */
 static inline void detached_teardown(tri_channel *ch, tri_conn *conn,

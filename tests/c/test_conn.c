@@ -170,6 +170,52 @@ static void calls_held_while_blocked(void) {
   teardown(&h);
 }
 
+/* Calls started before the server's SETTINGS wait outside the session (as
+ * grpc starts no stream before them): one whose metadata is over the
+ * SETTINGS_MAX_HEADER_LIST_SIZE they bring is refused without being sent
+ * (sent, a field nghttp2 cannot decode would have been a connection error
+ * at the server), the others go out once they have arrived. */
+static void calls_held_until_settings(void) {
+  tri_channel_opts o;
+  default_opts(&o);
+  harness h;
+  setup_opts(&h, &o);
+  tri_call *a = start(&h, -1);
+  static char big[100000];
+  memset(big, 'b', sizeof(big));
+  tri_call *b;
+  tri_call_new(h.ch, &b, "/s/M", 4, -1, 0);
+  tri_call_add_metadata(b, "x-big", 5, big, sizeof(big));
+  tri_call_set_request_borrowed(b, (const uint8_t *)"req", 3);
+  detached_submit(h.conn, b);
+  h.calls[h.n++] = b;
+  tri_call *c = start(&h, -1);
+  CHECK(a->held && b->held && c->held);
+  CHECK(!a->in_session && !tri_call_done(b));
+  script s;
+  script_init(&s);
+  const uint8_t limit[6] = {0, NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, 0, 1, 0,
+                            0};
+  script_frame(&s, NGHTTP2_SETTINGS, 0, 0, limit, sizeof(limit));
+  CHECK_EQ_INT(tri__conn_feed(h.conn, s.p, s.len), 0);
+  script_free(&s);
+  CHECK(!h.conn->held);
+  CHECK(a->in_session && c->in_session);
+  CHECK_EQ_INT(a->stream_id, 1);
+  CHECK_EQ_INT(c->stream_id, 3); /* b never took a stream id */
+  CHECK(tri_call_done(b) && !b->in_session);
+  CHECK_EQ_INT(tri_call_code(b), TRI_CODE_RESOURCE_EXHAUSTED);
+  CHECK(message_starts(b, "request metadata of 100"));
+  static const char want[] =
+      "server's (SETTINGS_MAX_HEADER_LIST_SIZE) limit of 65536";
+  const char *m;
+  size_t n;
+  tri_call_message(b, &m, &n);
+  CHECK(memmem(m, n, want, sizeof(want) - 1) != NULL);
+  CHECK(!h.conn->dead);
+  teardown(&h);
+}
+
 /* Timeout 0 turns the watchdog off. */
 static void write_stall_off(void) {
   tri_channel_opts o;
@@ -514,6 +560,7 @@ void test_conn(void) {
   unknown_wire_or_dialect_refused();
   write_stall_kills();
   calls_held_while_blocked();
+  calls_held_until_settings();
   slow_writes_are_progress();
   write_stall_off();
   connect_timeout();

@@ -27,6 +27,7 @@ static void setup(harness *h) {
   o.port = "1";
   tri_channel_new(&h->ch, &o);
   tri__conn_new_detached(&h->conn, h->ch);
+  detached_settings(h->conn); /* the scripts answer calls started after it */
 }
 
 /* Starts a call on the detached connection (stream ids 1, 3, 5...). */
@@ -87,7 +88,6 @@ static void check_ok(harness *h, tri_call *c) {
 static void unary_ok(void) {
   script s;
   script_init(&s);
-  script_settings(&s);
   script_headers(&s, 1, 0, ok_headers);
   script_message(&s, 1, 0, "hello", 5, 0);
   const char *trailers[] = {"grpc-status", "0", "x-trail", "b", NULL};
@@ -107,7 +107,6 @@ static void check_status5(harness *h, tri_call *c) {
 static void error_status_and_trailers_only(void) {
   script s;
   script_init(&s);
-  script_settings(&s);
   const char *only[] = {":status", "200", "content-type", "application/grpc",
                         "grpc-status", "5", "grpc-message", "caf%C3%A9 %25 x", NULL};
   script_headers(&s, 1, 1, only);
@@ -128,7 +127,6 @@ static void failures(void) {
   script s;
   /* RST_STREAM REFUSED_STREAM -> UNAVAILABLE */
   script_init(&s);
-  script_settings(&s);
   script_rst(&s, 1, NGHTTP2_REFUSED_STREAM);
   expect_code = TRI_CODE_UNAVAILABLE;
   expect_unprocessed = TRI_UNPROCESSED_REFUSED; /* transparent retry is safe */
@@ -136,14 +134,12 @@ static void failures(void) {
   script_free(&s);
   /* GOAWAY whose last-stream-id (0) is below the call's stream: not processed */
   script_init(&s);
-  script_settings(&s);
   uint8_t goaway[8] = {0, 0, 0, 0, 0, 0, 0, NGHTTP2_NO_ERROR};
   script_frame(&s, NGHTTP2_GOAWAY, 0, 0, goaway, sizeof(goaway));
   run_both_ways(&s, 0, check_code);
   script_free(&s);
   /* REFUSED_STREAM after the response began: the server saw it */
   script_init(&s);
-  script_settings(&s);
   script_headers(&s, 1, 0, ok_headers);
   script_rst(&s, 1, NGHTTP2_REFUSED_STREAM);
   expect_unprocessed = 0;
@@ -151,7 +147,6 @@ static void failures(void) {
   script_free(&s);
   /* bad envelope flags -> INTERNAL */
   script_init(&s);
-  script_settings(&s);
   script_headers(&s, 1, 0, ok_headers);
   script_message(&s, 1, 0x40, "x", 1, 0);
   expect_code = TRI_CODE_INTERNAL;
@@ -159,7 +154,6 @@ static void failures(void) {
   script_free(&s);
   /* message cut short, then the stream ends -> INTERNAL */
   script_init(&s);
-  script_settings(&s);
   script_headers(&s, 1, 0, ok_headers);
   uint8_t partial[7] = {0, 0, 0, 0, 10, 'a', 'b'};
   script_frame(&s, NGHTTP2_DATA, 0, 1, partial, sizeof(partial));
@@ -169,7 +163,6 @@ static void failures(void) {
   script_free(&s);
   /* HTTP 503 without grpc-status -> UNAVAILABLE */
   script_init(&s);
-  script_settings(&s);
   const char *h503[] = {":status", "503", NULL};
   script_headers(&s, 1, 1, h503);
   expect_code = TRI_CODE_UNAVAILABLE;
@@ -177,7 +170,6 @@ static void failures(void) {
   script_free(&s);
   /* no grpc-status at all -> INTERNAL */
   script_init(&s);
-  script_settings(&s);
   script_headers(&s, 1, 0, ok_headers);
   script_message(&s, 1, 0, "hello", 5, 1);
   expect_code = TRI_CODE_INTERNAL;
@@ -185,7 +177,6 @@ static void failures(void) {
   script_free(&s);
   /* garbage: a connection-level protocol error fails the call */
   script_init(&s);
-  script_settings(&s);
   script_put(&s, "\x00\x00\x04\x99\x00\x00\x00\x00\x00garbage-garbage", 24);
   script_frame(&s, NGHTTP2_WINDOW_UPDATE, 0, 0, "\x00\x00\x00\x00", 4);
   expect_code = TRI_CODE_INTERNAL;
@@ -208,7 +199,6 @@ static void check_stream(harness *h, tri_call *c) {
 static void server_stream(void) {
   script s;
   script_init(&s);
-  script_settings(&s);
   script_headers(&s, 1, 0, ok_headers);
   for (int i = 0; i < 3; i++) script_message(&s, 1, 0, "abc", 3, 0);
   const char *t0[] = {"grpc-status", "0", NULL};
@@ -244,7 +234,6 @@ static void metadata_limit(void) {
     for (int bytewise = 0; bytewise < 2; bytewise++) {
       script s;
       script_init(&s);
-      script_settings(&s);
       script_headers(&s, 1, 0, trailers ? ok_headers : big_initial);
       script_headers(&s, 3, 0, ok_headers);
       script_message(&s, 1, 0, "hello", 5, 0);
@@ -288,7 +277,6 @@ static void not_grpc_and_local_errors(void) {
   for (int with_status = 0; with_status < 2; with_status++) {
     script s;
     script_init(&s);
-    script_settings(&s);
     script_headers(&s, 1, 0, html);
     if (with_status) {
       script_message(&s, 1, 0, "hello", 5, 0);
@@ -303,7 +291,6 @@ static void not_grpc_and_local_errors(void) {
   }
   script s;
   script_init(&s);
-  script_settings(&s);
   script_put(&s, "\x00\x00\x04\x99\x00\x00\x00\x00\x00garbage-garbage", 24);
   script_frame(&s, NGHTTP2_WINDOW_UPDATE, 0, 0, "\x00\x00\x00\x00", 4);
   expect_code = TRI_CODE_INTERNAL;
