@@ -32,6 +32,7 @@
 #define IOV_BATCH 1024              /* IOV_MAX */
 #define MAX_THREADS 64
 #define SPARE_STREAMS 1024          /* stream objects kept per worker */
+#define CLOSE_LINGER_MS 1000        /* a closing socket waits for EOF so long */
 
 /* When the stream next needs the worker: its delay, then its deadline. */
 static int64_t timer_at(const srv_stream *st) {
@@ -108,6 +109,22 @@ static int write_out(srv_conn *c) {
   return 1;
 }
 
+/* The session is over (a GOAWAY sent or received, everything written):
+ * our FIN goes out, but the socket stays open, its input read and dropped,
+ * until the peer's EOF or CLOSE_LINGER_MS.  Closed with the peer's bytes
+ * unread, the socket would answer them with a reset, and a peer still
+ * writing (requests sent before our GOAWAY reached it) would get
+ * ECONNRESET instead of reading the GOAWAY and why. */
+static void conn_close_lingering(srv_conn *c) {
+  if (shutdown(c->fd, SHUT_WR) < 0) {
+    srv_conn_kill(c);
+    return;
+  }
+  c->closing = 1;
+  if (!c->linger_max) c->w->n_linger++;
+  c->linger_min = c->linger_max = tri__now() + CLOSE_LINGER_MS * 1000000LL;
+}
+
 static void set_epollout(srv_conn *c, int on) {
   if (c->epollout == (unsigned)on) return;
   struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0),
@@ -120,7 +137,7 @@ static void set_epollout(srv_conn *c, int on) {
  * one writev, again while the session wants to write and the socket takes
  * it.  A full socket arms EPOLLOUT; the next wake-up goes on from there. */
 static void conn_flush(srv_conn *c) {
-  if (c->dead) return;
+  if (c->dead || c->closing) return;
   for (;;) {
     while (c->out.pending < OUT_WATERMARK) {
       const uint8_t *p;
@@ -153,7 +170,7 @@ static void conn_flush(srv_conn *c) {
   if (!nghttp2_session_want_read(c->sess) &&
       !nghttp2_session_want_write(c->sess) &&
       !(c->linger_min && tri__now() < c->linger_min))
-    srv_conn_kill(c);
+    conn_close_lingering(c);
 }
 
 /* Credits received bytes back to the peer's windows, except for streams
@@ -431,7 +448,7 @@ static void conn_input(srv_conn *c, const uint8_t *p, size_t n) {
     /* Not HTTP/2 (bad preface) or a fatal error: say so if we can. */
     nghttp2_session_terminate_session(c->sess, NGHTTP2_PROTOCOL_ERROR);
     conn_flush(c);
-    srv_conn_kill(c);
+    if (!c->closing) srv_conn_kill(c); /* the GOAWAY could not go out */
   }
 }
 
@@ -447,7 +464,7 @@ static void conn_read(srv_conn *c) {
     }
     TRI_STATS_ADD(stats_of(c), read_syscalls, 1);
     TRI_STATS_ADD(stats_of(c), bytes_read, r);
-    conn_input(c, w->rbuf, (size_t)r);
+    if (!c->closing) conn_input(c, w->rbuf, (size_t)r);
     if (c->dead || (size_t)r < RBUF_SIZE) return; /* drained: level-triggered */
   }
 }
@@ -482,15 +499,20 @@ static void process_dirty(srv_worker *w) {
   }
 }
 
-/* Closes the connections whose x-misbehave GOAWAY linger is over. */
+/* Ends the x-misbehave GOAWAY lingers that are over (a session that has
+ * ended then closes lingering; one still open at linger_max is cut) and
+ * the lingering closes past their time. */
 static void run_lingers(srv_worker *w, int64_t now) {
   for (srv_conn *c = w->conns; c && w->n_linger; c = c->next) {
     if (!c->linger_max || c->dead) continue;
-    if (now >= c->linger_max ||
-        (now >= c->linger_min && !nghttp2_session_want_read(c->sess) &&
-         !nghttp2_session_want_write(c->sess))) {
+    int over = now >= c->linger_max;
+    if (c->closing) {
+      if (over) srv_conn_kill(c);
+    } else if (over ||
+               (now >= c->linger_min && !nghttp2_session_want_read(c->sess) &&
+                !nghttp2_session_want_write(c->sess))) {
       conn_flush(c);
-      srv_conn_kill(c);
+      if (over || !c->closing) srv_conn_kill(c);
     }
   }
 }

@@ -174,8 +174,12 @@ struct srv_conn {
   srv_stream *owing; /* streams with owed > 0 */
   int64_t conn_owed; /* bytes of closed streams to credit to the connection */
   int n_blocked;     /* streams with pump_blocked */
-  int64_t linger_min, linger_max; /* after our x-misbehave GOAWAY (0: none) */
-  unsigned tiny : 1; /* tiny-window was applied */
+  int64_t linger_min, linger_max; /* after our x-misbehave GOAWAY, or while
+                                     closing (0: none) */
+  unsigned tiny : 1;              /* tiny-window was applied */
+  unsigned closing : 1;           /* session over, our FIN out: input read
+                                     and dropped until the peer's EOF or
+                                     linger_max */
   unsigned epollout : 1, dirty : 1, dead : 1;
   srv_conn *prev, *next, *dirty_next;
 };

@@ -7,12 +7,14 @@ RESOURCE_EXHAUSTED. The embedded server advertises its own limit (64 KiB) and ch
 client's before it answers. Either way the other calls on the connection carry on: each test
 keeps IN_FLIGHT calls in flight on one connection. Local HTTP/2 errors are not worded as the
 peer's, and an HTTP 200 that is not gRPC is UNKNOWN (grpc's HTTP-to-gRPC mapping)."""
+import functools
 import socket
 import struct
 from typing import Dict, List, Sequence, Tuple
 
 import h2.config
 import h2.connection
+import h2.errors
 import h2.events
 
 import triple_py
@@ -130,6 +132,8 @@ def _raw_requests(port: int, headers_of: Dict[int, List[Tuple[bytes, bytes]]],
     sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True,
                                                                 header_encoding=None))
+    # Plain literals: python-hpack's Huffman coder takes seconds over 100 KB.
+    conn.encoder.encode = functools.partial(conn.encoder.encode, huffman=False)
     conn.initiate_connection()
     index: Dict[int, int] = {}
     for i in range(count):
@@ -178,6 +182,19 @@ def test_embedded_server_fails_only_an_oversized_request_stream():
         answers[4]
     assert b"limit" in answers[4].get(b"grpc-message", b"")
     assert [i for i in range(10) if i != 4 and answers[i].get(b"grpc-status") != b"0"] == []
+
+
+def test_embedded_server_undecodable_request_header_ends_with_goaway():
+    """One 200 KB request field from a client that ignores the server's
+    SETTINGS_MAX_HEADER_LIST_SIZE is over what nghttp2's HPACK decoder takes (a 64 KiB
+    string), a connection error: the server answers GOAWAY(COMPRESSION_ERROR) and reads
+    what the client still sends until its EOF, so the client reads the GOAWAY. Before, the
+    server closed with those bytes unread and the client got a reset (ECONNRESET)."""
+    with EchoServer() as server:
+        _, connection_events = _raw_requests(server.port, {4: [(b"x-big", b"b" * 200_000)]},
+                                             10)
+    assert [(type(e), e.error_code) for e in connection_events] == \
+        [(h2.events.ConnectionTerminated, h2.errors.ErrorCodes.COMPRESSION_ERROR)]
 
 
 def test_http_200_that_is_not_grpc_is_unknown(rogue_server):
