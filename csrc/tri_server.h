@@ -138,6 +138,9 @@
  * under 4 MiB, so a client that sends without reading stalls on its window.
  * A protocol error (bad preface, bad HPACK, flow-control violation) closes
  * that connection only; a client that disappears loses only its streams.
+ * A connection whose session is over (GOAWAY) closes lingering: FIN, then
+ * its input is read and dropped until the client's EOF (at most 1 s), so a
+ * client still writing reads the GOAWAY rather than a reset.
  *
  * API threads: tri_server_start/stop/del must not race with each other
  * (one controlling thread); tri_server_port and tri_server_stats may be
