@@ -2,7 +2,7 @@
  * test_notify.c: the channel's completion queue tells its poller which token
  * of a call is the last one (tri_call_notify_final), when the call ends just
  * after a poller took one of its earlier events.  Found as a hang of an
- * asyncio channel under GOAWAY (notes/aio-goaway-spin.md): the poller let go
+ * asyncio channel under GOAWAY, mid-stream load: the poller let go
  * of a call whose DONE token was still queued, the call was freed and reused,
  * and its queue node went in twice (a cycle the next splice never left).
  * Detached connection: no network, no I/O thread; the test plays it.
