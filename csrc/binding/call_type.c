@@ -28,11 +28,15 @@ static void call_dealloc(CallObject *self) {
   if (self->call) {
     tri_call *call = self->call;
     self->call = NULL;
-    /* Not done: cancel and wait (GIL released) so the core lets go of the
-     * request bytes before the view is released. */
-    Py_BEGIN_ALLOW_THREADS
-    tri_call_release(call);
-    Py_END_ALLOW_THREADS
+    if (tri_call_done(call) || tri_call_orphaned(call)) {
+      tri_call_release(call); /* nothing to wait for: no GIL round trip */
+    } else {
+      /* Not done: cancel and wait (GIL released) so the core lets go of the
+       * request bytes before the view is released. */
+      Py_BEGIN_ALLOW_THREADS
+      tri_call_release(call);
+      Py_END_ALLOW_THREADS
+    }
   }
   if (self->request.obj) PyBuffer_Release(&self->request);
   Py_XDECREF(self->channel);
