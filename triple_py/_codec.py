@@ -7,6 +7,7 @@ original exception as ``__cause__``.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Optional
 
 from ._errors import RpcError
@@ -63,6 +64,18 @@ def serialize(serializer: Optional[Callable[[Any], Any]], request: Any,
               error: ErrorFactory = CodecError) -> Any:
     """``serializer(request)`` (the request itself when there is no serializer)."""
     return _apply(serializer, request, SERIALIZE_FAILED, error)
+
+
+def reads_in_place(deserializer: Optional[Callable[[Any], Any]]) -> bool:
+    """True when ``deserializer`` is a protobuf message class's ``FromString``, which
+    parses any bytes-like object and keeps nothing of it: it may read a response in
+    place (``memoryview`` of the finished core call) instead of a ``bytes`` copy.  Any
+    other deserializer gets ``bytes``, as in grpcio."""
+    owner = getattr(deserializer, "__self__", None)
+    if getattr(deserializer, "__name__", None) != "FromString" or not isinstance(owner, type):
+        return False
+    message = sys.modules.get("google.protobuf.message")  # loaded if owner is a message
+    return message is not None and issubclass(owner, message.Message)
 
 
 def deserialize(deserializer: Optional[Callable[[bytes], Any]], raw: bytes,

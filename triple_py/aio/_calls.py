@@ -6,7 +6,7 @@ import logging
 from typing import Any, AsyncIterator, Callable, Generator, Optional
 
 from .. import _triple
-from .._codec import deserialize, serialize
+from .._codec import deserialize, reads_in_place, serialize
 from .._errors import RpcError
 from .._replay import KeptRequests
 from .._status import StatusCode, code_from_int
@@ -321,7 +321,10 @@ class UnaryResponseCall(_Call):
             self._ended_ok()  # nothing to do for a plain unary call without a throttle
         response = getattr(self, "_response", self._UNSET)
         if response is self._UNSET:  # deserialized once, the same object every await
-            raw = self._core.response()
+            core, codec = self._core, self._deserialize
+            # A protobuf parser reads the response in place: no copy into bytes.
+            raw = memoryview(core) if codec is not None and reads_in_place(codec) \
+                else core.response()
             response = self._response = deserialize(self._deserialize, raw, local_error)
         return response
 
