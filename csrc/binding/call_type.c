@@ -368,7 +368,8 @@ static int call_getbuffer(CallObject *self, Py_buffer *view, int flags) {
     PyErr_SetString(PyExc_BufferError, "the call has no response message");
     return -1;
   }
-  return PyBuffer_FillInfo(view, (PyObject *)self, (void *)p, (Py_ssize_t)n, 1, flags);
+  return PyBuffer_FillInfo(view, (PyObject *)self, (void *)p, (Py_ssize_t)n, 1,
+                           flags);
 }
 
 static PyMethodDef call_methods[] = {
