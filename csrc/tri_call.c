@@ -1198,8 +1198,11 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
   nva[n++] = nv_make(":path", 5, tri_buf_begin(c->hdr), c->path_len);
   nva[n++] = nv_make(":authority", 10, o->authority, strlen(o->authority));
   nva[n++] = nv_make("user-agent", 10, o->user_agent, strlen(o->user_agent));
-  if (!(c->flags & TRI_CALL_CLIENT_STREAMING)) {
-    /* The fast path knows its body size: say so. */
+  if (c->triple && !(c->flags & TRI_CALL_CLIENT_STREAMING)) {
+    /* The Triple fast path knows its body size: say so (a Dubbo server may
+     * size its buffer by it).  Not on the gRPC wire: the envelope carries
+     * the length, and nghttp2 never indexes content-length, so it would cost
+     * a literal HPACK field on every call. */
     size_t cl = format_size(c->seg0_len + c->seg1_len, c->clen);
     nva[n++] = nv_make("content-length", 14, c->clen, cl);
   }
