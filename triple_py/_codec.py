@@ -50,10 +50,8 @@ class CodecError(RpcError):
         return f"{self._code.name}: {self._details} ({self.__cause__!r})"
 
 
-def _apply(codec: Optional[Callable[[Any], Any]], value: Any, details: str,
+def _apply(codec: Callable[[Any], Any], value: Any, details: str,
            error: ErrorFactory) -> Any:
-    if codec is None:
-        return value
     try:
         return codec(value)
     except Exception as exc:
@@ -63,6 +61,8 @@ def _apply(codec: Optional[Callable[[Any], Any]], value: Any, details: str,
 def serialize(serializer: Optional[Callable[[Any], Any]], request: Any,
               error: ErrorFactory = CodecError) -> Any:
     """``serializer(request)`` (the request itself when there is no serializer)."""
+    if serializer is None:  # the common case, without a call to _apply
+        return request
     return _apply(serializer, request, SERIALIZE_FAILED, error)
 
 
@@ -81,4 +81,6 @@ def reads_in_place(deserializer: Optional[Callable[[Any], Any]]) -> bool:
 def deserialize(deserializer: Optional[Callable[[bytes], Any]], raw: bytes,
                 error: ErrorFactory = CodecError) -> Any:
     """``deserializer(raw)`` (the bytes themselves when there is no deserializer)."""
+    if deserializer is None:  # the common case, without a call to _apply
+        return raw
     return _apply(deserializer, raw, DESERIALIZE_FAILED, error)
