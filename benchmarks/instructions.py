@@ -21,6 +21,10 @@ server in a process of its own (not counted). Callgrind runs the client's thread
 time, so this counts work, not contention or waiting: it complements the QPS matrix, it does
 not replace it. The figures are for this build of the extension and of libnghttp2.
 
+The mode ``h2load`` counts h2load itself (nghttp2's load tool, one connection, the same
+concurrency, the same gRPC-framed BenchmarkRequest and the headers of the bench's h2load arm)
+the same way against the same server: the reference the C generator is held to.
+
 Output: one line per (size, mode) with instructions per call and the ratio to the first mode;
 ``--out`` also keeps the raw totals as JSON.
 """
@@ -45,6 +49,7 @@ from triple_py.bench.arms import canonical_mode  # noqa: E402
 from triple_py.bench.units import parse_size  # noqa: E402
 
 MODES = ("fastpath", "stream-path")  # the C load generator's unary kinds
+H2LOAD = "h2load"  # the reference: h2load itself under callgrind
 # Calls per run: (small run, large run).  Large payloads cost more per call: fewer calls.
 CALLS = [(64 * 1024, (10, 60)), (4 * 1024, (500, 3000)), (0, (2000, 12000))]
 CHILD = """
@@ -76,6 +81,8 @@ def unary_kind(name: str) -> Optional[str]:
     """The arm kind ``name`` stands for (aliases allowed) when it is one of MODES; the name
     may go on with ``/<wire>[/<dialect>]`` and ``+<setup>`` (a key of SETUPS), kept in the
     result."""
+    if name == H2LOAD:
+        return H2LOAD
     name, plus, setup = name.partition("+")
     if plus and setup not in SETUPS:
         return None
@@ -106,9 +113,37 @@ def split_setup(mode: str) -> Tuple[str, Dict[str, object]]:
     return name, SETUPS.get(setup, {}) if setup else {}
 
 
+def h2load_run(address: str, size: int, concurrency: int, count: int) -> Tuple[int, int]:
+    """(instructions, calls) of one callgrind run of h2load making ``count`` calls."""
+    from triple_py.bench.arms_h2load import h2load_command
+    from triple_py.bench.messages import grpc_frame
+    from triple_py.bench.runner import spec_of
+
+    spec = spec_of(address, payload_size=size, mode=H2LOAD, concurrency=concurrency,
+                   duration=0, warmup=0, count=count)
+    with tempfile.TemporaryDirectory() as tmp:
+        out, body = Path(tmp) / "callgrind.out", Path(tmp) / "body.grpc"
+        body.write_bytes(grpc_frame(spec.request_bytes()))
+        command = h2load_command(spec, str(body), str(Path(tmp) / "log"))
+        proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                               *command], capture_output=True, text=True, timeout=1800)
+    done = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded",
+                     proc.stdout)
+    collected = re.search(r"Collected : (\d+)", proc.stderr)
+    if proc.returncode or not done or not collected:
+        raise RuntimeError(f"callgrind run of h2load failed ({size} B): "
+                           + (proc.stdout + proc.stderr).strip()[-400:])
+    if done.group(1) != done.group(2):
+        raise RuntimeError(f"h2load: {done.group(2)} of {done.group(1)} calls succeeded "
+                           f"({size} B)")
+    return int(collected.group(1)), int(done.group(1))
+
+
 def counted_run(address: str, mode: str, size: int, concurrency: int,
                 count: int) -> Tuple[int, int]:
-    """(instructions, calls) of one callgrind run of the load generator."""
+    """(instructions, calls) of one callgrind run of the load generator (or h2load)."""
+    if mode == H2LOAD:
+        return h2load_run(address, size, concurrency, count)
     mode, call = split_setup(mode)
     kind, wire, dialect = mode_args(mode)
     with tempfile.TemporaryDirectory() as tmp:
@@ -168,7 +203,8 @@ def main(argv: List[str]) -> int:
     names = args.modes.split(",")
     modes = [unary_kind(name) for name in names]
     unknown = [name for name, mode in zip(names, modes) if mode is None]
-    problem = (f"unknown mode {unknown[0]!r} (known: {', '.join(MODES)})" if unknown
+    problem = (f"unknown mode {unknown[0]!r} (known: {', '.join(MODES + (H2LOAD,))})"
+               if unknown
                else "valgrind is not installed" if shutil.which("valgrind") is None else "")
     if problem:
         print(f"instructions.py: error: {problem}", file=sys.stderr)

@@ -112,8 +112,11 @@ int tri_call_new(tri_channel *ch, tri_call **out, const char *path,
   c->deadline = timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
   if (timeout_ns == 0) c->deadline = tri__now(); /* already expired */
   c->flags = flags;
-  c->triple = ch->opts.wire == TRI_WIRE_TRIPLE &&
-              (flags == 0 || (flags & TRI_CALL_UNARY_BODY));
+  c->triple =
+      ch->opts.wire == TRI_WIRE_TRIPLE &&
+      ((flags & ~TRI_CALL_DISCARD_BODY) == 0 || (flags & TRI_CALL_UNARY_BODY));
+  c->discard =
+      (flags & TRI_CALL_DISCARD_BODY) && !(flags & TRI_CALL_SERVER_STREAMING);
   c->compress = ch->opts.compress;
   pthread_mutex_init(&c->rlock, NULL);
   if (flags & TRI_CALL_CLIENT_STREAMING) {
@@ -365,6 +368,12 @@ void tri_call_response(const tri_call *c, const uint8_t **p, size_t *n) {
   *n = c->resp ? c->resp->len : 0;
 }
 
+int tri_call_response_size(const tri_call *c, size_t *n) {
+  int got = c->code == TRI_CODE_OK && c->got_message;
+  *n = !got ? 0 : c->resp ? c->resp->len : c->resp_size;
+  return got;
+}
+
 int tri_call_md_next(const tri_call *c, size_t *iter, int *kind,
                      const char **key, size_t *kn, const char **value,
                      size_t *vn) {
@@ -595,12 +604,18 @@ static int triple_body(tri_call *c, const uint8_t *data, size_t len,
                        int64_t max_recv) {
   tri_pool *pool = &c->ch->pool;
   int64_t cap = c->http_status == 200 ? max_recv : (1 << 20);
-  size_t have = c->resp ? c->resp->len : 0;
+  size_t have = c->resp ? c->resp->len : c->resp_size;
   if (cap >= 0 && have + len > (uint64_t)cap) {
     tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED,
                        "Received message larger than max (%zu vs. %lld)",
                        have + len, (long long)cap);
     return TRI_CODE_RESOURCE_EXHAUSTED;
+  }
+  /* Counted only: a 200 body that needs no inflating and no parsing. */
+  if (c->discard && c->http_status == 200 && !c->resp_gzip &&
+      !c->resp_enc_unknown) {
+    c->resp_size += len;
+    return 0;
   }
   if ((!c->resp && !(c->resp = tri_pool_get(pool, len, 0))) ||
       tri_buf_append(pool, &c->resp, data, len)) {
@@ -633,6 +648,15 @@ static int inflate_message(tri_call *c, int64_t max_recv) {
   tri_pool_put(&c->ch->pool, c->resp);
   c->resp = out;
   return 0;
+}
+
+/* DISCARD_BODY: a message that had to be kept (to inflate it) is dropped
+ * once checked, leaving its length. */
+static void drop_kept(tri_call *c) {
+  if (!c->discard || !c->resp) return;
+  c->resp_size = c->resp->len;
+  tri_pool_put(&c->ch->pool, c->resp);
+  c->resp = NULL;
 }
 
 int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
@@ -677,6 +701,11 @@ int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
                            "unary call received more than one message");
         return TRI_CODE_INTERNAL;
       }
+      c->counting = c->discard && !c->msg_compressed;
+      if (c->counting) {
+        c->resp_size = 0;
+        break;
+      }
       c->resp = tri_pool_get(pool, ev.length, 0);
       if (!c->resp) {
         tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
@@ -684,6 +713,10 @@ int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
       }
       break;
     case TRI_FRAME_CHUNK:
+      if (c->counting) {
+        c->resp_size += ev.len;
+        break;
+      }
       memcpy(tri_buf_begin(c->resp) + c->resp->len, ev.data, ev.len);
       c->resp->len += ev.len;
       break;
@@ -692,6 +725,8 @@ int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
         int code = inflate_message(c, max_recv);
         if (code) return code;
       }
+      drop_kept(c);
+      c->counting = 0;
       message_done(c);
       break;
     }
@@ -711,6 +746,12 @@ static void triple_close(tri_call *c) {
   }
   if (c->http_status == 200 && c->bad_content_type) {
     tri__call_complete(c, TRI_CODE_INTERNAL, "unexpected content-type in a Triple response");
+    return;
+  }
+  if (c->http_status == 200 && c->discard) {
+    drop_kept(c); /* inflated above when compressed; counted otherwise */
+    message_done(c);
+    tri__call_complete(c, TRI_CODE_OK, NULL);
     return;
   }
   if (c->http_status == 200) {
@@ -1157,8 +1198,11 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
   nva[n++] = nv_make(":path", 5, tri_buf_begin(c->hdr), c->path_len);
   nva[n++] = nv_make(":authority", 10, o->authority, strlen(o->authority));
   nva[n++] = nv_make("user-agent", 10, o->user_agent, strlen(o->user_agent));
-  if (!(c->flags & TRI_CALL_CLIENT_STREAMING)) {
-    /* The fast path knows its body size: say so. */
+  if (c->triple && !(c->flags & TRI_CALL_CLIENT_STREAMING)) {
+    /* The Triple fast path knows its body size: say so (a Dubbo server may
+     * size its buffer by it).  Not on the gRPC wire: the envelope carries
+     * the length, and nghttp2 never indexes content-length, so it would cost
+     * a literal HPACK field on every call. */
     size_t cl = format_size(c->seg0_len + c->seg1_len, c->clen);
     nva[n++] = nv_make("content-length", 14, c->clen, cl);
   }

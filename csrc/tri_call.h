@@ -48,6 +48,22 @@ enum { TRI_CALL_CLIENT_STREAMING = 1, TRI_CALL_SERVER_STREAMING = 2 };
  * tri_call_read with SERVER_STREAMING) or the JSON error.  No effect on the
  * gRPC wire. */
 enum { TRI_CALL_UNARY_BODY = 4 };
+/* Without SERVER_STREAMING (ignored with it): the response message is checked
+ * and counted but its payload is not kept, for a caller that only needs to
+ * know that one arrived and how long it was (a load generator that does not
+ * verify bodies).  Still checked, with the same statuses as without the flag:
+ * the HTTP status and content-type; on the gRPC wire every envelope (flags
+ * other than 0x01 and a second message INTERNAL, a declared length over
+ * max_recv_bytes RESOURCE_EXHAUSTED, a compressed message without a known
+ * grpc-encoding INTERNAL, a truncated or missing message INTERNAL); on the
+ * Triple wire the body's length against max_recv_bytes.  A compressed
+ * message (or Triple body) is still reassembled and inflated within
+ * max_recv_bytes (corrupt: INTERNAL, over the limit: RESOURCE_EXHAUSTED),
+ * then dropped; a Triple error body (HTTP status not 200) is kept and parsed
+ * as without the flag.  Not checked: the bytes of an uncompressed message,
+ * which are never copied out of the receive buffer.  tri_call_response then
+ * gives NULL; tri_call_response_size gives the length. */
+enum { TRI_CALL_DISCARD_BODY = 8 };
 
 /* Creates a call for method `path` ("/pkg.Service/Method").  timeout_ns < 0
  * means no deadline.  Returns 0 or TRI_ERR_NOMEM / TRI_ERR_CLOSED /
@@ -165,8 +181,13 @@ int tri_call_code(const tri_call *c);
 /* The status message (UTF-8 bytes, not NUL-terminated).  When there was no
  * memory to keep it, a fixed out-of-memory text. */
 void tri_call_message(const tri_call *c, const char **p, size_t *n);
-/* The response message payload; *p is NULL when none was received. */
+/* The response message payload; *p is NULL when none was received (or it
+ * was not kept: TRI_CALL_DISCARD_BODY). */
 void tri_call_response(const tri_call *c, const uint8_t **p, size_t *n);
+/* 1 when the call ended OK with a response message, kept or not
+ * (TRI_CALL_DISCARD_BODY), and *n its payload length (decompressed); 0 and
+ * *n = 0 otherwise.  Unary responses only (no SERVER_STREAMING). */
+int tri_call_response_size(const tri_call *c, size_t *n);
 /* Iterates received metadata, initial then trailing.  Start with *iter = 0;
  * returns 0 and fills the outputs for each entry, -1 at the end.  Binary
  * values are decoded. */

@@ -141,6 +141,8 @@ struct tri_call {
   unsigned resp_deflate : 1; /* ...with deflate (zlib format), not gzip */
   unsigned resp_enc_unknown : 1; /* ...with an encoding we do not have */
   unsigned msg_compressed : 1;   /* the message being received has flag 0x01 */
+  unsigned discard : 1;     /* TRI_CALL_DISCARD_BODY on a unary response */
+  unsigned counting : 1;    /* the message in progress is counted, not kept */
   unsigned unprocessed : 2; /* TRI_UNPROCESSED_* (tri_call_unprocessed): set
                                before `done`, by whoever completes the call */
 
@@ -150,6 +152,7 @@ struct tri_call {
   /* Results (I/O thread writes before `done`; caller reads after). */
   int code;
   tri_buf *resp;        /* response payload (unary response), or message in progress */
+  size_t resp_size;     /* DISCARD_BODY: payload bytes of the message counted */
   tri_buf *imd;         /* initial metadata records, final once headers_done */
   tri_buf *md;          /* trailing metadata records and the status message */
   size_t msg_off, msg_len; /* status message within md */

@@ -187,6 +187,7 @@ void tri_load_config_init(tri_load_config *c) {
   c->payload_size = 128;
   c->stream_messages = 1;
   c->timeout_s = 10;
+  c->shared_request = 1;
   tri_channel_opts_init(&c->channel); /* the table's defaults (tri_options.c) */
 }
 
@@ -380,7 +381,8 @@ int tri_load_new(tri_load **out, const tri_load_config *cfg) {
   l->cfg.path = memcpy(l->strings + lh + lp, path, lpath);
   l->path_len = lpath - 1;
   memset(l->payload, 'a', cfg->payload_size);
-  l->flags = cfg->mode == TRI_LOAD_UNARY ? 0
+  /* Nothing reads a unary response's bytes: they are checked and counted. */
+  l->flags = cfg->mode == TRI_LOAD_UNARY ? TRI_CALL_DISCARD_BODY
              : cfg->mode == TRI_LOAD_UNARY_STREAM_PATH
                  ? TRI_CALL_CLIENT_STREAMING | TRI_CALL_SERVER_STREAMING |
                        TRI_CALL_UNARY_BODY /* bare body on the Triple wire */
@@ -635,10 +637,8 @@ static void complete(worker *w, slot *s, int64_t now) {
     if (code == TRI_CODE_OK && s->received != 1) code = TRI_CODE_INTERNAL;
     if (code != TRI_CODE_OK) resp = 0;
   } else {
-    const uint8_t *p;
     size_t n;
-    tri_call_response(c, &p, &n);
-    if (code == TRI_CODE_OK && p) resp = n;
+    if (tri_call_response_size(c, &n)) resp = n;
   }
   tri_call_release(c);
   int64_t lat = now - s->t_start, corr = now - s->t_intended;

@@ -27,10 +27,12 @@
  * completion if that is later, and qps = calls / elapsed.
  *
  * Modes:
- *  - UNARY: the fast path.  tri_call_new(flags 0); the request is either a
- *    BenchmarkRequest packed per call into a pooled buffer
- *    (tri_call_set_request_buf), or with shared_request one request packed
- *    per thread up front and lent to every call (set_request_borrowed).
+ *  - UNARY: the fast path.  tri_call_new(TRI_CALL_DISCARD_BODY): the
+ *    response is checked (status, envelope, length) and its length counted,
+ *    but not copied out (nothing here reads its bytes).  The request is, with
+ *    shared_request (the default), one BenchmarkRequest packed per thread up
+ *    front and lent to every call (set_request_borrowed), or without it
+ *    packed per call into a pooled buffer (tri_call_set_request_buf).
  *  - UNARY_STREAM_PATH: the same unary call through the full-duplex
  *    streaming machinery (the baseline arm, like the seeds' duplexHTTPCall):
  *    CLIENT|SERVER streaming, one tri_call_write, tri_call_done_writing, the
@@ -158,9 +160,11 @@ typedef struct tri_load_config {
   int stream_messages;       /* BIDI: K >= 1 messages each way per stream */
   double timeout_s;          /* per call; <= 0: no deadline */
   double rate;               /* open loop: calls/s over all threads; 0: closed */
-  int shared_request;        /* UNARY: lend one packed request to all calls;
-                                others: write the same bytes instead of
-                                packing each message */
+  int shared_request;        /* default 1 (the request never varies): UNARY
+                                lends one packed request to all calls, the
+                                others write the same bytes; 0 packs each
+                                message anew (the per-call cost of a client
+                                that serializes every request) */
   int hist_digits;           /* significant digits of the histograms; 0: 3 */
   int driver_threads;        /* 1: closed-loop unary runs too are driven from
                                 the driver threads, not the I/O threads */
@@ -195,7 +199,7 @@ typedef struct tri_load_config {
 } tri_load_config;
 
 /* Defaults: UNARY on 127.0.0.1:50051, 1 x 1, 10 s, no warm-up, 128 B,
- * K = 1, every channel option at its default (tri_channel_opts_init), 10 s
+ * shared_request, K = 1, every channel option at its default (tri_channel_opts_init), 10 s
  * timeout, closed loop. */
 void tri_load_config_init(tri_load_config *c);
 

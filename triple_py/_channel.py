@@ -9,7 +9,7 @@ import weakref
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from . import _triple
-from ._codec import deserialize, serialize
+from ._codec import deserialize, reads_in_place, serialize
 from ._connectivity import ConnectivityWatcher, Subscriber
 from ._credentials import ChannelCredentials, check_local, system_verify_locations
 from ._deferred_future import DeferredFuture
@@ -105,6 +105,7 @@ class _MultiCallable:
         self._method = method
         self._serialize = serializer
         self._deserialize = deserializer
+        self._in_place = reads_in_place(deserializer)  # given the response without a copy
         self._has_plugins = bool(channel._call_plugins)  # fixed for the channel
         # The service config's word on the method (fixed for the multi-callable).
         self._cfg_timeout, self._retries, self._retry_policy, self._throttle = \
@@ -186,7 +187,7 @@ class _MultiCallable:
         """The single response of a finished call, or its RpcError."""
         if core_call.code() != 0:
             raise _InactiveRpcError(core_call)
-        raw = core_call.response()
+        raw = memoryview(core_call) if self._in_place else core_call.response()
         return deserialize(self._deserialize, raw)
 
 
@@ -263,7 +264,8 @@ class UnaryUnaryMultiCallable(_MultiCallable, abstract.UnaryUnaryMultiCallable):
         if credentials is None and not wait_for_ready and self._plain:
             core_call = self._start(request, timeout, metadata, True, False, compression)
             if core_call.code() == 0 and self._throttle is None:  # the common case, inline
-                return deserialize(self._deserialize, core_call.response())
+                return deserialize(self._deserialize, memoryview(core_call)
+                                   if self._in_place else core_call.response())
             return self._response(self._finished(core_call, request, metadata, None, None,
                                                  compression))
         return self._response(self._blocking(request, timeout, metadata, credentials,

@@ -7,6 +7,7 @@ original exception as ``__cause__``.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Optional
 
 from ._errors import RpcError
@@ -49,10 +50,8 @@ class CodecError(RpcError):
         return f"{self._code.name}: {self._details} ({self.__cause__!r})"
 
 
-def _apply(codec: Optional[Callable[[Any], Any]], value: Any, details: str,
+def _apply(codec: Callable[[Any], Any], value: Any, details: str,
            error: ErrorFactory) -> Any:
-    if codec is None:
-        return value
     try:
         return codec(value)
     except Exception as exc:
@@ -62,10 +61,26 @@ def _apply(codec: Optional[Callable[[Any], Any]], value: Any, details: str,
 def serialize(serializer: Optional[Callable[[Any], Any]], request: Any,
               error: ErrorFactory = CodecError) -> Any:
     """``serializer(request)`` (the request itself when there is no serializer)."""
+    if serializer is None:  # the common case, without a call to _apply
+        return request
     return _apply(serializer, request, SERIALIZE_FAILED, error)
+
+
+def reads_in_place(deserializer: Optional[Callable[[Any], Any]]) -> bool:
+    """True when ``deserializer`` is a protobuf message class's ``FromString``, which
+    parses any bytes-like object and keeps nothing of it: it may read a response in
+    place (``memoryview`` of the finished core call) instead of a ``bytes`` copy.  Any
+    other deserializer gets ``bytes``, as in grpcio."""
+    owner = getattr(deserializer, "__self__", None)
+    if getattr(deserializer, "__name__", None) != "FromString" or not isinstance(owner, type):
+        return False
+    message = sys.modules.get("google.protobuf.message")  # loaded if owner is a message
+    return message is not None and issubclass(owner, message.Message)
 
 
 def deserialize(deserializer: Optional[Callable[[bytes], Any]], raw: bytes,
                 error: ErrorFactory = CodecError) -> Any:
     """``deserializer(raw)`` (the bytes themselves when there is no deserializer)."""
+    if deserializer is None:  # the common case, without a call to _apply
+        return raw
     return _apply(deserializer, raw, DESERIALIZE_FAILED, error)

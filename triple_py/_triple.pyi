@@ -127,7 +127,7 @@ _Schedule = tuple[int, float, float, float, float, float]
 def run_load(host: str, port: Union[str, int], /, *, path: Optional[str],
              mode: Union[str, int], payload_size: int, concurrency: int, connections: int,
              duration: float, warmup: float, count: int = 0, rate: float = 0.0,
-             stream_messages: int = 1, timeout: float = 10.0, shared_request: bool = False,
+             stream_messages: int = 1, timeout: float = 10.0, shared_request: bool = True,
              hist_digits: int = 0, driver_threads: bool = False, start_at_ns: int = 0,
              phase_ns: int = 0,
              requests: Optional[Sequence[tuple[bytes, Sequence[tuple[bytes, bytes]]]]] = None,

@@ -79,6 +79,9 @@ int tri_refuse_orphaned(tri_call *call);
  * happened, TRI_ERR_TIMEOUT when `slice_ns` ran out first. */
 typedef int (*tri_slice_wait)(tri_call *call, size_t arg, int64_t slice_ns);
 
+/* How long a wait with the GIL released goes without checking signals. */
+#define TRI_PY_WAIT_SLICE_NS (50 * 1000000LL)
+
 /* Runs wait(call, arg, slice) with the GIL released, in 50 ms slices, checking
  * signals between them, for up to timeout_ns (< 0: forever).  Returns 1 once
  * it succeeded, 0 on timeout, -1 with an exception set when a signal handler

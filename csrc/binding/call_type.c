@@ -28,11 +28,15 @@ static void call_dealloc(CallObject *self) {
   if (self->call) {
     tri_call *call = self->call;
     self->call = NULL;
-    /* Not done: cancel and wait (GIL released) so the core lets go of the
-     * request bytes before the view is released. */
-    Py_BEGIN_ALLOW_THREADS
-    tri_call_release(call);
-    Py_END_ALLOW_THREADS
+    if (tri_call_done(call) || tri_call_orphaned(call)) {
+      tri_call_release(call); /* nothing to wait for: no GIL round trip */
+    } else {
+      /* Not done: cancel and wait (GIL released) so the core lets go of the
+       * request bytes before the view is released. */
+      Py_BEGIN_ALLOW_THREADS
+      tri_call_release(call);
+      Py_END_ALLOW_THREADS
+    }
   }
   if (self->request.obj) PyBuffer_Release(&self->request);
   Py_XDECREF(self->channel);
@@ -349,6 +353,25 @@ static PyObject *call_initial_metadata(CallObject *self, PyObject *args) {
   return t;
 }
 
+/* The buffer protocol (memoryview(call)): a finished unary call's response
+ * message, read-only and in place (no copy).  The view holds a reference of
+ * the call, whose message stays until the call is released. */
+static int call_getbuffer(CallObject *self, Py_buffer *view, int flags) {
+  if (!tri_call_done(self->call)) {
+    PyErr_SetString(PyExc_BufferError, "call has not completed yet");
+    return -1;
+  }
+  const uint8_t *p;
+  size_t n;
+  tri_call_response(self->call, &p, &n);
+  if (!p) {
+    PyErr_SetString(PyExc_BufferError, "the call has no response message");
+    return -1;
+  }
+  return PyBuffer_FillInfo(view, (PyObject *)self, (void *)p, (Py_ssize_t)n, 1,
+                           flags);
+}
+
 static PyMethodDef call_methods[] = {
     {"write", (PyCFunction)call_write, METH_O,
      "write(data) -> bool: queue one request message (coalescing writer)."},
@@ -392,6 +415,7 @@ static PyMethodDef call_methods[] = {
 
 static PyType_Slot call_slots[] = {
     {Py_tp_dealloc, call_dealloc},
+    {Py_bf_getbuffer, call_getbuffer},
     {Py_tp_methods, call_methods},
     {Py_tp_doc, "Call: one RPC of the C core (created by Channel.unary)."},
     {0, NULL}};

@@ -234,12 +234,15 @@ static PyObject *channel_call(ChannelObject *self, PyObject *const *args,
     co->notified = 1;
     tri_call_set_notify_events(call, co, notify); /* 1 == TRI_EV_DONE */
   }
-  int ended_at_start;
+  int ended_at_start, done = 0;
   if (co->request.obj && co->request.len >= 8192) {
     /* Large requests may be gzip-compressed inside start: not under the GIL.
-     * The request buffer is pinned by `co`, so it stays valid meanwhile. */
+     * The request buffer is pinned by `co`, so it stays valid meanwhile.  A
+     * blocking call waits its first slice in the same release of the GIL
+     * (one release per call), as tri_wait_sliced would. */
     Py_BEGIN_ALLOW_THREADS
     ended_at_start = tri_call_start(call);
+    if (wait) done = tri_call_wait(call, TRI_PY_WAIT_SLICE_NS) == 0;
     Py_END_ALLOW_THREADS
   } else {
     ended_at_start = tri_call_start(call);
@@ -250,7 +253,7 @@ static PyObject *channel_call(ChannelObject *self, PyObject *const *args,
     Py_DECREF(co);
   }
   if (wait) {
-    if (tri_wait_interruptible(call, -1) < 0) goto fail;
+    if (!done && tri_wait_interruptible(call, -1) < 0) goto fail;
     tri_call_object_release_request(co);
   }
   return (PyObject *)co;

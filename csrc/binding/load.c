@@ -633,7 +633,7 @@ PyObject *tri_py_load_limits(void) {
 const char tri_run_load_doc[] =
     "run_load(host, port, /, *, path, mode, payload_size, concurrency,\n"
     "         connections, duration, warmup, count=0, rate=0.0,\n"
-    "         stream_messages=1, timeout=10.0, shared_request=False,\n"
+    "         stream_messages=1, timeout=10.0, shared_request=True,\n"
     "         hist_digits=3, driver_threads=False, start_at_ns=0, phase_ns=0,\n"
     "         requests=None, rate_schedule=None, concurrency_schedule=None,\n"
     "         endpoints=None, stop=None, **channel_options) -> dict\n\n"

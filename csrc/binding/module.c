@@ -63,7 +63,7 @@ int tri_refuse_orphaned(tri_call *call) {
 }
 
 int tri_wait_sliced(tri_call *call, tri_slice_wait wait, size_t arg, int64_t timeout_ns) {
-  const int64_t slice = 50 * 1000000LL;
+  const int64_t slice = TRI_PY_WAIT_SLICE_NS;
   int64_t left = timeout_ns;
   for (;;) {
     int64_t step = left < 0 || left > slice ? slice : left;

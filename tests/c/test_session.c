@@ -49,14 +49,18 @@ static const char *ok_headers[] = {":status", "200", "content-type",
                                    "application/grpc", "x-init", "a", NULL};
 
 /* Feeds the script whole and byte by byte: the outcome must not depend on
- * how the bytes are split. */
+ * how the bytes are split.  A unary call runs both ways again with
+ * TRI_CALL_DISCARD_BODY: every check must hold without the copy. */
 typedef void (*check_fn)(harness *h, tri_call *c);
 
 static void run_both_ways(const script *sc, int flags, check_fn check) {
-  for (int split = 0; split < 2; split++) {
+  int runs = flags & TRI_CALL_SERVER_STREAMING ? 2 : 4;
+  for (int run = 0; run < runs; run++) {
+    int split = run & 1;
     harness h;
     setup(&h);
-    tri_call *c = start(&h, "/s/M", flags);
+    tri_call *c =
+        start(&h, "/s/M", flags | (run >= 2 ? TRI_CALL_DISCARD_BODY : 0));
     if (split) {
       for (size_t i = 0; i < sc->len; i++) tri__conn_feed(h.conn, sc->p + i, 1);
     } else {
@@ -71,9 +75,14 @@ static void check_ok(harness *h, tri_call *c) {
   CHECK(tri_call_done(c));
   CHECK_EQ_INT(tri_call_code(c), 0);
   const uint8_t *p;
-  size_t n;
+  size_t n, size = 0;
   tri_call_response(c, &p, &n);
-  CHECK_MEM(p, n, "hello", 5);
+  if (c->flags & TRI_CALL_DISCARD_BODY) /* checked and counted, not kept */
+    CHECK(p == NULL && n == 0);
+  else
+    CHECK_MEM(p, n, "hello", 5);
+  CHECK_EQ_INT(tri_call_response_size(c, &size), 1);
+  CHECK_EQ_INT(size, 5);
   size_t it = 0;
   int kind, seen_init = 0, seen_trail = 0;
   const char *k, *v;
@@ -299,6 +308,66 @@ static void not_grpc_and_local_errors(void) {
   script_free(&s);
 }
 
+/* TRI_CALL_DISCARD_BODY keeps the envelope checks that need no payload
+ * (second message, declared length over the limit) and still inflates a
+ * compressed message within the limit; an error leaves no response size. */
+static void discard_body(void) {
+  static const char *gz_headers[] = {":status", "200", "content-type", "application/grpc",
+                                     "grpc-encoding", "gzip", NULL};
+  const char *t0[] = {"grpc-status", "0", NULL};
+  for (int c_case = 0; c_case < 5; c_case++) {
+    for (int split = 0; split < 2; split++) {
+      harness h;
+      setup(&h);
+      tri_call *c = start(&h, "/s/M", TRI_CALL_DISCARD_BODY);
+      script s;
+      script_init(&s);
+      script_settings(&s);
+      script_headers(&s, 1, 0, c_case >= 2 ? gz_headers : ok_headers);
+      int want = TRI_CODE_OK;
+      size_t want_size = 0;
+      if (c_case == 0) { /* a second message */
+        script_message(&s, 1, 0, "hello", 5, 0);
+        script_message(&s, 1, 0, "again", 5, 0);
+        want = TRI_CODE_INTERNAL;
+      } else if (c_case == 1) { /* declares more than max_recv_bytes */
+        uint8_t prefix[6] = {0, 0x7f, 0, 0, 0, 'x'};
+        script_frame(&s, NGHTTP2_DATA, 0, 1, prefix, sizeof(prefix));
+        want = TRI_CODE_RESOURCE_EXHAUSTED;
+      } else if (c_case == 4) { /* compressed but corrupt */
+        script_message(&s, 1, 1, "not gzip", 8, 0);
+        want = TRI_CODE_INTERNAL;
+      } else { /* compressed: inflated (2: fits; 3: over the limit), then dropped */
+        size_t n = c_case == 2 ? 3000 : (size_t)h.ch->opts.max_recv_bytes + 1;
+        uint8_t *plain = calloc(1, n);
+        tri_buf *z = NULL;
+        CHECK_EQ_INT(tri_gzip_compress(&h.ch->zpool, &h.ch->pool, plain, n, 0, &z), 0);
+        script_message(&s, 1, 1, tri_buf_begin(z), z->len, 0);
+        tri_pool_put(&h.ch->pool, z);
+        free(plain);
+        want = c_case == 2 ? TRI_CODE_OK : TRI_CODE_RESOURCE_EXHAUSTED;
+        want_size = c_case == 2 ? n : 0;
+      }
+      script_headers(&s, 1, 1, t0);
+      if (split) {
+        for (size_t i = 0; i < s.len; i++) tri__conn_feed(h.conn, s.p + i, 1);
+      } else {
+        tri__conn_feed(h.conn, s.p, s.len);
+      }
+      script_free(&s);
+      CHECK(tri_call_done(c));
+      CHECK_EQ_INT(tri_call_code(c), want);
+      const uint8_t *p;
+      size_t n, size = 1;
+      tri_call_response(c, &p, &n);
+      CHECK(p == NULL);
+      CHECK_EQ_INT(tri_call_response_size(c, &size), want == TRI_CODE_OK);
+      CHECK_EQ_INT(size, want_size);
+      teardown(&h);
+    }
+  }
+}
+
 void test_session(void) {
   unary_ok();
   error_status_and_trailers_only();
@@ -306,4 +375,5 @@ void test_session(void) {
   server_stream();
   metadata_limit();
   not_grpc_and_local_errors();
+  discard_body();
 }

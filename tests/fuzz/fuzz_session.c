@@ -1,7 +1,11 @@
 /* fuzz_session.c: the response path of a connection fed raw server bytes
  * (after an empty SETTINGS): three calls are open (unary on stream 1,
  * server streaming on 3, bidi on 5); whatever the bytes, every call must
- * end with a status and nothing may leak or crash. */
+ * end with a status and nothing may leak or crash.  Each input runs four
+ * times, on the gRPC and the Triple wire, with the unary call keeping its
+ * response and with TRI_CALL_DISCARD_BODY: on each wire the unary call must
+ * end with the same status either way (every check holds without the copy),
+ * and when OK with the same response length. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,16 +29,20 @@ static tri_call *start(tri_channel *ch, tri_conn *conn, int flags) {
   return c;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+/* Feeds the input to a fresh connection; returns the unary call's status and
+ * response length (-1: none). */
+static void run_case(const uint8_t *data, size_t size, int wire,
+                     int unary_flags, int *code, long long *resp_len) {
   tri_channel_opts o;
   tri_channel_opts_init(&o);
   o.host = "127.0.0.1";
   o.port = "1";
+  o.wire = wire;
   o.max_recv_bytes = 1 << 16;
   tri_channel *ch;
   tri_conn *conn;
   if (tri_channel_new(&ch, &o) || tri__conn_new_detached(&conn, ch)) abort();
-  tri_call *calls[3] = {start(ch, conn, 0),
+  tri_call *calls[3] = {start(ch, conn, unary_flags),
                         start(ch, conn, TRI_CALL_SERVER_STREAMING),
                         start(ch, conn, TRI_CALL_CLIENT_STREAMING | TRI_CALL_SERVER_STREAMING)};
   static const uint8_t settings[9] = {0, 0, 0, 4, 0, 0, 0, 0, 0};
@@ -48,12 +56,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       while (tri_call_read(calls[i], 0, &m) == 1) tri_call_msg_release(calls[i], m);
   }
   tri__conn_kill(conn, 1, "fuzz case over");
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 3; i++)
     if (!tri_call_done(calls[i])) abort(); /* every call ends */
-    tri_call_release(calls[i]);
-  }
+  const uint8_t *p;
+  size_t n, kept;
+  tri_call_response(calls[0], &p, &kept);
+  int got = tri_call_response_size(calls[0], &n);
+  if ((unary_flags & TRI_CALL_DISCARD_BODY) && p) abort(); /* nothing kept */
+  if (!(unary_flags & TRI_CALL_DISCARD_BODY) && got && (!p || kept != n))
+    abort();
+  *code = tri_call_code(calls[0]);
+  *resp_len = got ? (long long)n : -1;
+  for (int i = 0; i < 3; i++) tri_call_release(calls[i]);
   tri__conn_unref(conn);
   tri__conn_free(conn);
   tri_channel_del(ch);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static const int wires[2] = {TRI_WIRE_GRPC, TRI_WIRE_TRIPLE};
+  for (int w = 0; w < 2; w++) {
+    int code, code_discard;
+    long long len, len_discard;
+    run_case(data, size, wires[w], 0, &code, &len);
+    run_case(data, size, wires[w], TRI_CALL_DISCARD_BODY, &code_discard,
+             &len_discard);
+    if (code != code_discard || len != len_discard) abort();
+  }
   return 0;
 }

@@ -49,6 +49,34 @@ def test_a_new_loop_takes_over_a_channel_whose_loop_closed_with_calls_in_flight(
         asyncio.run(ch.close())
 
 
+def test_a_loop_running_in_another_thread_keeps_its_channel(server):
+    """While a channel's loop runs in one thread, a call from a loop running in another
+    thread raises RuntimeError (the channel's reactor is not taken for that loop's),
+    and the channel's own loop keeps calling; once that loop has stopped, the other
+    loop takes the channel over."""
+    import threading
+    ch = triple_py.aio.insecure_channel(server.address)
+    first = asyncio.new_event_loop()
+    runner = threading.Thread(target=first.run_forever)
+    runner.start()
+
+    async def call():
+        return await ch.unary_unary(UNARY)(REQUEST, timeout=10)
+    try:
+        assert asyncio.run_coroutine_threadsafe(call(), first).result(10) == REQUEST
+        with pytest.raises(RuntimeError, match="in use by an event loop"):
+            asyncio.run(call())
+        assert asyncio.run_coroutine_threadsafe(call(), first).result(10) == REQUEST
+    finally:
+        first.call_soon_threadsafe(first.stop)
+        runner.join(10)
+        first.close()
+    try:
+        assert asyncio.run(call()) == REQUEST
+    finally:
+        asyncio.run(ch.close())
+
+
 def free_port() -> int:
     """A local port nothing listens on (bound, then released)."""
     with socket.socket() as s:

@@ -3,7 +3,9 @@
 A server's cost per call depends on the request headers (grpc-go arms a timer for each
 grpc-timeout and copies unknown headers into metadata), so a QPS ratio between the two arms
 is only fair when their requests carry the same headers. The rogue peer records the header
-list of each RecordHeaders request; one call from each arm is compared here.
+list of each RecordHeaders request; one call from each arm is compared here. One difference
+is h2load's own: it always declares the length of its data file (content-length), which a
+gRPC request does not need and the generator leaves out.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pytest
 
 import triple_py
 from triple_py.bench import run
+from triple_py.bench.messages import benchmark_request
 
 METHOD = "/rogue.Rogue/RecordHeaders"
 ONE_CALL = dict(method=METHOD, payload_size=64, concurrency=1, duration=0, warmup=0, count=1)
@@ -40,7 +43,10 @@ def test_h2load_sends_the_generators_headers(rogue_server, timeout):
     reference = run(rogue_server.address, mode="h2load", timeout=timeout, **ONE_CALL)
     assert ours.calls == 1 and reference.calls == 1
     (h2load,) = recorded(rogue_server.address)[before:]
-    assert header_set(h2load) == header_set(generator)
+    h2load_headers = header_set(h2load)
+    assert h2load_headers.pop("content-length") == str(5 + len(benchmark_request(ONE_CALL["payload_size"])))
+    assert h2load_headers == header_set(generator)
+    assert "content-length" not in header_set(generator)
     assert header_set(h2load)["grpc-timeout"] == {10.0: "10000000u", 2.5: "2500000u"}[timeout]
 
 

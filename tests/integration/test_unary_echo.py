@@ -246,3 +246,44 @@ def test_cancel_after_completion(channel):
     assert future.cancel() is False
     assert not future.cancelled()
     assert future.code() is triple_py.StatusCode.OK
+
+
+# --- responses read in place -----------------------------------------------------------
+
+def test_protobuf_parser_reads_the_response_in_place(messages):
+    """A protobuf FromString may be handed the response as a buffer (no bytes copy);
+    any other deserializer gets bytes, as in grpcio."""
+    from triple_py._codec import reads_in_place
+
+    _, response_type = messages
+
+    class NotAMessage:
+        @classmethod
+        def FromString(cls, data):  # noqa: N802 - the protobuf spelling
+            return data
+
+    assert reads_in_place(response_type.FromString)
+    assert not reads_in_place(NotAMessage.FromString)
+    assert not reads_in_place(lambda data: data)
+    assert not reads_in_place(None)
+
+
+@pytest.mark.parametrize("size", [0, MiB], ids=lambda n: f"{n}B")
+def test_core_call_exposes_its_response_as_a_buffer(channel, size):
+    """memoryview(core call): the finished call's response, read-only, kept alive by
+    the view after the call object is dropped."""
+    request = os.urandom(size)
+    core = channel._core.call(unary(channel)._method, request, wait=True)
+    assert core.code() == 0
+    view = memoryview(core)
+    assert view.readonly
+    del core
+    assert view.tobytes() == request
+    view.release()
+
+
+def test_other_deserializers_get_bytes(channel):
+    seen = []
+    call = unary(channel, response_deserializer=lambda data: seen.append(type(data)) or data)
+    assert call(b"\x0a\x01a", timeout=TIMEOUT) == b"\x0a\x01a"
+    assert seen == [bytes]

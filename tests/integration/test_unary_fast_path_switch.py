@@ -3,8 +3,9 @@ client-streaming machinery (dubbo-go's duplex path, the baseline of the seeds' A
 
 Whichever path a call takes, a user must see the same thing: the same response, metadata,
 status, deadline and error for malformed answers, from the sync and asyncio APIs, against
-the real peers. What differs is on the wire: the fast path declares the request's
-content-length, the streaming machinery cannot know it (the rogue peer records the headers).
+the real peers. What differs is on the wire: on the Triple wire the fast path declares the
+request's content-length, the streaming machinery cannot know it; on the gRPC wire neither
+sends one (the envelope carries the length; the rogue peer records the headers).
 """
 from __future__ import annotations
 
@@ -95,17 +96,14 @@ def rogue_channel(rogue_server, fast_path):
         yield ch
 
 
-def test_content_length_only_on_the_fast_path(rogue_channel, fast_path):
-    """The fast path knows the whole request when it sends the headers and declares its
-    length (the seeds' O3); the streaming machinery sends the headers before the body."""
+def test_no_content_length_on_the_grpc_wire(rogue_channel, fast_path):
+    """gRPC requests carry no content-length on either path: the envelope says how long
+    the message is, and nghttp2 would encode the header as a literal on every call."""
     request = b"r" * 300
     assert rogue(rogue_channel, "RecordHeaders")(request, timeout=TIMEOUT) == request
     headers = dict(json.loads(rogue(rogue_channel, "Stats")(b"", timeout=TIMEOUT))
                    ["headers"][-1])
-    if fast_path:
-        assert headers["content-length"] == str(len(request) + 5)
-    else:
-        assert "content-length" not in headers
+    assert "content-length" not in headers
     assert headers[":path"] == "/rogue.Rogue/RecordHeaders"
     assert headers["content-type"] == "application/grpc"
 
@@ -166,19 +164,19 @@ def test_a_switch_takes_a_bool(value):
 
 # --- the benchmark arm ---------------------------------------------------------------------
 
-def test_the_bench_arm_flips_the_switch(rogue_server, fast_path):
+def test_the_bench_arm_flips_the_switch(fast_path):
     """``triple-py-sync`` with ``options={"unary_fast_path": False}`` (the seed-unary-py
-    matrix's baseline) really sends its calls through the streaming machinery."""
+    matrix's baseline) really sends its calls through the streaming machinery: on the
+    Triple wire only the fast path declares a content-length."""
+    from _triple_helpers import RawH2Server
+
     from triple_py.bench import run
 
-    with triple_py.insecure_channel(rogue_server.address) as probe:
-        def recorded() -> list:
-            return json.loads(rogue(probe, "Stats")(b"", timeout=TIMEOUT))["headers"]
-        before = len(recorded())
-        result = run(rogue_server.address, method="/rogue.Rogue/RecordHeaders",
+    with RawH2Server() as server:
+        result = run(server.address, method="/benchmark.BenchmarkService/UnaryCall",
                      mode="triple-py-sync", concurrency=2, duration=0.2, warmup=0,
-                     options={"unary_fast_path": fast_path})
+                     wire="triple", options={"unary_fast_path": fast_path})
         assert result.calls > 0 and result.errors == 0
-        runs = [dict(headers) for headers in recorded()[before:]]
+        runs = list(server.requests)
     assert len(runs) >= result.calls
-    assert {"content-length" in headers for headers in runs} == {fast_path}
+    assert {request.get("content-length") is not None for request in runs} == {fast_path}

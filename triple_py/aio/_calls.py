@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, AsyncIterator, Callable, Optional
+from typing import Any, AsyncIterator, Callable, Generator, Optional
 
 from .. import _triple
-from .._codec import deserialize, serialize
+from .._codec import deserialize, reads_in_place, serialize
 from .._errors import RpcError
 from .._replay import KeptRequests
 from .._status import StatusCode, code_from_int
@@ -281,8 +281,24 @@ class UnaryResponseCall(_Call):
 
     _UNSET = object()
 
-    def __await__(self):
-        return self._result().__await__()
+    def __await__(self) -> Generator[Any, None, Any]:
+        """Awaiting the call gives the response or raises.  The common case (one
+        attempt, ended OK) runs in this one generator frame: the task waits on the
+        future the reactor completes, then takes the response; anything else (a
+        retry, a failure, a cancel, a closed channel) goes through ``_result``."""
+        core = self._core
+        if not core.done() and not self._channel_gone:
+            fut = self._reactor.loop.create_future()
+            self._waiters.append(fut)
+            try:
+                yield from fut
+            except asyncio.CancelledError:
+                self.cancel()  # as grpc.aio: cancelling the awaiting task cancels the RPC
+                raise
+        if core is self._core and core.done() and not self._cancelled and \
+                core.code() == 0:
+            return self._ok_response()
+        return (yield from self._result().__await__())
 
     async def _result(self) -> Any:
         await self._wait_done(cancel_rpc=True)
@@ -295,12 +311,20 @@ class UnaryResponseCall(_Call):
                     break
             if self._core.code() != 0:
                 raise error_of(self._core)
+        return self._ok_response()
+
+    def _ok_response(self) -> Any:
+        """The response of the call, ended OK: deserialized once (the same object
+        every await); the retry throttle is told."""
         owner = self._owner
         if owner is not None and (owner._throttle is not None or self._kept is not None):
             self._ended_ok()  # nothing to do for a plain unary call without a throttle
         response = getattr(self, "_response", self._UNSET)
         if response is self._UNSET:  # deserialized once, the same object every await
-            raw = self._core.response()
+            core, codec = self._core, self._deserialize
+            # A protobuf parser reads the response in place: no copy into bytes.
+            raw = memoryview(core) if codec is not None and reads_in_place(codec) \
+                else core.response()
             response = self._response = deserialize(self._deserialize, raw, local_error)
         return response
 

@@ -249,8 +249,13 @@ class Channel(abstract.Channel):
         return tuple(i for i in self._interceptors if isinstance(i, kind))
 
     def _reactor(self) -> Reactor:
-        loop = asyncio.get_running_loop()
+        """The reactor of the event loop running this call.  When the channel's reactor
+        belongs to the loop running on this thread (see ``Reactor.runs_here``) it is
+        that one, with no ``asyncio.get_running_loop()`` (a getpid syscall per call)."""
         r = self._reactor_obj
+        if r is not None and r.runs_here():
+            return r
+        loop = asyncio.get_running_loop()
         if r is None or r.loop is not loop:
             if r is not None and r.loop.is_running():
                 raise RuntimeError("this triple_py.aio channel is in use by an event loop "

@@ -8,7 +8,14 @@ thread per call, and the C I/O thread never takes the GIL.
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 from typing import Any, Optional, Protocol
+
+# How many times this process is a fork's child: a loop that seems to run on this
+# thread after a fork ran in the parent (see Reactor.runs_here).
+_forks = [0]
+os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
 
 
 class EventSink(Protocol):
@@ -30,7 +37,17 @@ class Reactor:
         self._fd = core_channel.notify_fd()
         self._calls: dict[int, EventSink] = {}
         self._closed = False
+        self._forks = _forks[0]
         loop.add_reader(self._fd, self._drain)
+
+    def runs_here(self, _get_ident: Any = threading.get_ident) -> bool:
+        """True when this reactor's loop is the one running on the calling thread, told
+        without ``asyncio.get_running_loop()`` (whose fork check is a getpid syscall):
+        asyncio's own loops record the thread running them (``_thread_id``), and a
+        thread runs one loop at a time.  False (ask asyncio) for other loops, after a
+        fork, or once closed."""
+        return (getattr(self._loop, "_thread_id", None) == _get_ident()
+                and self._forks == _forks[0] and not self._closed)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:

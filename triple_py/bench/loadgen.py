@@ -31,7 +31,7 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
                count: int = 0, rate: Optional[float] = None, stream_messages: int = 1,
                write_buffer_size: int = WRITE_BUFFER_SIZE,
                write_buffer_delay_us: int = WRITE_BUFFER_DELAY_US,
-               timeout: float = 10.0, shared_request: bool = False,
+               timeout: float = 10.0, shared_request: bool = True,
                hist_digits: int = 3, driver_threads: bool = False, start_at_ns: int = 0,
                phase_ns: int = 0, wire: str = "grpc", dialect: str = "auto",
                requests: Optional[list] = None,

@@ -45,7 +45,9 @@ The format (every key but ``arms``/``mode`` and ``[scenarios]`` is optional)::
     [arm.writer-off]            # a named arm: a kind plus overrides
     mode = "bidi"               # the arm kind (see triple_py.bench.arms)
     write_buffer_size = 0       # also: method, wire, write_buffer_delay_us, timeout,
-                                # shared_request, threads (triple-py-bidi),
+                                # shared_request (C kinds; default true: one
+                                # request packed per thread; false packs every
+                                # call's request anew), threads (triple-py-bidi),
                                 # latency_log (h2load: percentiles, but slower),
                                 # minimal_headers (h2load: content-type and te only),
                                 # driver_threads (C unary kinds: drive the loop
@@ -336,7 +338,7 @@ class Matrix:
             write_buffer_size=WRITE_BUFFER_SIZE if write_buffer is None else write_buffer,
             write_buffer_delay_us=o.get("write_buffer_delay_us", WRITE_BUFFER_DELAY_US),
             timeout=o.get("timeout", self.timeout), wire=o.get("wire", self.wire),
-            shared_request=o.get("shared_request", False),
+            shared_request=o.get("shared_request", True),
             options={k: o[k] for k in _OPTION_KEYS if k in o})
         return spec
 

@@ -36,7 +36,7 @@ def spec_of(target: Optional[str] = None, method: Optional[str] = None,
             write_buffer_size: int = WRITE_BUFFER_SIZE,
             write_buffer_delay_us: int = WRITE_BUFFER_DELAY_US,
             timeout: float = 10.0, count: int = 0, *, wire: str = "grpc",
-            arm: Optional[str] = None, shared_request: bool = False, hist_digits: int = 3,
+            arm: Optional[str] = None, shared_request: bool = True, hist_digits: int = 3,
             options: Optional[Dict[str, Any]] = None) -> RunSpec:
     """The validated RunSpec of :func:`run`'s arguments (target None: ``127.0.0.1:0``, to be
     replaced by the embedded server's address). Raises ConfigError for bad parameters."""

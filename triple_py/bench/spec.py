@@ -73,7 +73,7 @@ class RunSpec:
     write_buffer_delay_us: int = WRITE_BUFFER_DELAY_US
     timeout: float = 10.0
     wire: str = "grpc"
-    shared_request: bool = False
+    shared_request: bool = True
     hist_digits: int = 3
     request: Optional[bytes] = None
     options: Dict[str, Any] = dataclasses.field(default_factory=dict)
