@@ -236,7 +236,10 @@ def start_child(code: str, *args: str, **popen: Any) -> subprocess.Popen:
     (the instrumented copy under tools/test_asan.sh); `popen`: more Popen arguments,
     e.g. start_new_session."""
     package_root = Path(triple_py.__file__).resolve().parents[1]
-    env = dict(os.environ, PYTHONPATH=str(package_root), PYTHONUNBUFFERED="1")
+    # The package this process imported first, then whatever path it was given (the test
+    # tools' checkout under tools/test_asan.sh).
+    path = os.pathsep.join(p for p in (str(package_root), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, PYTHONPATH=path, PYTHONUNBUFFERED="1")
     return subprocess.Popen([str(VENV_PYTHON), "-c", code, *args], cwd=package_root, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **popen)
