@@ -137,9 +137,9 @@ def test_interrupted_run_reports_what_it_measured(tmp_path, mode, signum):
     assert 0.5 < result["elapsed_s"] < 10, result["elapsed_s"]  # the window until the stop
 
 
+@pytest.mark.checkout("h2load (nghttp2-client, which tools/bootstrap.sh installs)")
 def test_h2load_child_is_stopped_with_the_run_and_dies_with_its_parent(tmp_path):
-    if not Path("/usr/bin/h2load").exists():
-        pytest.skip("h2load is not installed")
+    assert Path("/usr/bin/h2load").exists(), "h2load is missing: tools/bootstrap.sh installs it"
     for signum in (signal.SIGTERM, signal.SIGKILL):
         child = _start("run", "--mode", "h2load", "-z", "60s", "--warmup", "0.2s", "-c", "4")
         _wait_measuring(child, 2.0)

@@ -157,11 +157,9 @@ def test_an_extra_export_fails(fixup: ModuleType, tmp_path: Path) -> None:
 
 
 def test_needing_libnghttp2_fails(fixup: ModuleType, tmp_path: Path) -> None:
-    try:
-        so = build_so(tmp_path, "nghttp2", NEEDS_NGHTTP2, "-fvisibility=hidden", "-s",
-                      "-lnghttp2")
-    except subprocess.CalledProcessError:
-        pytest.skip("libnghttp2-dev is not installed")
+    # libnghttp2-dev: tools/bootstrap.sh installs it (the module needs the checkout).
+    so = build_so(tmp_path, "nghttp2", NEEDS_NGHTTP2, "-fvisibility=hidden", "-s",
+                  "-lnghttp2")
     problems = fixup.violations(fixup.read_elf(so))
     assert any(p.startswith("nghttp2.so: needs libnghttp2.so.") for p in problems), problems
     assert any("nghttp2_version" in p for p in problems), problems
