@@ -21,12 +21,12 @@ from __future__ import annotations
 import asyncio
 import enum
 import functools
-import re
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Optional, Sequence
 
+from . import _triple
 from ._credentials import ChannelCredentials
 from ._helper_threads import helpers, wake_soon
 from ._status import StatusCode
@@ -237,15 +237,6 @@ def _deadline_exceeded() -> PluginFailure:
     return PluginFailure(StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
 
 
-# What the core accepts of a metadata pair (csrc/tri_wire.c: tri_md_key_valid,
-# tri_md_value_valid, tri_md_key_reserved), checked here so that a plugin's bad
-# metadata fails its call as grpcio fails it rather than raising from the core.
-_LEGAL_KEY = re.compile(r"[0-9a-z_.\-]+")
-_LEGAL_VALUE = re.compile(rb"[\x20-\x7e]*")
-_RESERVED = frozenset(("te", "content-type", "user-agent", "content-length", "connection",
-                       "host", "transfer-encoding"))
-
-
 def _illegal() -> PluginFailure:
     return PluginFailure(StatusCode.UNAVAILABLE, "Illegal metadata")
 
@@ -258,15 +249,8 @@ def _legal(metadata: Any) -> list[tuple[str, Any]]:
     except (TypeError, ValueError):
         raise _illegal() from None
     for key, value in pairs:
-        if not isinstance(key, str) or not _LEGAL_KEY.fullmatch(key) or \
-                key in _RESERVED or key.startswith("grpc-"):
-            raise _illegal()
-        if key.endswith("-bin") and len(key) > 4:
-            if not isinstance(value, bytes):
-                raise _illegal()
-        elif isinstance(value, str):
-            if not value.isascii() or not _LEGAL_VALUE.fullmatch(value.encode()):
-                raise _illegal()
-        elif not isinstance(value, bytes) or not _LEGAL_VALUE.fullmatch(value):
+        if not isinstance(key, str) or not isinstance(value, (str, bytes)) or \
+                (key.endswith("-bin") and not isinstance(value, bytes)) or \
+                not _triple.metadata_legal(key, value):
             raise _illegal()
     return pairs

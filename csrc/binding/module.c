@@ -2,6 +2,7 @@
 #include "binding.h"
 
 #include "../tri_libs.h"
+#include "../tri_wire.h"
 
 static struct PyModuleDef tri_module_def;
 
@@ -129,6 +130,31 @@ static PyObject *mod_library_versions(PyObject *m, PyObject *unused) {
   return out;
 }
 
+/* metadata_legal(key: str, value: str | bytes) -> bool: the core's own rule
+ * for a pair a call may send (tri_call_add_metadata): a legal key that the
+ * transport does not own, and a printable ASCII value unless the key ends in
+ * "-bin" (binary, base64 on the wire). */
+static PyObject *mod_metadata_legal(PyObject *m, PyObject *args) {
+  (void)m;
+  const char *key, *v;
+  Py_ssize_t kn, vn;
+  PyObject *value;
+  if (!PyArg_ParseTuple(args, "s#O", &key, &kn, &value)) return NULL;
+  if (!tri_md_key_valid(key, (size_t)kn) || tri_md_key_reserved(key, (size_t)kn))
+    Py_RETURN_FALSE;
+  if (tri_md_key_is_bin(key, (size_t)kn)) Py_RETURN_TRUE;
+  if (PyBytes_Check(value)) {
+    v = PyBytes_AS_STRING(value);
+    vn = PyBytes_GET_SIZE(value);
+  } else if (PyUnicode_Check(value)) {
+    v = PyUnicode_AsUTF8AndSize(value, &vn);
+    if (!v) return NULL;
+  } else {
+    Py_RETURN_FALSE;
+  }
+  return PyBool_FromLong(tri_md_value_valid(v, (size_t)vn));
+}
+
 static PyMethodDef mod_methods[] = {
     {"run_load", (PyCFunction)(void (*)(void))tri_py_run_load,
      METH_VARARGS | METH_KEYWORDS, tri_run_load_doc},
@@ -139,6 +165,9 @@ static PyMethodDef mod_methods[] = {
      "nghttp2, openssl, zlib and protobuf-c as built against and as\n"
      "running (the bundled copies in a self-contained wheel, the system's\n"
      "otherwise)."},
+    {"metadata_legal", mod_metadata_legal, METH_VARARGS,
+     "metadata_legal(key, value) -> bool: whether a call may send the pair\n"
+     "(the core's metadata rules)."},
     {"retired_stats", mod_retired_stats, METH_NOARGS,
      "Counters summed over channels that no longer exist."},
     {"grpc_timeout", mod_timeout_encode, METH_O,
