@@ -204,6 +204,8 @@ static const tri_load_limit limits[] = {
     {"phase_ns", 0, (double)MAX_PHASE_NS},
     {"requests", 1, TRI_RING_MAX_ENTRIES},
     {"count", 0, MAX_COUNT},
+    {"start_at_ns", 0, (double)INT64_MAX},
+    {"endpoints", 0, MAX_CONNECTIONS},
 };
 
 const tri_load_limit *tri_load_limits(size_t *n) {

@@ -210,7 +210,8 @@ void tri_load_config_init(tri_load_config *c);
 const char *tri_load_config_problem(const tri_load_config *c);
 
 /* One range tri_load_config_problem enforces, by run_load's keyword name
- * ("concurrency" is per connection; "requests" counts ring entries). */
+ * ("concurrency" is per connection; "requests" and "endpoints" count
+ * entries). */
 typedef struct {
   const char *name;
   double min, max; /* inclusive */

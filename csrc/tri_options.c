@@ -41,6 +41,8 @@
 /* Index = TRI_WIRE_* / TRI_DIALECT_* (tri_channel.h). */
 static const char *const wires[] = {"grpc", "triple", NULL};
 static const char *const dialects[] = {"auto", "go", "spec", NULL};
+/* Index = TRI_ADDRESS_*: the endpoint kinds of triple_py/_target.py. */
+static const char *const address_kinds[] = {"tcp", "unix", "unix-abstract", NULL};
 
 const tri_option tri_channel_options[] = {
     ROW_STR("grpc.default_authority", "authority", authority, NULL, 0),
@@ -69,8 +71,7 @@ const tri_option tri_channel_options[] = {
             TRI_COMPRESS_NONE),
     /* How host is dialed: a name or address (TCP), a unix socket path or an
      * abstract socket name; set from the target's scheme (triple_py/_target.py). */
-    ROW_INT(NULL, "address_kind", address_kind, TRI_ADDRESS_TCP, TRI_ADDRESS_UNIX_ABSTRACT,
-            TRI_ADDRESS_TCP),
+    ROW_CHOICE(NULL, "address_kind", address_kind, address_kinds, TRI_ADDRESS_TCP),
     ROW_STR("triple.service_group", "service_group", service_group, NULL, 0),
     ROW_STR("triple.service_version", "service_version", service_version, NULL, 0),
     ROW_STR("triple.codec", "codec", triple_codec, "proto", 0),

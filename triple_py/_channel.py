@@ -53,8 +53,6 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 _FUTURE_EVENTS = _triple.EV_DONE | _triple.QUIET_START
 
 
-# Endpoint kinds -> the core's address_kind (csrc/tri_channel.h TRI_ADDRESS_*).
-_ADDRESS_KINDS = {"tcp": 0, "unix": 1, "unix-abstract": 2}
 _STATIC_SCHEMES = ("ipv4", "ipv6", "unix", "unix-abstract")
 
 
@@ -526,8 +524,9 @@ class Channel(abstract.Channel):
 
         def make_core(endpoint: Endpoint) -> Any:
             """One backend: a core channel to ``endpoint``."""
-            kwargs = {**with_service_key(core_kwargs, endpoint),
-                      "address_kind": _ADDRESS_KINDS[endpoint.kind]}
+            # The endpoint's kind is one of the core's address_kind choices
+            # (tcp, unix, unix-abstract: _triple.CHANNEL_OPTIONS).
+            kwargs = {**with_service_key(core_kwargs, endpoint), "address_kind": endpoint.kind}
             if tls:
                 kwargs["ssl_target_name_override"] = \
                     override or endpoint.attributes.get("dns_name")

@@ -65,6 +65,9 @@ LB_POLICIES = ("pick_first", "round_robin")
 # implementation's form whatever the dialect.
 WIRES = {name: i for i, name in enumerate(_BY_NAME["wire"].choices)}
 DIALECTS = {name: i for i, name in enumerate(_BY_NAME["dialect"].choices)}
+# How a channel dials its host (csrc/tri_channel.h TRI_ADDRESS_*): the endpoint kinds of
+# _resolver (tcp, unix, unix-abstract), by the core's number.
+ADDRESS_KINDS = {name: i for i, name in enumerate(_BY_NAME["address_kind"].choices)}
 
 
 def _milliseconds(value: Any) -> int:

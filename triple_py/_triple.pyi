@@ -4,7 +4,7 @@ Kept in step with the binding by tests/unit/test_triple_stub.py: every public na
 the module is declared here and every name declared here exists in the module.
 """
 from _typeshed import ReadableBuffer as Buffer
-from typing import Any, Callable, Final, Optional, Sequence, Union
+from typing import Any, Final, Optional, Sequence, Union
 
 # Response and request metadata: (key, value) pairs; values of "-bin" keys are bytes.
 _Metadata = tuple[tuple[str, Union[str, bytes]], ...]
@@ -29,6 +29,10 @@ EV_WRITABLE: Final[int]
 QUIET_START: Final[int]
 STATS_NAMES: Final[tuple[str, ...]]
 CHANNEL_OPTIONS: Final[tuple[_OptionRow, ...]]
+#: run_load's own keywords: (name, type, min, max, default, choices, required, unit, doc).
+LOAD_OPTIONS: Final[tuple[tuple[str, str, Optional[Union[int, float]],
+                                Optional[Union[int, float]], Any, tuple[str, ...], bool,
+                                str, str], ...]]
 #: The ranges run_load enforces, {keyword: (min, max)} ("concurrency" per connection).
 LOAD_LIMITS: Final[dict[str, tuple[float, float]]]
 
@@ -121,25 +125,12 @@ class Histogram:
     def pairs(self) -> list[tuple[int, int]]: ...
 
 
-_Schedule = tuple[int, float, float, float, float, float]
-
-
-def run_load(host: str, port: Union[str, int], /, *, path: Optional[str],
-             mode: Union[str, int], payload_size: int, concurrency: int, connections: int,
-             duration: float, warmup: float, count: int = 0, rate: float = 0.0,
-             stream_messages: int = 1, timeout: float = 10.0, shared_request: bool = True,
-             hist_digits: int = 0, driver_threads: bool = False, start_at_ns: int = 0,
-             phase_ns: int = 0,
-             requests: Optional[Sequence[tuple[bytes, Sequence[tuple[bytes, bytes]]]]] = None,
-             rate_schedule: Optional[_Schedule] = None,
-             concurrency_schedule: Optional[_Schedule] = None,
-             endpoints: Optional[Sequence[tuple[str, str, int]]] = None,
-             stop: Optional[Callable[[], bool]] = None,
-             **channel_options: _OptionValue) -> dict[str, Any]:
-    """The C load generator; ``channel_options`` are Channel()'s keywords (the names of
-    CHANNEL_OPTIONS), given to every connection. ``stop`` (asked every 50 ms) ends the
-    run early with its figures so far (``interrupted``); a signal handler's exception
-    carries them as ``load_result``."""
+def run_load(host: str, port: Union[str, int], /, **options: Any) -> dict[str, Any]:
+    """The C load generator. ``options``: the load's own keywords (the rows of
+    LOAD_OPTIONS, which give each one's type, range, default and whether it is
+    required) and Channel()'s keywords (the names of CHANNEL_OPTIONS), given to every
+    connection. ``stop`` (asked every 50 ms) ends the run early with its figures so far
+    (``interrupted``); a signal handler's exception carries them as ``load_result``."""
 def parse_wrapper_response(data: Buffer, /) -> tuple[str, bytes, str]: ...
 def library_versions() -> dict[str, dict[str, str]]: ...
 def metadata_legal(key: str, value: str | bytes, /) -> bool: ...

@@ -143,6 +143,31 @@ PyObject *tri_py_channel_options_table(void);
 /* _triple.run_load(...) (load.c): the C load generator, GIL released. */
 PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs);
 extern const char tri_run_load_doc[];
+
+/* run_load's own keywords (load_options.c): the rows whose value run_load
+ * keeps as an object, by slot of the array tri_py_load_options_parse fills. */
+enum {
+  TRI_PY_LOAD_OBJ_REQUESTS,
+  TRI_PY_LOAD_OBJ_ENDPOINTS,
+  TRI_PY_LOAD_OBJ_STOP,
+  TRI_PY_LOAD_NOBJS
+};
+/* Splits `kwargs` (run_load's keyword dict, or NULL) by walking the table:
+ * the load's keywords are checked (type and range) and written into `cfg`,
+ * or for the object rows into objs[TRI_PY_LOAD_NOBJS] (borrowed from
+ * kwargs, NULL when not given or None); the others go into *channel_kw (a new
+ * dict the caller releases, or NULL when there are none) for the channel
+ * options' walker.  A path points into kwargs, which must outlive `cfg`'s use.
+ * 0, or -1 with TypeError (a missing required keyword, a wrong type) or
+ * ValueError (out of range) naming the keyword. */
+struct tri_load_config;
+int tri_py_load_options_parse(PyObject *kwargs, struct tri_load_config *cfg,
+                              PyObject **objs, PyObject **channel_kw);
+/* A tri_load_mode's name ("unary", "unary_stream_path", "bidi"); static. */
+const char *tri_py_load_mode_name(int mode);
+/* _triple.LOAD_OPTIONS: a tuple of (name, type, min, max, default, choices,
+ * required, unit, doc) per row, in table order (a new reference). */
+PyObject *tri_py_load_options_table(void);
 /* LOAD_LIMITS: {run_load keyword: (min, max)}, the ranges the load generator
  * enforces (tri_load_limits); a new dict, or NULL with an exception set. */
 PyObject *tri_py_load_limits(void);

@@ -12,50 +12,10 @@
 
 #include "../tri_hist.h"
 #include "../tri_load.h"
+#include "../tri_options.h"
 
 #define WAIT_SLICE_NS (50 * 1000000LL)
-
-static const struct {
-  const char *name;
-  int mode;
-} mode_names[] = {{"unary", TRI_LOAD_UNARY},
-                  {"fastpath", TRI_LOAD_UNARY},
-                  {"unary_stream_path", TRI_LOAD_UNARY_STREAM_PATH},
-                  {"stream_path", TRI_LOAD_UNARY_STREAM_PATH},
-                  {"bidi", TRI_LOAD_BIDI}};
-
-static const char *mode_name(int mode) {
-  switch (mode) {
-  case TRI_LOAD_UNARY: return "unary";
-  case TRI_LOAD_UNARY_STREAM_PATH: return "unary_stream_path";
-  default: return "bidi";
-  }
-}
-
-static int parse_mode(PyObject *o, int *mode) {
-  if (PyLong_Check(o)) {
-    long v = PyLong_AsLong(o);
-    if (v == -1 && PyErr_Occurred()) return -1;
-    *mode = (int)v;
-    return 0;
-  }
-  const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
-  if (!s) {
-    if (!PyErr_Occurred())
-      PyErr_Format(PyExc_TypeError, "mode must be str or int, not %.100s",
-                   Py_TYPE(o)->tp_name);
-    return -1;
-  }
-  for (size_t i = 0; i < sizeof(mode_names) / sizeof(mode_names[0]); i++)
-    if (strcmp(s, mode_names[i].name) == 0) {
-      *mode = mode_names[i].mode;
-      return 0;
-    }
-  PyErr_Format(PyExc_ValueError,
-               "unknown mode %R (expected 'unary', 'unary_stream_path' or 'bidi')",
-               o);
-  return -1;
-}
+#define MAX_ENDPOINTS 256 /* tri_load_limits' "endpoints" */
 
 /* d[key] = v, stealing v; returns -1 (exception set) on failure. */
 static int put(PyObject *d, const char *key, PyObject *v) {
@@ -163,7 +123,7 @@ static PyObject *result_dict(const tri_load_config *cfg, const tri_load_result *
   double cpu = r->cpu_user_s + r->cpu_sys_s;
 
   /* What ran. */
-  if (put(d, "mode", PyUnicode_FromString(mode_name(cfg->mode))) < 0 ||
+  if (put(d, "mode", PyUnicode_FromString(tri_py_load_mode_name(cfg->mode))) < 0 ||
       put(d, "target", PyUnicode_FromFormat("%s:%s", cfg->host, cfg->port)) < 0 ||
       put(d, "path", PyUnicode_FromString(cfg->path)) < 0 ||
       PUT_U64(d, "payload_size", cfg->payload_size) < 0 ||
@@ -293,44 +253,47 @@ static int run_released(tri_load *l, PyObject *stop, int *stopped) {
   }
 }
 
-/* None, or (kind, start, step, end, step_s, max_s): kind 0 const, 1 step,
- * 2 line (tri_sched.h).  Returns 0, or -1 with an exception set. */
-static int parse_schedule(PyObject *o, tri_sched *s) {
-  if (o == Py_None) return 0;
-  if (!PyArg_ParseTuple(o, "iddddd;a schedule is (kind, start, step, end, step_s, max_s)",
-                        &s->kind, &s->start, &s->step, &s->end, &s->step_s, &s->max_s))
-    return -1;
-  const char *problem = tri_sched_problem(s);
-  if (problem) {
-    PyErr_Format(PyExc_ValueError, "run_load: %s", problem);
-    return -1;
-  }
-  return 0;
+/* An endpoint's address kind: an int (TRI_ADDRESS_*, checked by the load) or
+ * the name of one (the choices of the channel option address_kind). */
+static int address_kind_of(PyObject *o, int *kind) {
+  if (PyLong_Check(o)) return tri_py_int_arg(o, 0, kind);
+  static const char name[] = "address_kind";
+  const tri_option *row = tri_channel_option_find(name, sizeof(name) - 1);
+  const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
+  *kind = s && row ? tri_option_choice(row, s) : -1;
+  if (*kind >= 0) return 0;
+  if (!PyErr_Occurred())
+    PyErr_Format(PyExc_ValueError, "run_load: unknown endpoint address kind %R",
+                 o);
+  return -1;
 }
 
-/* endpoints: None, or a list of (host, port, address_kind) tuples of str, str,
- * int (at most 256).  The strings stay the list's (borrowed for the call). */
+/* endpoints: NULL, or a list or tuple (of at most MAX_ENDPOINTS: the table's
+ * walker checked the range) of (host, port, address_kind) tuples of str, str
+ * and an int or a name.  The strings stay the list's (borrowed for the call). */
 static int parse_endpoints(PyObject *list, tri_load_endpoint *out, int *n) {
   *n = 0;
-  if (list == Py_None) return 0;
-  if (!PyList_Check(list) || PyList_GET_SIZE(list) > 256) {
-    PyErr_SetString(PyExc_ValueError,
-                    "run_load: endpoints must be a list of at most 256 (host, port, kind)");
+  if (!list) return 0;
+  Py_ssize_t len = PySequence_Fast_GET_SIZE(list);
+  if (len > MAX_ENDPOINTS) {
+    PyErr_SetString(PyExc_ValueError, "run_load: too many endpoints");
     return -1;
   }
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
-    PyObject *t = PyList_GET_ITEM(list, i);
-    if (!PyTuple_Check(t) || !PyArg_ParseTuple(t, "ssi", &out[i].host, &out[i].port,
-                                              &out[i].address_kind)) {
+  for (Py_ssize_t i = 0; i < len; i++) {
+    PyObject *t = PySequence_Fast_GET_ITEM(list, i), *kind;
+    if (!PyTuple_Check(t) ||
+        !PyArg_ParseTuple(t, "ssO", &out[i].host, &out[i].port, &kind)) {
       if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
         PyErr_Clear();
         PyErr_SetString(PyExc_ValueError,
-                        "run_load: each endpoint is a (host, port, kind) tuple of str, str, int");
+                        "run_load: each endpoint is a (host, port, kind) tuple "
+                        "of str, str and an int or a name");
       }
       return -1;
     }
+    if (address_kind_of(kind, &out[i].address_kind) < 0) return -1;
   }
-  *n = (int)PyList_GET_SIZE(list);
+  *n = (int)len;
   return 0;
 }
 
@@ -358,161 +321,6 @@ static void del_released(tri_load *l) {
   Py_END_ALLOW_THREADS
 }
 
-/* How a load keyword converts (as the old format codes did: i, p, d, L, K,
- * n), and where it goes: a field of tri_load_config, or an object the caller
- * reads (ARG_OBJECT). */
-typedef enum {
-  ARG_INT,
-  ARG_BOOL,
-  ARG_DOUBLE,
-  ARG_I64,
-  ARG_U64,
-  ARG_SIZE,
-  ARG_OBJECT
-} arg_kind;
-
-typedef struct {
-  tri_py_kw kw;
-  arg_kind kind;
-  size_t offset; /* in tri_load_config */
-} load_arg;
-
-#define CFG(kind, name, field) \
-  { TRI_PY_KW(name), kind, offsetof(tri_load_config, field) }
-#define OBJ(name) \
-  { TRI_PY_KW(name), ARG_OBJECT, 0 }
-
-/* The load's own keywords; every other keyword is a channel option, parsed
- * by walking the table (options.c) as _triple.Channel does. */
-enum {
-  A_PATH,
-  A_MODE,
-  A_PAYLOAD_SIZE,
-  A_CONCURRENCY,
-  A_CONNECTIONS,
-  A_DURATION,
-  A_WARMUP,
-  A_COUNT,
-  A_RATE,
-  A_STREAM_MESSAGES,
-  A_TIMEOUT,
-  A_SHARED_REQUEST,
-  A_HIST_DIGITS,
-  A_DRIVER_THREADS,
-  A_START_AT_NS,
-  A_PHASE_NS,
-  A_REQUESTS,
-  A_RATE_SCHEDULE,
-  A_CONCURRENCY_SCHEDULE,
-  A_ENDPOINTS,
-  A_STOP,
-  NLOAD_ARGS,
-  NREQUIRED = A_WARMUP + 1 /* path .. warmup */
-};
-static const load_arg load_args[NLOAD_ARGS] = {
-    [A_PATH] = OBJ("path"),
-    [A_MODE] = OBJ("mode"),
-    [A_PAYLOAD_SIZE] = CFG(ARG_SIZE, "payload_size", payload_size),
-    [A_CONCURRENCY] = CFG(ARG_INT, "concurrency", concurrency),
-    [A_CONNECTIONS] = CFG(ARG_INT, "connections", connections),
-    [A_DURATION] = CFG(ARG_DOUBLE, "duration", duration_s),
-    [A_WARMUP] = CFG(ARG_DOUBLE, "warmup", warmup_s),
-    [A_COUNT] = CFG(ARG_U64, "count", count),
-    [A_RATE] = CFG(ARG_DOUBLE, "rate", rate),
-    [A_STREAM_MESSAGES] = CFG(ARG_INT, "stream_messages", stream_messages),
-    [A_TIMEOUT] = CFG(ARG_DOUBLE, "timeout", timeout_s),
-    [A_SHARED_REQUEST] = CFG(ARG_BOOL, "shared_request", shared_request),
-    [A_HIST_DIGITS] = CFG(ARG_INT, "hist_digits", hist_digits),
-    [A_DRIVER_THREADS] = CFG(ARG_BOOL, "driver_threads", driver_threads),
-    [A_START_AT_NS] = CFG(ARG_I64, "start_at_ns", start_at_ns),
-    [A_PHASE_NS] = CFG(ARG_I64, "phase_ns", phase_ns),
-    [A_REQUESTS] = OBJ("requests"),
-    [A_RATE_SCHEDULE] = OBJ("rate_schedule"),
-    [A_CONCURRENCY_SCHEDULE] = OBJ("concurrency_schedule"),
-    [A_ENDPOINTS] = OBJ("endpoints"),
-    [A_STOP] = OBJ("stop"),
-};
-
-/* Writes `v` into the field of `a` in `cfg`: 0, or -1 with TypeError,
- * OverflowError or ValueError (a negative payload_size). */
-static int set_load_arg(tri_load_config *cfg, const load_arg *a, PyObject *v) {
-  void *f = (char *)cfg + a->offset;
-  if (a->kind == ARG_BOOL) {
-    int b = PyObject_IsTrue(v);
-    return b < 0 ? -1 : (*(int *)f = b, 0);
-  }
-  if (a->kind == ARG_DOUBLE ? !PyFloat_Check(v) && !PyLong_Check(v)
-                            : !PyLong_Check(v)) {
-    PyErr_Format(PyExc_TypeError,
-                 "run_load() argument '%s' must be %s, not %.100s", a->kw.name,
-                 a->kind == ARG_DOUBLE ? "a number" : "an int",
-                 Py_TYPE(v)->tp_name);
-    return -1;
-  }
-  switch (a->kind) {
-    case ARG_DOUBLE: *(double *)f = PyFloat_AsDouble(v); break;
-    case ARG_INT: return tri_py_int_arg(v, 0, (int *)f);
-    case ARG_I64: *(int64_t *)f = PyLong_AsLongLong(v); break;
-    case ARG_U64: *(uint64_t *)f = PyLong_AsUnsignedLongLong(v); break;
-    default: {
-      Py_ssize_t n = PyLong_AsSsize_t(v);
-      if (n < 0 && !PyErr_Occurred())
-        PyErr_Format(PyExc_ValueError, "run_load: %s must be non-negative",
-                     a->kw.name);
-      *(size_t *)f = (size_t)n;
-    }
-  }
-  return PyErr_Occurred() ? -1 : 0;
-}
-
-/* Splits `kwargs`: the load's keywords go into `cfg` (objects into objs[],
- * NULL when not given), the others into *channel_kw (a new dict, or NULL
- * when there are none) for the table's walker.  0, or -1 with TypeError for
- * a missing required keyword or a bad value. */
-static int parse_load_args(PyObject *kwargs, tri_load_config *cfg,
-                           PyObject **objs, PyObject **channel_kw) {
-  int seen[NLOAD_ARGS] = {0};
-  *channel_kw = NULL;
-  for (int i = 0; i < NLOAD_ARGS; i++) objs[i] = NULL;
-  PyObject *key, *value;
-  Py_ssize_t pos = 0;
-  while (kwargs && PyDict_Next(kwargs, &pos, &key, &value)) {
-    int i = 0;
-    while (i < NLOAD_ARGS &&
-           PyUnicode_CompareWithASCIIString(key, load_args[i].kw.name))
-      i++;
-    if (i < NLOAD_ARGS) {
-      seen[i] = 1;
-      if (load_args[i].kind == ARG_OBJECT) objs[i] = value;
-      else if (set_load_arg(cfg, &load_args[i], value) < 0) return -1;
-      continue;
-    }
-    if (!*channel_kw && !(*channel_kw = PyDict_New())) return -1;
-    if (PyDict_SetItem(*channel_kw, key, value) < 0) return -1;
-  }
-  for (int i = 0; i < NREQUIRED; i++)
-    if (!seen[i]) {
-      PyErr_Format(PyExc_TypeError, "run_load() missing required argument '%s'",
-                   load_args[i].kw.name);
-      return -1;
-    }
-  return 0;
-}
-
-/* The path: None (the BenchmarkService default) or a str owned by kwargs. */
-static int parse_path(PyObject *o, const char **path) {
-  *path = NULL;
-  if (o == Py_None) return 0;
-  if (!PyUnicode_Check(o)) {
-    PyErr_Format(PyExc_TypeError,
-                 "run_load() argument 'path' must be str or None, not %.100s",
-                 Py_TYPE(o)->tp_name);
-    return -1;
-  }
-  *path = PyUnicode_AsUTF8(o);
-  return *path ? 0 : -1;
-}
-
 /* Reads everything but the requests into `cfg` and `eps`: 0, or -1 with an
  * exception set.  Borrowed pointers point into kwargs, *channel_kw (the
  * caller's to release) and *port_str (a new reference, the caller's too);
@@ -525,19 +333,11 @@ static int parse_config(PyObject *args, PyObject *kwargs, tri_load_config *cfg,
   PyObject *port_obj;
   *channel_kw = *port_str = NULL;
   if (!PyArg_ParseTuple(args, "sO:run_load", &host, &port_obj) ||
-      parse_load_args(kwargs, cfg, objs, channel_kw) < 0)
+      tri_py_load_options_parse(kwargs, cfg, objs, channel_kw) < 0 ||
+      tri_py_set_channel_options("run_load", &cfg->channel, *channel_kw, pems) ||
+      parse_endpoints(objs[TRI_PY_LOAD_OBJ_ENDPOINTS], eps, &cfg->nendpoints) < 0)
     return -1;
-  if (tri_py_set_channel_options("run_load", &cfg->channel, *channel_kw, pems) ||
-      parse_path(objs[A_PATH], &cfg->path) < 0 ||
-      parse_mode(objs[A_MODE], &cfg->mode) < 0)
-    return -1;
-  PyObject *eps_obj = objs[A_ENDPOINTS] ? objs[A_ENDPOINTS] : Py_None;
-  if (parse_endpoints(eps_obj, eps, &cfg->nendpoints) < 0) return -1;
   cfg->endpoints = cfg->nendpoints ? eps : NULL;
-  PyObject *rs = objs[A_RATE_SCHEDULE], *cs = objs[A_CONCURRENCY_SCHEDULE];
-  if (parse_schedule(rs ? rs : Py_None, &cfg->rate_schedule) < 0 ||
-      parse_schedule(cs ? cs : Py_None, &cfg->concurrency_schedule) < 0)
-    return -1;
   if (!(*port_str = PyObject_Str(port_obj))) return -1;
   cfg->host = host;
   cfg->port = PyUnicode_AsUTF8(*port_str);
@@ -603,9 +403,9 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
   (void)m;
   tri_load_config cfg;
   tri_load_config_init(&cfg);
-  PyObject *objs[NLOAD_ARGS], *channel_kw, *port_str;
+  PyObject *objs[TRI_PY_LOAD_NOBJS], *channel_kw, *port_str;
   tri_py_pems pems = {.n = 0};
-  tri_load_endpoint eps[256];
+  tri_load_endpoint eps[MAX_ENDPOINTS];
   char channel_error[256] = "";
   PyObject *result = NULL;
   if (parse_config(args, kwargs, &cfg, objs, &channel_kw, &port_str, &pems,
@@ -613,7 +413,8 @@ PyObject *tri_py_run_load(PyObject *m, PyObject *args, PyObject *kwargs) {
     goto out;
   cfg.channel.error_out = channel_error;
   cfg.channel.error_out_len = sizeof(channel_error);
-  result = run_config(&cfg, objs[A_REQUESTS], objs[A_STOP], channel_error);
+  result = run_config(&cfg, objs[TRI_PY_LOAD_OBJ_REQUESTS],
+                      objs[TRI_PY_LOAD_OBJ_STOP], channel_error);
 out:
   tri_py_release_pems(&pems); /* the channels copied the PEM bytes */
   Py_XDECREF(channel_kw);     /* ... and the strings */
@@ -621,58 +422,30 @@ out:
   return result;
 }
 
-PyObject *tri_py_load_limits(void) {
-  size_t n;
-  const tri_load_limit *l = tri_load_limits(&n);
-  PyObject *d = PyDict_New();
-  for (size_t i = 0; d && i < n; i++)
-    if (put(d, l[i].name, Py_BuildValue("(dd)", l[i].min, l[i].max)) < 0) Py_CLEAR(d);
-  return d;
-}
-
 const char tri_run_load_doc[] =
-    "run_load(host, port, /, *, path, mode, payload_size, concurrency,\n"
-    "         connections, duration, warmup, count=0, rate=0.0,\n"
-    "         stream_messages=1, timeout=10.0, shared_request=True,\n"
-    "         hist_digits=3, driver_threads=False, start_at_ns=0, phase_ns=0,\n"
-    "         requests=None, rate_schedule=None, concurrency_schedule=None,\n"
-    "         endpoints=None, stop=None, **channel_options) -> dict\n\n"
-    "channel_options: the keywords of Channel(), the names of CHANNEL_OPTIONS\n"
-    "(wire, dialect, write_buffer_size, authority, compression, tls,\n"
-    "root_certificates, keepalive_time_ms, ...), with the same types, ranges\n"
-    "and defaults; every connection of the load is made with them.\n"
-    "endpoints: a list of (host, port, address_kind) to spread the "
-    "connections\n"
-    "over (connection i -> endpoint i % n; host and port are then only named "
-    "in\n"
-    "the result's target).\n"
-    "Runs the C load generator against host:port with the GIL released:\n"
-    "`connections` channels (one connection and one C thread each) with\n"
-    "`concurrency` calls in flight on each.  mode: 'unary' (fast path),\n"
-    "'unary_stream_path' (the same call through the streaming machinery) or\n"
-    "'bidi' (streams of stream_messages messages each way).  path None picks\n"
-    "BenchmarkService UnaryCall (StreamCall for bidi).  duration seconds are\n"
-    "measured after `warmup` seconds; count > 0 caps the measured calls.\n"
-    "rate > 0 makes the loop open (calls/s in total) and latency is then also\n"
-    "measured from the intended send time (the *_corrected figures).\n"
-    "Closed-loop unary runs are driven from the connections' I/O threads\n"
-    "(h2load's shape); driver_threads=True drives them from separate threads.\n"
-    "start_at_ns (time.monotonic_ns() clock) starts the warm-up at that time\n"
-    "once the connections are primed (result: start_monotonic_ns, and late_ns\n"
-    "when priming ended after it); phase_ns shifts an open loop's schedule.\n"
-    "requests: a ring of pre-encoded requests [(body, [(key, value), ...]),\n"
-    "...] (all bytes; \"-bin\" values raw): call i of the run sends entry\n"
-    "i mod len(requests), body and metadata (tri_ring.h).\n"
-    "rate_schedule / concurrency_schedule: (kind, start, step, end, step_s,\n"
-    "max_s), kind 0 const, 1 step, 2 line (tri_sched.h): the open-loop rate\n"
-    "or the calls in flight over time.\n"
+    "run_load(host, port, /, **options) -> dict\n\n"
+    "Runs the C load generator against host:port with the GIL released.\n"
+    "options: the load's own keywords, the rows of LOAD_OPTIONS (name, type,\n"
+    "min, max, default, choices, required, unit, doc: path, mode,\n"
+    "payload_size, concurrency, connections, duration and warmup are\n"
+    "required), and channel options, the names of CHANNEL_OPTIONS (wire,\n"
+    "dialect, write_buffer_size, authority, compression, tls, ...) with the\n"
+    "same types, ranges and defaults as Channel(): every connection of the\n"
+    "load is made with them.  A value of the wrong type or out of its row's\n"
+    "range is a TypeError or ValueError naming the keyword.\n"
+    "`connections` channels (one connection and one C thread each) keep\n"
+    "`concurrency` calls in flight each.  Closed-loop unary runs are driven\n"
+    "from the connections' I/O threads (h2load's shape) unless "
+    "driver_threads.\n"
+    "rate > 0 makes the loop open, and latency is then also measured from the\n"
+    "intended send time (the *_corrected figures).  requests: call i of the\n"
+    "run sends entry i mod len(requests), body and metadata (\"-bin\" values\n"
+    "raw; tri_ring.h).  Schedules: tri_sched.h.\n"
     "Returns every figure: counts, qps, latency percentiles in ns,\n"
     "one-second series, status_codes (indexed by code), cpu, counters and\n"
     "per-call ratios, and the raw histograms as [(value_ns, count), ...].\n"
     "Raises ValueError for a bad configuration and ConnectionError when the\n"
     "target is unavailable.  A signal handler's exception (KeyboardInterrupt)\n"
     "stops the run and propagates with the figures until then as its\n"
-    "load_result attribute (the dict above, with interrupted=1).  stop: a\n"
-    "callable asked every 50 ms (from the calling thread, which need not be\n"
-    "the main one); when it returns true the run stops and returns its\n"
-    "figures until then, with interrupted=1.";
+    "load_result attribute (the dict above, with interrupted=1); so does a\n"
+    "true answer of `stop`, asked every 50 ms from the calling thread.";

@@ -198,6 +198,11 @@ static int mod_exec(PyObject *m) {
     Py_XDECREF(table);
     return -1;
   }
+  PyObject *load = tri_py_load_options_table();
+  if (!load || PyModule_AddObject(m, "LOAD_OPTIONS", load) < 0) {
+    Py_XDECREF(load);
+    return -1;
+  }
   PyObject *limits = tri_py_load_limits();
   if (!limits || PyModule_AddObject(m, "LOAD_LIMITS", limits) < 0) {
     Py_XDECREF(limits);
