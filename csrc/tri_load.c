@@ -153,12 +153,6 @@ struct tri_load {
   tri_load_result res;
 };
 
-static int64_t thread_cpu_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
-
 static void set_error_locked(tri_load *l, int err, const char *fmt, ...) {
   if (l->err) return;
   l->err = err;
@@ -691,7 +685,7 @@ static void begin_measuring(worker *w) {
   tri_load *l = w->l;
   w->measuring = 1;
   snapshot(w, w->st0);
-  w->cpu0 = thread_cpu_ns();
+  w->cpu0 = tri_clock_thread_cpu_ns();
   int expected = 0;
   if (atomic_compare_exchange_strong(&l->ru_taken, &expected, 1)) {
     getrusage(RUSAGE_SELF, &l->ru0);
@@ -935,7 +929,7 @@ static void run(worker *w) {
   flush_second(w);
   if (w->measuring) {
     snapshot(w, w->st1);
-    w->cpu1 = w->on_io ? w->cpu0 : thread_cpu_ns();
+    w->cpu1 = w->on_io ? w->cpu0 : tri_clock_thread_cpu_ns();
   }
 }
 
@@ -1068,16 +1062,9 @@ static void finish(tri_load *l) {
 }
 
 int tri_load_wait(tri_load *l, int64_t timeout_ns) {
-  struct timespec end;
-  clock_gettime(CLOCK_MONOTONIC, &end);
-  if (timeout_ns >= 0) {
-    end.tv_sec += timeout_ns / NS;
-    end.tv_nsec += timeout_ns % NS;
-    if (end.tv_nsec >= NS) {
-      end.tv_sec++;
-      end.tv_nsec -= NS;
-    }
-  }
+  /* l->cond waits on CLOCK_MONOTONIC (tri_load_new). */
+  struct timespec end =
+      tri_clock_timespec(tri__now() + (timeout_ns > 0 ? timeout_ns : 0));
   pthread_mutex_lock(&l->lock);
   while (l->running > 0) {
     if (timeout_ns < 0) {

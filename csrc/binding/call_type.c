@@ -1,7 +1,7 @@
 /* call_type.c: _triple.Call, the Python handle of one tri_call. */
 #include "binding.h"
 
-#include <time.h>
+#include "../tri_clock.h"
 
 CallObject *tri_call_object_new(tri_module_state *st, PyObject *channel,
                                 tri_call *call) {
@@ -105,9 +105,7 @@ static PyObject *call_time_left(CallObject *self, PyObject *unused) {
   (void)unused;
   int64_t deadline = tri_call_deadline(self->call);
   if (!deadline) Py_RETURN_NONE;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  int64_t left = deadline - ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+  int64_t left = deadline - tri__now();
   return PyFloat_FromDouble(left > 0 ? (double)left / 1e9 : 0.0);
 }
 

@@ -343,7 +343,9 @@ def _prepare_node(root: Path, name: str, stack: str) -> Starter:
     return start
 
 
-EMBEDDED_MARKER = "grpc.testing.TestService"
+# The embedded server's TestService (every interop result of the embedded peer names it
+# as its source).
+EMBEDDED_SOURCE = "csrc/server/testservice.c"
 
 
 class EmbeddedPeer(RunningPeer):
@@ -358,10 +360,9 @@ class EmbeddedPeer(RunningPeer):
 
 
 def _prepare_embedded(root: Path) -> Starter:
-    # The embedded server (csrc/server/, testservice.c) serves grpc.testing.TestService next
-    # to benchmark.BenchmarkService; a tree from before that has only the latter.
-    header = root / "csrc" / "tri_server.h"
-    if not header.is_file() or EMBEDDED_MARKER not in header.read_text(errors="replace"):
+    # The embedded server (csrc/server/) serves grpc.testing.TestService next to
+    # benchmark.BenchmarkService; a tree from before that has only the latter.
+    if not (root / EMBEDDED_SOURCE).is_file():
         raise Unavailable("triple_py's embedded server (csrc/server/) implements only "
                           "benchmark.BenchmarkService, not grpc.testing.TestService")
     from triple_py.testing import EchoServer
@@ -404,5 +405,5 @@ PEERS: Dict[str, PeerSpec] = {spec.name: spec for spec in (
              "tests/peers/node/interop_test_server.mjs", ("grpc", "triple"), _prepare_dubbo_js,
              {RESPONSE_COMPRESSION: _DUBBO_JS_NO_RESPONSE_CHOICE}),
     PeerSpec("embedded", "triple_py's embedded C server (in process)",
-             "csrc/server/testservice.c", ("grpc", "triple"), _prepare_embedded),
+             EMBEDDED_SOURCE, ("grpc", "triple"), _prepare_embedded),
 )}
