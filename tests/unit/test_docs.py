@@ -60,6 +60,18 @@ def test_options_page_lists_every_core_option() -> None:
     assert not missing, f"docs/options.md lacks {missing}"
 
 
+def test_kept_results_are_listed_and_cited() -> None:
+    """Raw data stays only where a claim rests on it: every directory of
+    benchmarks/results is in its MANIFEST.md and cited by README.md or a page of docs/."""
+    results = ROOT / "benchmarks" / "results"
+    manifest = (results / "MANIFEST.md").read_text()
+    claims = "".join(p.read_text() for p in [ROOT / "README.md", *DOCS.glob("*.md")])
+    kept = sorted(p.name for p in results.iterdir() if p.is_dir())
+    unlisted = [d for d in kept if f"`{d}/`" not in manifest]
+    uncited = [d for d in kept if f"benchmarks/results/{d}" not in claims]
+    assert not unlisted and not uncited, (unlisted, uncited)
+
+
 def readme_map() -> list[str]:
     """The paths listed in the README's repository map."""
     text = (ROOT / "README.md").read_text()
