@@ -22,8 +22,8 @@ from peers.launch import start_peer  # noqa: E402
 
 from triple_py.bench import distributed  # noqa: E402
 from triple_py.bench.errors import ConfigError  # noqa: E402
-from triple_py.bench.merge import merge_parts  # noqa: E402
-from triple_py.bench.runner import spec_of  # noqa: E402
+from triple_py.bench.distributed.merge import merge_parts  # noqa: E402
+from triple_py.bench.running.runner import spec_of  # noqa: E402
 
 RUN = dict(concurrency=8, duration=1.0, warmup=0.2)
 
@@ -39,7 +39,7 @@ def faults(client, target):
     victim, other = sorted(client.scheduler_info()["workers"])
 
     def forge():  # runs on the victim: another build
-        from triple_py.bench import dask_tasks
+        from triple_py.bench.distributed import dask_tasks
         dask_tasks.build_identity()
         dask_tasks._IDENTITY["build"] = "000000000000"
 
@@ -49,7 +49,7 @@ def faults(client, target):
         out["mismatch"] = None
     except ConfigError as exc:
         out["mismatch"] = str(exc)
-    client.run(lambda: __import__("triple_py.bench.dask_tasks").bench.dask_tasks
+    client.run(lambda: __import__("triple_py.bench.distributed.dask_tasks").bench.distributed.dask_tasks
                ._IDENTITY.clear(), workers=[victim])
 
     try:

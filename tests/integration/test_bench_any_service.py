@@ -13,9 +13,9 @@ from _tls_helpers import make_pki
 from triple_py import _triple
 from triple_py.bench import run
 from triple_py.bench.errors import ConfigError
-from triple_py.bench.request_data import build_ring, request_data
-from triple_py.bench.request_metadata import parse_metadata
-from triple_py.bench.schema import compile_proto, find_method, pool_of
+from triple_py.bench.workload.request_data import build_ring, request_data
+from triple_py.bench.workload.metadata import parse_metadata
+from triple_py.bench.workload.schema import compile_proto, find_method, pool_of
 
 CHILD_TIMEOUT = 120
 ORDER = ('{"id": "{{.RequestNumber}}", "customer": "{{randomString 12}}", '

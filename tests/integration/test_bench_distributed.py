@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from triple_py.bench.result import PERCENTILES
+from triple_py.bench.record.result import PERCENTILES
 
 CHILD = Path(__file__).with_name("_distributed_child.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,7 +136,7 @@ def test_cli_run_dask_writes_a_loadable_result(tmp_path):
     assert "imbalance between workers" in proc.stdout
     assert proc.stdout.count("tcp://127.0.0.1:") == 2  # one line per worker
     from triple_py.bench import load_results
-    from triple_py.bench.workers_view import workers_frame
+    from triple_py.bench.distributed.workers_view import workers_frame
 
     res = load_results(out)
     assert len(res.runs) == 1 and res.runs["calls"][0] > 0

@@ -26,7 +26,7 @@ def test_distributed_notebook_runs_and_draws(tmp_path):
     for name in ("workers-128B_c4.png", "merged-timeseries.png", "results.json"):
         assert (out / name).stat().st_size > 0, name
     from triple_py.bench import load_results
-    from triple_py.bench.workers_view import workers_frame
+    from triple_py.bench.distributed.workers_view import workers_frame
 
     frame = workers_frame(load_results(out))
     assert len(frame) == 2 * 2 * 3  # 2 arms x 2 rounds x (2 workers + merged)

@@ -23,9 +23,9 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from triple_py.bench.call_setup import CallSetup, TlsOptions
+from triple_py.bench.workload.call_setup import CallSetup, TlsOptions
 from triple_py.bench.cli import main
-from triple_py.bench.messages import STREAM_METHOD, UNARY_METHOD
+from triple_py.bench.workload.messages import STREAM_METHOD, UNARY_METHOD
 
 #: Seconds a stopped run may take to exit (the promise is one second).
 EXIT_WITHIN = 5.0
@@ -261,7 +261,7 @@ def test_bounds_are_refused_in_one_line_before_work(capsys, args, message):
 
 def test_ring_bounds_come_from_the_load_generator_table():
     from triple_py import _triple
-    from triple_py.bench.spec import load_limit
+    from triple_py.bench.limits import load_limit
 
     assert load_limit("requests") == _triple.LOAD_LIMITS["requests"]
     with pytest.raises(ValueError, match="1..16777216"):  # the table is what run_load enforces

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from triple_py.bench.cli import main
-from triple_py.bench.schedules import Schedule
+from triple_py.bench.spec.schedules import Schedule
 from triple_py.testing import EchoServer
 
 
@@ -15,8 +15,8 @@ def address():
 
 
 def _spec_run(address, **kw):
-    from triple_py.bench.runner import spec_of
-    from triple_py.bench.loadgen import run_c_spec
+    from triple_py.bench.running.runner import spec_of
+    from triple_py.bench.arms.loadgen import run_c_spec
 
     spec = spec_of(address, duration=3.0, warmup=0.2, concurrency=64)
     spec.rate_schedule = kw.get("rate_schedule")
@@ -49,7 +49,7 @@ def test_concurrency_schedule_caps_calls_in_flight():
     higher rate in the second second."""
     from peers.launch import start_peer
 
-    from triple_py.bench.messages import benchmark_request
+    from triple_py.bench.workload.messages import benchmark_request
 
     with start_peer("go") as peer:
         schedule = Schedule("step", 1, 3, 4, 1.0, 1.0).check("concurrency")

@@ -6,8 +6,8 @@ import pytest
 from _schema_helpers import PLACE, PROTO_DIR, SHOP_PROTO, shop_peer, write_shop_protoset
 from triple_py import insecure_channel
 from triple_py.bench.errors import ConfigError
-from triple_py.bench.reflection import method_by_reflection
-from triple_py.bench.schema import compile_proto, find_method, pool_of, read_protoset
+from triple_py.bench.workload.reflection import method_by_reflection
+from triple_py.bench.workload.schema import compile_proto, find_method, pool_of, read_protoset
 
 SHAPES = {"Place": "unary", "Watch": "server-streaming", "Upload": "client-streaming",
           "Chat": "bidi"}

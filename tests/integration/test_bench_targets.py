@@ -16,8 +16,8 @@ import pytest
 from _helpers import echo_servers
 from triple_py._resolver import Endpoint, register_scheme
 from triple_py.bench.errors import ConfigError, TargetError
-from triple_py.bench.loadgen import run_c_load
-from triple_py.bench.target import target_endpoints
+from triple_py.bench.arms.loadgen import run_c_load
+from triple_py.bench.spec.target import target_endpoints
 
 LOAD = dict(arm="fastpath", mode="fastpath", method="/benchmark.BenchmarkService/UnaryCall",
             payload_size=64, concurrency=4, duration=0.3, warmup=0.0)

@@ -16,7 +16,7 @@ import pytest
 
 import triple_py
 from triple_py.bench import run
-from triple_py.bench.messages import benchmark_request
+from triple_py.bench.workload.messages import benchmark_request
 
 METHOD = "/rogue.Rogue/RecordHeaders"
 ONE_CALL = dict(method=METHOD, payload_size=64, concurrency=1, duration=0, warmup=0, count=1)

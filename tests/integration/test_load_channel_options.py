@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from triple_py import _triple
-from triple_py.bench.loadgen import run_c_load
+from triple_py.bench.arms.loadgen import run_c_load
 from _triple_helpers import RawH2Server
 
 COUNT = 4

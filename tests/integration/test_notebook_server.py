@@ -22,7 +22,7 @@ from jupyter_client import BlockingKernelClient
 
 from _browser import require_jupyter
 from _helpers import closed_port
-from triple_py.bench.notebook_server import SCRATCH_PREFIX, remove_stale_scratch
+from triple_py.bench.jupyter.notebook_server import SCRATCH_PREFIX, remove_stale_scratch
 
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -26,8 +26,8 @@ import pytest
 for _module in ("nbclient", "nbformat", "ipykernel", "matplotlib", "pandas", "scipy"):
     pytest.importorskip(_module)
 
-from triple_py.bench.live import LIVE_CSS_CLASS  # noqa: E402
-from triple_py.bench.notebook import inject_parameters, run_notebook  # noqa: E402
+from triple_py.bench.running.live import LIVE_CSS_CLASS  # noqa: E402
+from triple_py.bench.jupyter.notebook import inject_parameters, run_notebook  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -185,7 +185,7 @@ def served(results, tmp_path_factory):
 
     from _browser import require_browser, require_jupyter
     from _helpers import closed_port
-    from triple_py.bench.notebook_server import NotebookServer
+    from triple_py.bench.jupyter.notebook_server import NotebookServer
 
     require_browser()
     require_jupyter()

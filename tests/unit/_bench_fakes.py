@@ -4,8 +4,8 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator, List
 
-from triple_py.bench.result import BenchResult, Latency
-from triple_py.bench.spec import RunSpec
+from triple_py.bench.record.result import BenchResult, Latency
+from triple_py.bench.spec.run_spec import RunSpec
 
 
 def two_arm_matrix(rounds: int) -> str:

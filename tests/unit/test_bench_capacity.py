@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from triple_py.bench.capacity import (capacity_plot, capacity_text, find_capacity,
-                                      histogram_percentile, parse_slo)
+from triple_py.bench.report.capacity import capacity_plot, capacity_text
+from triple_py.bench.running.capacity import find_capacity
+from triple_py.bench.results.capacity import histogram_percentile
+from triple_py.bench.spec.slo import parse_slo
 from triple_py.bench.errors import ConfigError
-from triple_py.bench.result import BenchResult
+from triple_py.bench.record.result import BenchResult
 
 
 def _server(knee: float, errors_above: float = float("inf")):
@@ -68,7 +70,7 @@ def test_slo_and_percentile_parsing():
 
 
 def test_missed_calls_fail_a_probe_beyond_a_tenth_of_a_percent():
-    from triple_py.bench.capacity import judge
+    from triple_py.bench.running.capacity import judge
 
     probe_at, _ = _server(knee=1e9)
     r = probe_at(1000)

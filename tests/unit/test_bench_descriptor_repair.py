@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool
 
-from triple_py.bench.descriptor_repair import map_entry_name, repair_map_entries
+from triple_py.bench.workload.descriptor_repair import map_entry_name, repair_map_entries
 
 F = descriptor_pb2.FieldDescriptorProto
 

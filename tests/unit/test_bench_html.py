@@ -11,10 +11,10 @@ pytest.importorskip("pandas")
 
 from _bench_fakes import FakeRunner, FakeServers, two_arm_matrix  # noqa: E402
 from triple_py.bench import load_results  # noqa: E402
-from triple_py.bench.harness import run_matrix  # noqa: E402
-from triple_py.bench.matrix import parse_matrix  # noqa: E402
-from triple_py.bench.report import write_results  # noqa: E402
-from triple_py.bench.spec import RunSpec  # noqa: E402
+from triple_py.bench.running.rounds import run_matrix  # noqa: E402
+from triple_py.bench.spec.matrix import parse_matrix  # noqa: E402
+from triple_py.bench.report.files import write_results  # noqa: E402
+from triple_py.bench.spec.run_spec import RunSpec  # noqa: E402
 
 
 class ErrorsForGrpcio(FakeRunner):

@@ -5,8 +5,8 @@ import pytest
 
 from _bench_fakes import FakeRunner, FakeServers
 from triple_py.bench.errors import ConfigError
-from triple_py.bench.harness import run_matrix
-from triple_py.bench.matrix import parse_matrix, round_order
+from triple_py.bench.running.rounds import run_matrix
+from triple_py.bench.spec.matrix import parse_matrix, round_order
 
 MATRIX = """
 name = "t"

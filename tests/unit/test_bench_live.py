@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any, List
 
-from triple_py.bench.harness import run_matrix
-from triple_py.bench.live import LIVE_CSS_CLASS, NotebookProgress, auto_progress, in_notebook
-from triple_py.bench.matrix import parse_matrix
-from triple_py.bench.progress import Progress
+from triple_py.bench.running.rounds import run_matrix
+from triple_py.bench.running.live import LIVE_CSS_CLASS, NotebookProgress, auto_progress
+from triple_py.bench.ipython import in_notebook
+from triple_py.bench.spec.matrix import parse_matrix
+from triple_py.bench.running.progress import Progress
 
 from _bench_fakes import FakeRunner, FakeServers, two_arm_matrix
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from triple_py.bench.errors import ConfigError
-from triple_py.bench.matrix import BUILTIN, load_matrix, parse_matrix
+from triple_py.bench.spec.matrix import BUILTIN, load_matrix, parse_matrix
 
 BASE = """
 arms = ["stream-path", "fastpath"]
@@ -177,7 +177,7 @@ def _toml_blocks(text: str, fence: str):
 def test_documented_examples_parse():
     from pathlib import Path
 
-    import triple_py.bench.matrix as module
+    import triple_py.bench.spec.matrix as module
 
     (doc_example,) = _toml_blocks(module.__doc__, "rst")
     m = parse_matrix(doc_example)

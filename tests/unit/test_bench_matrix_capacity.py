@@ -8,10 +8,10 @@ import pytest
 
 from _bench_fakes import FakeServers
 from triple_py.bench.errors import ConfigError
-from triple_py.bench.harness import run_matrix
-from triple_py.bench.matrix import parse_matrix
-from triple_py.bench.report import write_results
-from triple_py.bench.result import BenchResult
+from triple_py.bench.running.rounds import run_matrix
+from triple_py.bench.spec.matrix import parse_matrix
+from triple_py.bench.report.files import write_results
+from triple_py.bench.record.result import BenchResult
 
 MATRIX = """
 name = "cap"

@@ -7,12 +7,12 @@ import random
 import pytest
 
 from triple_py import _triple
-from triple_py.bench.distributed import split
+from triple_py.bench.distributed.cluster import split
 from triple_py.bench.errors import ConfigError
-from triple_py.bench.merge import Part, merge_histograms, merge_latency, merge_parts, \
-    merge_series
-from triple_py.bench.result import PERCENTILES, BenchResult, Latency
-from triple_py.bench.spec import RunSpec
+from triple_py.bench.distributed.merge import (Part, merge_histograms, merge_latency,
+    merge_parts, merge_series)
+from triple_py.bench.record.result import PERCENTILES, BenchResult, Latency
+from triple_py.bench.spec.run_spec import RunSpec
 
 
 def c_latency(samples):

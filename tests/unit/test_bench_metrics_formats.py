@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import re
 
-from triple_py.bench.metrics_formats import influx_details, influx_summary, prometheus_text
-from triple_py.bench.result import BenchResult, Latency
+from triple_py.bench.report.metrics_formats import (influx_details, influx_summary,
+    prometheus_text)
+from triple_py.bench.record.result import BenchResult, Latency
 
 
 def _result() -> BenchResult:

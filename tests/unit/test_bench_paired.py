@@ -8,10 +8,11 @@ import math
 import pytest
 
 from _bench_fakes import FakeRunner, FakeServers, two_arm_matrix
-from triple_py.bench.harness import run_matrix
-from triple_py.bench.matrix import parse_matrix
-from triple_py.bench.paired import format_paired, paired_ratios, signed_rank_p
-from triple_py.bench.report import comparison
+from triple_py.bench.running.rounds import run_matrix
+from triple_py.bench.spec.matrix import parse_matrix
+from triple_py.bench.results.paired import format_paired, paired_ratios
+from triple_py.bench.results.statistics import signed_rank_p
+from triple_py.bench.report.text import comparison
 
 MATRIX = two_arm_matrix(rounds=8)
 
@@ -110,7 +111,7 @@ def test_few_rounds_get_a_note(drift_run):
 def test_saved_results_give_the_same_pairs(drift_run, tmp_path):
     pytest.importorskip("pandas")
     from triple_py.bench import load_results
-    from triple_py.bench.report import write_results
+    from triple_py.bench.report.files import write_results
 
     write_results(drift_run, tmp_path)
     frame = load_results(tmp_path).paired()
@@ -137,7 +138,7 @@ def brute_force_walsh(logs, alpha=0.05):
     [0.011, 0.013, 0.009, 0.012, 0.010, 0.014],
 ])
 def test_walsh_interval_is_the_set_the_signed_rank_test_keeps(logs):
-    from triple_py.bench.paired import walsh_interval
+    from triple_py.bench.results.statistics import walsh_interval
 
     estimate, low, high, coverage = walsh_interval(logs)
     walsh = sorted((a + b) / 2 for i, a in enumerate(logs) for b in logs[i:])
@@ -152,7 +153,7 @@ def test_walsh_interval_is_the_set_the_signed_rank_test_keeps(logs):
 
 
 def test_walsh_interval_below_six_rounds_is_the_range_with_its_real_coverage():
-    from triple_py.bench.paired import walsh_interval
+    from triple_py.bench.results.statistics import walsh_interval
 
     _, low, high, coverage = walsh_interval([0.1, 0.2, 0.3, 0.4, 0.5])
     assert (low, high) == (0.1, 0.5)
@@ -161,7 +162,7 @@ def test_walsh_interval_below_six_rounds_is_the_range_with_its_real_coverage():
 
 def _ratios_run(ratios_by_arm, rounds, margin_matrix=""):
     """A matrix run whose arms have the given per-round QPS over stream-path's 1000."""
-    from triple_py.bench.paired import compare_pairs
+    from triple_py.bench.results.paired import compare_pairs
 
     qps = {("128B/c50", "stream-path", r): 1000.0 for r in range(1, rounds + 1)}
     for arm, ratios in ratios_by_arm.items():
@@ -187,7 +188,7 @@ def test_verdicts_significant_equivalent_and_inconclusive():
 
 
 def test_rounds_needed_shrinks_as_the_spread_does():
-    from triple_py.bench.paired import MIN_PAIRS, rounds_needed
+    from triple_py.bench.results.statistics import MIN_PAIRS, rounds_needed
 
     wide = rounds_needed([0.02 + 0.1 * (-1) ** i for i in range(8)])
     narrow = rounds_needed([0.02 + 0.01 * (-1) ** i for i in range(8)])
@@ -204,8 +205,8 @@ def test_too_few_rounds_say_how_many_more(drift_run):
 
 
 def test_headline_pairs_from_the_matrix_get_verdicts_and_a_csv(tmp_path):
-    from triple_py.bench.paired import format_verdicts
-    from triple_py.bench.report import write_results
+    from triple_py.bench.results.paired import format_verdicts
+    from triple_py.bench.report.files import write_results
 
     text = MATRIX.replace('baseline = "stream-path"', 'baseline = "stream-path"\n'
                           'compare = [["stream-path", "fastpath"]]')

@@ -17,9 +17,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from _bench_fakes import FakeRunner, FakeServers, two_arm_matrix  # noqa: E402
 from triple_py.bench import load_results, plots  # noqa: E402
-from triple_py.bench.harness import run_matrix  # noqa: E402
-from triple_py.bench.matrix import parse_matrix  # noqa: E402
-from triple_py.bench.report import write_results  # noqa: E402
+from triple_py.bench.running.rounds import run_matrix  # noqa: E402
+from triple_py.bench.spec.matrix import parse_matrix  # noqa: E402
+from triple_py.bench.report.files import write_results  # noqa: E402
 
 
 class LongTail(FakeRunner):

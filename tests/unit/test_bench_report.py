@@ -8,10 +8,12 @@ import pytest
 
 from _bench_fakes import FakeRunner, FakeServers
 from triple_py import benchstat
-from triple_py.bench.harness import run_matrix
-from triple_py.bench.matrix import parse_matrix
-from triple_py.bench.report import (CSV_COLUMNS, comparison, format_summary, go_bench_text,
-                                    write_results)
+from triple_py.bench.running.rounds import run_matrix
+from triple_py.bench.spec.matrix import parse_matrix
+from triple_py.bench.report.tidy_csv import CSV_COLUMNS
+from triple_py.bench.report.text import comparison, format_summary
+from triple_py.bench.report.gobench import go_bench_text
+from triple_py.bench.report.files import write_results
 
 MATRIX = """
 name = "t"

@@ -11,12 +11,12 @@ pd = pytest.importorskip("pandas")
 
 from _bench_fakes import FakeRunner, FakeServers  # noqa: E402
 from triple_py.bench import load_results  # noqa: E402
-from triple_py.bench.harness import run_matrix  # noqa: E402
-from triple_py.bench.matrix import parse_matrix  # noqa: E402
-from triple_py.bench.report import write_results  # noqa: E402
-from triple_py.bench.result import BenchResult, Latency  # noqa: E402
-from triple_py.bench.results import (RUN_COLUMNS, conclusions, interval,  # noqa: E402
-                                     significant_changes)
+from triple_py.bench.running.rounds import run_matrix  # noqa: E402
+from triple_py.bench.spec.matrix import parse_matrix  # noqa: E402
+from triple_py.bench.report.files import write_results  # noqa: E402
+from triple_py.bench.record.result import BenchResult, Latency  # noqa: E402
+from triple_py.bench.results.frames import RUN_COLUMNS
+from triple_py.bench.results.statistics import conclusions, interval, significant_changes
 
 MATRIX = """
 name = "t"
@@ -291,7 +291,7 @@ def test_plots_write_every_figure(res, tmp_path):
 
 def test_inject_parameters_papermill_style():
     nbformat = pytest.importorskip("nbformat")
-    from triple_py.bench.notebook import inject_parameters
+    from triple_py.bench.jupyter.notebook import inject_parameters
 
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell("results = ''\nstrict = True")

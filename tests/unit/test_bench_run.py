@@ -7,9 +7,9 @@ import shutil
 import pytest
 
 from triple_py.bench import BenchResult, ConfigError, TargetError, run
-from triple_py.bench.arms_h2load import _result as h2load_result
-from triple_py.bench.arms_h2load import parse_h2load_output
-from triple_py.bench.spec import RunSpec
+from triple_py.bench.arms.h2load import _result as h2load_result
+from triple_py.bench.arms.h2load import parse_h2load_output
+from triple_py.bench.spec.run_spec import RunSpec
 from triple_py.testing import EchoServer
 
 QUICK = dict(duration=0.3, warmup=0.1, concurrency=4)

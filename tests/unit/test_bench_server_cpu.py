@@ -14,12 +14,15 @@ from typing import Iterator
 import pytest
 
 from _bench_fakes import FakeRunner, FakeServers, two_arm_matrix
-from triple_py.bench.harness import run_matrix
-from triple_py.bench.matrix import parse_matrix
-from triple_py.bench.report import format_summary, go_bench_text, write_results
-from triple_py.bench.result import BenchResult
-from triple_py.bench.results import load_results
-from triple_py.bench.server_cpu import ServerProcess, book_server_cpu, process_cpu_seconds
+from triple_py.bench.running.rounds import run_matrix
+from triple_py.bench.spec.matrix import parse_matrix
+from triple_py.bench.report.text import format_summary
+from triple_py.bench.report.gobench import go_bench_text
+from triple_py.bench.report.files import write_results
+from triple_py.bench.record.result import BenchResult
+from triple_py.bench.results.frames import load_results
+from triple_py.bench.running.server_cpu import (ServerProcess, book_server_cpu,
+    process_cpu_seconds)
 
 MATRIX = two_arm_matrix(rounds=2)
 

@@ -16,10 +16,11 @@ import pytest
 from _bench_fakes import FakeRunner, FakeServers
 import triple_py
 from triple_py import _cli, benchstat
-from triple_py.bench.environment import environment
-from triple_py.bench.harness import run_matrix
-from triple_py.bench.matrix import parse_matrix
-from triple_py.bench.report import comparison, write_results
+from triple_py.bench.results.environment import environment
+from triple_py.bench.running.rounds import run_matrix
+from triple_py.bench.spec.matrix import parse_matrix
+from triple_py.bench.report.text import comparison
+from triple_py.bench.report.files import write_results
 
 VERSION = triple_py.__version__
 BLOCK = "import sys; sys.modules.update({name: None for name in %r}); "

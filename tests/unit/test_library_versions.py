@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from triple_py import _triple
-from triple_py.bench import environment
+from triple_py.bench.results import environment
 
 
 def test_every_library_reports_its_compiled_and_linked_version() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from triple_py.bench import notebook_server
+from triple_py.bench.jupyter import notebook_server
 
 
 def test_a_checkout_serves_its_notebooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -24,8 +24,8 @@ Load from many machines on Dask, merged exactly (:mod:`triple_py.bench.distribut
     with distributed.connect("local:2") as client:
         r = distributed.run(client, concurrency=64, duration=3)  # r.extra["workers"]
 
-The matrix file format is documented in :mod:`triple_py.bench.matrix`; the arm kinds in
-:mod:`triple_py.bench.arms`; the outputs in :mod:`triple_py.bench.report`. Without
+The matrix file format is documented in :mod:`triple_py.bench.spec.matrix`; the arm kinds
+in :mod:`triple_py.bench.spec.kinds`; the outputs in :mod:`triple_py.bench.report`. Without
 ``--target`` the load goes to the embedded C echo server (triple_py.testing.EchoServer).
 
 Analysis (pandas; the notebooks in ``notebooks/`` use it)::
@@ -35,14 +35,41 @@ Analysis (pandas; the notebooks in ``notebooks/`` use it)::
     res.runs, res.histograms, res.timeseries, res.environment   # tidy DataFrames, a dict
     res.benchstat()                                             # the comparison, a DataFrame
 
-See :mod:`triple_py.bench.results`, :mod:`triple_py.bench.plots` and
-:mod:`triple_py.bench.notebook` (running the notebooks with parameters).
+See :mod:`triple_py.bench.results`, :mod:`triple_py.bench.report.plots` and
+:mod:`triple_py.bench.jupyter.notebook` (running the notebooks with parameters).
+
+The package is built in floors, lowest first; a module imports only its own floor and the
+ones below it, never a higher one, with no import circles and no imports inside functions
+(``tests/unit/test_bench_layers.py`` checks it)::
+
+    base         errors, units, interrupts, limits, ipython    what every floor may use
+    workload/    messages, schema, reflection, descriptor_repair, request_data, template,
+                 metadata, call_setup                          what is sent
+    spec/        run_spec (RunSpec), kinds (by capability), matrix, capacity, slo,
+                 target, schedules                             what to run
+    record/      result (BenchResult, Latency), html_tables    what one arm run produces
+    results/     model (MatrixRun, ArmRun), capacity, environment, document
+                 (results.json), frames (pandas Results), summary, benchmark_units,
+                 paired, statistics, views                     the one result model
+    arms/        loadgen (C), h2load, grpcio, python_api, recorders, runners (kind ->
+                 runner)                                       how one arm runs one spec
+    running/     rounds (run_matrix), runner (run, preflight), servers, server_cpu,
+                 capacity (the search), progress, live         rounds and servers
+    distributed/ cluster, dask_tasks, merge, workers_view      load from a Dask cluster
+    report/      text, tidy_csv, gobench, html, files, capacity, metrics_formats,
+                 charts, plots                                 outputs (reads results only)
+    jupyter/     notebook, notebook_server                     notebooks
+
+Above them: this facade, which imports the pandas- and matplotlib-heavy names on first use,
+and the command line (:mod:`.cli`, ``__main__``), which nothing imports. The former flat
+modules (``triple_py.bench.matrix``, ``.harness``, ``.result``, ...) remain for one release
+as shims that re-export the names from their new places.
 """
-from .arms import KINDS, ArmKind, kind_of
 from .errors import BenchError, ConfigError, RunFailed, TargetError
-from .result import BenchResult, Latency
-from .runner import check_result, preflight, run
-from .spec import RunSpec
+from .record.result import BenchResult, Latency
+from .running.runner import check_result, preflight, run
+from .spec.kinds import KINDS, ArmKind, kind_of
+from .spec.run_spec import RunSpec
 
 __all__ = ["run", "BenchResult", "Latency", "RunSpec", "KINDS", "ArmKind", "kind_of",
            "preflight", "check_result", "BenchError", "ConfigError", "RunFailed",
@@ -54,15 +81,15 @@ def __getattr__(name: str):
     """run_matrix, load_matrix, Matrix, load_results, Results and plots, imported on first
     use (pandas and matplotlib only when asked for)."""
     if name in ("run_matrix",):
-        from .harness import run_matrix
+        from .running.rounds import run_matrix
         return run_matrix
     if name in ("load_matrix", "Matrix"):
-        from . import matrix
+        from .spec import matrix
         return getattr(matrix, name)
     if name in ("load_results", "Results"):
-        from .results import Results, load_results
+        from .results.frames import Results, load_results
         return {"load_results": load_results, "Results": Results}[name]
     if name == "plots":
-        import importlib
-        return importlib.import_module(".plots", __name__)
+        from .report import plots
+        return plots
     raise AttributeError(name)

@@ -26,10 +26,10 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
-from .arms import KINDS
 from .errors import BenchError, ConfigError
-from .matrix import BUILTIN
-from .spec import WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE
+from .spec.kinds import KINDS
+from .spec.matrix import BUILTIN
+from .spec.run_spec import WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE
 from .units import parse_duration, parse_size
 
 __all__ = ["main"]
@@ -94,7 +94,7 @@ def _list(item: Callable) -> Callable[[str], list]:
 
 
 def _ring_size(text: str) -> int:
-    from .spec import load_limit
+    from .spec.run_spec import load_limit
 
     value, most = _positive_int(text), int(load_limit("requests")[1])
     if value > most:
@@ -310,7 +310,7 @@ def add_schedule_flags(parser: argparse.ArgumentParser) -> None:
 
 def schedules_of(args: argparse.Namespace):
     """(rate schedule, concurrency schedule) of the flags; None for one not given."""
-    from .schedules import Schedule
+    from .spec.schedules import Schedule
 
     return tuple(Schedule.from_flags(
         getattr(args, f"{w}_schedule"), getattr(args, f"{w}_start"), getattr(args, f"{w}_step"),
@@ -320,8 +320,8 @@ def schedules_of(args: argparse.Namespace):
 
 def call_setup_of(args: argparse.Namespace):
     """The CallSetup of the call flags, or None when none was given (BenchmarkRequest)."""
-    from .call_setup import CallSetup, TlsOptions
-    from .request_data import DEFAULT_RING_SIZE
+    from .workload.call_setup import CallSetup, TlsOptions
+    from .workload.request_data import DEFAULT_RING_SIZE
 
     values = dict(proto=args.proto, protoset=args.protoset, data=args.data,
                   data_file=args.data_file, binary=args.binary, binary_file=args.binary_file,
@@ -338,9 +338,10 @@ def call_setup_of(args: argparse.Namespace):
 
 # -- run ------------------------------------------------------------------------------------
 
+
 def _ticker(label: str, seconds: float) -> Callable[[], None]:
     """A progress line for a single run (elapsed / expected); returns its stop function."""
-    from .progress import Progress
+    from .running.progress import Progress
 
     progress = Progress()
     progress.start(label, seconds)
@@ -353,18 +354,21 @@ def _spread(dask: Optional[str]) -> Iterator[Optional[Callable]]:
     if not dask:
         yield None
         return
-    from . import distributed
+    from .distributed import cluster as distributed
 
     with distributed.connect(dask) as client:
         yield distributed.runner(client)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .harness import single_run
-    from .report import go_bench_text, results_doc, write_csv
-    from .runner import check_result, preflight, target_or_embedded
-    from .spec import RunSpec
-    from .arms import canonical_mode, run_spec
+    from .results.model import single_run
+    from .report.gobench import go_bench_text
+    from .results.document import results_doc
+    from .report.tidy_csv import write_csv
+    from .running.runner import check_result, preflight, target_or_embedded
+    from .spec.run_spec import RunSpec
+    from .spec.kinds import canonical_mode
+    from .arms.runners import run_spec
     import json
 
     mode = canonical_mode(args.mode)
@@ -404,7 +408,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             interrupted, result = exc, exc.result
         except BenchError as exc:  # a Dask worker failed: the others' figures, then why
             if hasattr(exc, "parts") and hasattr(exc, "failures"):
-                from .workers_view import format_failed_run
+                from .distributed.workers_view import format_failed_run
                 stop()
                 print(format_failed_run(exc.parts, exc.failures), end="", flush=True)
             raise
@@ -418,7 +422,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         _write(args.output, lambda p: p.write_text(text))
     if args.dask and args.format == "summary":
-        from .workers_view import format_workers
+        from .distributed.workers_view import format_workers
         print(format_workers(result), end="", flush=True)
     if args.json or args.csv or args.gobench:
         for path, write in ((args.json, lambda p: p.write_text(
@@ -472,8 +476,11 @@ def _formatted(fmt: str, result, one, options: dict) -> str:
     the flags, shown in the HTML report)."""
     import json
 
-    from . import metrics_formats
-    from .report import csv_text, format_run_summary, go_bench_text, results_doc
+    from .report import metrics_formats
+    from .report.tidy_csv import csv_text
+    from .report.text import format_run_summary
+    from .report.gobench import go_bench_text
+    from .results.document import results_doc
 
     if fmt == "summary":
         return format_run_summary(result)
@@ -484,7 +491,7 @@ def _formatted(fmt: str, result, one, options: dict) -> str:
     if fmt == "gobench":
         return go_bench_text(one)
     if fmt == "html":
-        from .html_report import run_html
+        from .report.html import run_html
 
         shown = {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items()
                  if k not in ("server_factory", "server_name", "command")}
@@ -496,22 +503,24 @@ def _formatted(fmt: str, result, one, options: dict) -> str:
 
 # -- matrix ---------------------------------------------------------------------------------
 
+
 def _cmd_matrix(args: argparse.Namespace) -> int:
     server_factory = getattr(args, "server_factory", None)
     if server_factory is not None and args.target is not None:
         raise ConfigError("--target cannot be used here: this script starts its own server")
-    from .matrix import load_matrix
-    from .harness import run_matrix
-    from .progress import Progress
-    from .report import comparison, format_scenario_table, format_summary, summarize, \
-        write_results
+    from .spec.matrix import load_matrix
+    from .running.rounds import run_matrix
+    from .running.progress import Progress
+    from .report.text import comparison, format_scenario_table, format_summary
+    from .results.summary import summarize
+    from .report.files import write_results
 
     matrix = load_matrix(args.source).with_overrides(
         rounds=args.rounds, duration=args.duration, warmup=args.warmup, timeout=args.timeout,
         restart_server=args.restart_server, arms=args.arms, baseline=args.baseline,
         payloads=args.payload, concurrency=args.concurrency)
     if args.target is not None:
-        from .target import check_target
+        from .spec.target import check_target
         check_target(args.target)
     if args.show:
         if args.source in BUILTIN:
@@ -558,7 +567,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     compared = comparison(result)
     print("\n" + compared, end="", flush=True)
     if result.capacities:
-        from .matrix_capacity import format_capacities
+        from .report.capacity import format_capacities
         print("\n" + format_capacities(result.capacities), end="", flush=True)
     try:
         paths = write_results(result, out_dir, compared)
@@ -590,10 +599,12 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
     import dataclasses
     import json
 
-    from .arms import run_spec
-    from .capacity import capacity_plot, capacity_text, find_capacity, parse_slo
-    from .runner import check_result, preflight, target_or_embedded
-    from .spec import RunSpec
+    from .arms.runners import run_spec
+    from .report.capacity import capacity_plot, capacity_text
+    from .running.capacity import find_capacity
+    from .spec.slo import parse_slo
+    from .running.runner import check_result, preflight, target_or_embedded
+    from .spec.run_spec import RunSpec
 
     slo = parse_slo(args.slo)
     spec = RunSpec(arm=args.mode, mode=args.mode, target=args.target or "127.0.0.1:0",
@@ -648,7 +659,7 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from .matrix import parse_matrix
+    from .spec.matrix import parse_matrix
 
     print("arm kinds (--mode, or arms in a matrix):")
     for kind in KINDS.values():

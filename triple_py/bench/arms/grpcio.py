@@ -16,10 +16,10 @@ import threading
 import time
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
-from .interrupts import loop_signals
+from ..interrupts import loop_signals
+from ..record.result import BenchResult
+from ..spec.run_spec import RunSpec
 from .recorders import STOP, STOP_GRACE, Recorder, StreamRecorder, thread_window
-from .result import BenchResult
-from .spec import RunSpec
 
 __all__ = ["grpcio_sync_unary", "grpcio_aio_unary", "grpcio_aio_bidi", "run_threads",
            "aio_window", "aio_unary", "channel_options", "JOIN_GRACE"]

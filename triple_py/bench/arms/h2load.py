@@ -25,6 +25,7 @@ coordinated omission.
 """
 from __future__ import annotations
 
+import base64
 import math
 import re
 import resource
@@ -35,12 +36,16 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Tuple
 
-from .._parent_death import tied_to_parent
-from .._target import parse_target
-from .errors import BenchError, ConfigError
-from .messages import grpc_frame
-from .result import BenchResult, Latency, histogram_from_samples, series_from_completions
-from .spec import RunSpec
+from ..._parent_death import tied_to_parent
+from ..._target import parse_target
+from ..._triple import USER_AGENT, grpc_timeout
+from ..errors import BenchError, ConfigError
+from ..interrupts import Interrupted, mark, signal_of
+from ..record.result import (BenchResult, Latency, histogram_from_samples,
+                             series_from_completions)
+from ..spec.run_spec import RunSpec
+from ..workload.messages import grpc_frame
+from .recorders import SLICE, STOP_GRACE
 
 __all__ = ["h2load", "h2load_command", "request_headers", "parse_h2load_output",
            "parse_h2load_log", "h2load_ms", "H2loadSummary"]
@@ -126,13 +131,10 @@ def request_headers(spec: RunSpec) -> List[str]:
     """The non-pseudo request headers h2load sends for ``spec`` (see the module's doc)."""
     headers = ["content-type: application/grpc", "te: trailers"]
     if not spec.options.get("minimal_headers"):
-        from .._triple import USER_AGENT, grpc_timeout
-
         headers += ["grpc-accept-encoding: gzip",
                     f"grpc-timeout: {grpc_timeout(round(spec.timeout * 1e9))}",
                     f"user-agent: {USER_AGENT}"]
     if spec.requests:  # the first ring entry's metadata ("-bin" values base64, as on the wire)
-        import base64
 
         for key, value in spec.requests[0][1]:
             text = base64.b64encode(value).decode().rstrip("=") if key.endswith(b"-bin") \
@@ -171,7 +173,6 @@ def h2load(spec: RunSpec) -> BenchResult:
             window = max(0.0, time.monotonic() - started - spec.warmup)
             _end(proc)
             rows = parse_h2load_log(_read(log_file.name))
-            from .interrupts import Interrupted, mark, signal_of
             if not rows:  # only its per-request log (latency_log) keeps figures
                 raise Interrupted(signal_of(exc), why="h2load prints no figures when "
                                   "stopped (the arm option latency_log keeps them)") from None
@@ -195,8 +196,6 @@ def _communicate(proc: "subprocess.Popen[str]", limit: float) -> Tuple[str, str]
     """h2load's stdout and stderr once it exits; TimeoutExpired after ``limit`` seconds.
     It waits in slices of :data:`~.recorders.SLICE` so that a signal taken by another
     thread still reaches the main thread's handler within one."""
-    from .recorders import SLICE
-
     deadline = time.monotonic() + limit
     while True:
         try:
@@ -213,8 +212,6 @@ def _read(path: str) -> str:
 
 def _end(proc: "subprocess.Popen[str]") -> None:
     """Stops h2load (SIGINT, SIGKILL after :data:`STOP_GRACE`) and reaps it."""
-    from .recorders import STOP_GRACE
-
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
         try:

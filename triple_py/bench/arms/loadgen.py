@@ -9,13 +9,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Dict, Mapping, Optional
 
-from .. import _triple
-from .errors import ConfigError, TargetError
-from .result import BenchResult, Latency, status_name
-from .schedules import Schedule
-from .spec import WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec
-from .._resolver import parse_target
-from .target import target_endpoints
+from ... import _triple
+from ..._resolver import parse_target
+from ..errors import ConfigError, TargetError
+from ..interrupts import mark, signal_of
+from ..record.result import BenchResult, Latency, status_name
+from ..spec.run_spec import WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec
+from ..spec.schedules import Schedule
+from ..spec.target import target_endpoints
 
 #: Endpoint kinds -> the core's address kinds (csrc/tri_channel.h TRI_ADDRESS_*).
 _ADDRESS_KINDS = {"tcp": 0, "unix": 1, "unix-abstract": 2}
@@ -90,7 +91,6 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
         partial = getattr(exc, "load_result", None)
         if partial is None:
             raise
-        from .interrupts import mark, signal_of
         result = mark(result_from_load(partial, arm=arm, mode=mode, target=target),
                       signal_of(exc))
         return _finish(result, duration, count, wire, requests, rate_schedule,

@@ -21,10 +21,12 @@ import threading
 import time
 from typing import Dict, List, Optional, Tuple
 
-from .arms_grpcio import JOIN_GRACE, aio_unary, run_threads
+import triple_py
+import triple_py.aio
+from ..record.result import BenchResult
+from ..spec.run_spec import RunSpec
+from .grpcio import JOIN_GRACE, aio_unary, run_threads
 from .recorders import STOP, StreamRecorder, thread_window
-from .result import BenchResult
-from .spec import RunSpec
 
 __all__ = ["triple_py_sync_unary", "triple_py_aio_unary", "triple_py_bidi", "DEFAULT_STREAM_THREADS", "split"]
 
@@ -61,8 +63,6 @@ def _apply_counters(result: BenchResult, delta: Dict[str, int], messages: int = 
 
 def triple_py_sync_unary(spec: RunSpec) -> BenchResult:
     """``concurrency`` Python threads making blocking unary calls on triple_py channels."""
-    import triple_py
-
     method, request = spec.resolved_method(), spec.request_bytes()
     channels = [triple_py.insecure_channel(spec.target, options=_channel_options(spec))
                 for _ in range(spec.connections)]
@@ -85,8 +85,6 @@ def triple_py_sync_unary(spec: RunSpec) -> BenchResult:
 
 def triple_py_aio_unary(spec: RunSpec) -> BenchResult:
     """``concurrency`` asyncio tasks awaiting unary calls on triple_py.aio channels."""
-    import triple_py.aio
-
     def connect(spec: RunSpec):
         return triple_py.aio.insecure_channel(spec.target, options=_channel_options(spec))
 
@@ -143,8 +141,6 @@ def _streams_worker(multi_callable, request: bytes, n: int, k: int, timeout: flo
 
 def triple_py_bidi(spec: RunSpec, recorder: Optional[StreamRecorder] = None) -> BenchResult:
     """C bidi streams of K messages on triple_py channels, from T Python threads."""
-    import triple_py
-
     method, request, n = spec.resolved_method(), spec.request_bytes(), spec.stream_messages
     threads = int(spec.options.get("threads", DEFAULT_STREAM_THREADS))
     threads = spec.concurrency if threads <= 0 else min(threads, spec.concurrency)

@@ -12,7 +12,9 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .result import (BenchResult, Latency, histogram_from_samples, series_from_completions)
+from ..interrupts import mark, signal_of
+from ..record.result import (BenchResult, Latency, histogram_from_samples,
+                             series_from_completions)
 
 __all__ = ["WARMUP", "MEASURE", "STOP", "Recorder", "StreamRecorder", "describe", "status_of",
            "percentile", "process_cpu", "thread_window", "sleep_in_slices", "STOP_GRACE",
@@ -169,7 +171,6 @@ class Recorder:
         if self.error_sample:
             result.notes.append(f"{self.errors} failed calls, e.g. {self.error_sample}")
         if self.interrupted is not None:
-            from .interrupts import mark
             mark(result, self.interrupted)
         return result
 
@@ -270,7 +271,6 @@ def thread_window(recorder: Recorder, threads: Sequence[threading.Thread], warmu
         recorder.start_window()
         sleep_in_slices(duration)
     except KeyboardInterrupt as exc:
-        from .interrupts import signal_of
         recorder.interrupted = signal_of(exc)
     finally:
         recorder.stop()

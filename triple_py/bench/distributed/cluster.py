@@ -1,49 +1,24 @@
-"""Load from many machines on Dask distributed, with exactly merged results.
-
-::
-
-    from triple_py.bench import distributed
-    with distributed.connect("local:2") as client:        # or "tcp://scheduler:8786"
-        r = distributed.run(client, target="10.0.0.5:50051", concurrency=64, duration=3)
-    r.qps, r.p99                     # the merged figures (a BenchResult like a local run's)
-    r.extra["workers"]               # per worker: qps, p99, CPU per call, clock offset...
-
-:func:`run` takes the arguments of :func:`triple_py.bench.run` plus ``workers`` (which
-Dask workers: addresses, a number, or None for all). Every worker runs the C load
-generator (``fastpath``, ``stream-path``, ``bidi``) in its own process on its share of
-the load: in-flight calls and connections are split over the workers (a worker with no
-whole connection of its own gets one), an open loop's rate is split evenly and every
-worker's schedule shifted by i/rate so that the merged arrivals are evenly spaced, and a
-count cap is split too. Each worker's clock offset from the client is measured first
-(the midpoint of the shortest of several round trips, NTP's way); all workers then start
-their warm-up at one absolute moment, ``start_lead`` seconds ahead, on their own clock.
-The results are merged exactly (:mod:`.merge`).
-
-Faults are never merged away: a worker that dies or leaves the cluster during the run, or
-whose load fails (e.g. it cannot reach the target), makes :func:`run` raise
-:class:`WorkersFailed`, naming each worker and its error, with the other workers' results
-attached. A worker whose triple_py build differs from the client's is refused before
-anything runs (:class:`~.errors.ConfigError`, one line).
-
-The matrices run the same way: :func:`runner` gives ``run_matrix`` a runner that spreads
-each arm run over the cluster (``python -m triple_py.bench matrix NAME --dask ADDRESS``).
-"""
+"""The cluster side of a distributed run (see :mod:`triple_py.bench.distributed`): connect,
+split the load into shares, measure clock offsets, start every share at one moment, merge."""
 from __future__ import annotations
 
 import contextlib
-from concurrent.futures import CancelledError
 import dataclasses
 import inspect
 import time
 import uuid
+from concurrent.futures import CancelledError
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from .errors import ConfigError, RunFailed
-from .loadgen import C_MODES
+from ..arms.loadgen import C_MODES
+from ..errors import ConfigError, RunFailed
+from ..interrupts import Interrupted, mark, signal_of
+from ..record.result import BenchResult
+from ..running.rounds import run_matrix as run_locally
+from ..running.runner import spec_of, spec_target, target_or_embedded
+from ..spec.run_spec import RunSpec
+from .dask_tasks import build_identity, wall_clock_ns, run_share, stop_share
 from .merge import Part, merge_parts
-from .result import BenchResult
-from .runner import spec_of, spec_target, target_or_embedded
-from .spec import RunSpec
 
 __all__ = ["connect", "run", "run_spec", "run_parts", "run_matrix", "runner", "split", "Share", "WorkersFailed",
            "WorkerFailure", "check_builds", "clock_offset", "worker_addresses",
@@ -183,8 +158,6 @@ def worker_addresses(client: Any, workers: Workers = None) -> List[str]:
 
 def check_builds(client: Any, addresses: Sequence[str]) -> None:
     """ConfigError (one line) when a worker's triple_py build is not the client's."""
-    from .dask_tasks import build_identity
-
     mine = build_identity()
     theirs = client.run(build_identity, workers=list(addresses))
     for address in addresses:
@@ -203,8 +176,6 @@ def clock_offset(client: Any, address: str, samples: int = CLOCK_SAMPLES
                  ) -> Tuple[int, int]:
     """(offset_ns, rtt_ns): the worker's wall clock minus the client's, from the round
     trip with the shortest time (its midpoint), and that round trip's time."""
-    from .dask_tasks import wall_clock_ns
-
     best: Optional[Tuple[int, int]] = None
     for _ in range(samples):
         sent = time.time_ns()
@@ -250,8 +221,6 @@ def run_spec(client: Any, spec: RunSpec, *, workers: Workers = None,
              start_lead: float = DEFAULT_LEAD) -> BenchResult:
     """Runs ``spec`` (its target must be reachable from every worker) spread over the
     workers; returns the merged result. Raises WorkersFailed, ConfigError."""
-    from .interrupts import Interrupted, mark
-
     try:
         parts, start_ns = run_parts(client, spec, workers=workers, start_lead=start_lead)
     except Interrupted as exc:  # the workers' figures until the stop, merged
@@ -273,7 +242,6 @@ def run_parts(client: Any, spec: RunSpec, *, workers: Workers = None,
     """The unmerged run: every worker's :class:`~.merge.Part`, and the common start (ns,
     client clock). Raises WorkersFailed, ConfigError."""
     from distributed import wait
-    from .dask_tasks import run_share
 
     spec.validate()
     if spec.mode not in C_MODES:
@@ -297,7 +265,6 @@ def run_parts(client: Any, spec: RunSpec, *, workers: Workers = None,
     try:
         failures = _await(client, futures, budget, wait)
     except KeyboardInterrupt as exc:  # SIGINT/SIGTERM: every share stops and reports
-        from .interrupts import Interrupted, signal_of
         signum = signal_of(exc)
         stopped = Interrupted(signum)
         stopped.parts = _stop_shares(client, futures, clocks, run_id, signum, wait)
@@ -326,8 +293,6 @@ def _stop_shares(client: Any, futures: Dict[str, Any], clocks: Dict[str, Tuple[i
                  run_id: str, signum: int, wait: Callable[..., Any]) -> List[Part]:
     """Tells every worker to stop its share of ``run_id`` now; returns the parts of those
     that report within :data:`STOP_WAIT` seconds (the others' futures are cancelled)."""
-    from .dask_tasks import stop_share
-
     with contextlib.suppress(Exception):  # a worker that is gone cannot be told
         client.run(stop_share, run_id, signum, workers=list(futures))
     failures = _await(client, futures, STOP_WAIT, wait)
@@ -392,8 +357,6 @@ def run_matrix(client: Any, matrix: Any, *, workers: Workers = None,
     """:func:`~.harness.run_matrix` with every arm run spread over the workers of
     ``client``; ``kwargs`` go to it (target, check, progress...). Returns its MatrixRun,
     which :func:`~.report.write_results` writes like a local one."""
-    from .harness import run_matrix as run_locally
-
     return run_locally(matrix, runner=runner(client, workers, start_lead), **kwargs)
 
 

@@ -15,6 +15,12 @@ import sys
 import time
 from typing import Any, Dict, Mapping
 
+import triple_py
+from triple_py import _triple
+from ..arms.loadgen import run_c_spec
+from ..interrupts import mark
+from ..spec.run_spec import RunSpec
+
 __all__ = ["build_identity", "wall_clock_ns", "run_share", "stop_share"]
 
 _IDENTITY: Dict[str, str] = {}
@@ -27,9 +33,6 @@ def build_identity() -> Dict[str, str]:
     extension and the Python version. Two processes with the same identity run the same
     load generator."""
     if not _IDENTITY:
-        import triple_py
-        from triple_py import _triple
-
         with open(_triple.__file__, "rb") as f:
             digest = hashlib.sha256(f.read()).hexdigest()[:12]
         _IDENTITY.update({"version": getattr(triple_py, "__version__", "?"),
@@ -60,9 +63,6 @@ def run_share(spec: Mapping[str, Any], start_wall_ns: int, phase_ns: int,
     :func:`stop_share` stops it by. Raises ConfigError / TargetError like the local runs
     (the client reports which worker raised what).
     """
-    from .loadgen import run_c_spec
-    from .spec import RunSpec
-
     s = RunSpec(**dict(spec)).validate()
     # One reading of both clocks turns the wall-clock start into a monotonic one, and the
     # monotonic start the C side reports back into wall-clock time.
@@ -70,7 +70,6 @@ def run_share(spec: Mapping[str, Any], start_wall_ns: int, phase_ns: int,
     result = run_c_spec(s, start_at_ns=max(0, start_wall_ns + mono_minus_wall),
                         phase_ns=phase_ns, stop=lambda: run_id in _STOPPED)
     if run_id in _STOPPED:
-        from .interrupts import mark
         mark(result, _STOPPED.pop(run_id))
     late_ns = result.extra.get("late_ns") or 0
     if late_ns:

@@ -26,8 +26,8 @@ import dataclasses
 import statistics
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .. import _triple
-from .result import PERCENTILES, BenchResult, Histogram, Latency, _hist_stdev
+from ... import _triple
+from ..record.result import PERCENTILES, BenchResult, Histogram, Latency, _hist_stdev
 
 __all__ = ["Part", "merge_histograms", "merge_latency", "merge_series", "merge_parts",
            "worker_row", "imbalance"]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from .result import BenchResult
+from ..record.result import BenchResult
+from .merge import worker_row
 
 __all__ = ["worker_rows", "format_workers", "format_failed_run", "workers_frame",
            "plot_workers"]
@@ -59,7 +60,6 @@ def format_failed_run(parts: Sequence[Any], failures: Sequence[Any]) -> str:
     and why (``failures``); nothing is merged."""
     if not parts and not failures:
         return ""
-    from .merge import worker_row
 
     start = min((p.window_start_ns for p in parts), default=0)
     table = _table([worker_row(p, start) for p in parts]) if parts else []

@@ -36,7 +36,7 @@ import urllib.request
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
 
-from .._parent_death import tied_to_parent
+from ..._parent_death import tied_to_parent
 from .notebook import KERNEL_NAME, kernel_spec
 
 __all__ = ["NotebookServer", "register_kernel", "kernel_display_name", "remove_stale_scratch",
@@ -44,7 +44,7 @@ __all__ = ["NotebookServer", "register_kernel", "kernel_display_name", "remove_s
 
 #: The directory triple_py is imported from (a checkout, or site-packages): it goes first on
 #: the kernel's PYTHONPATH, so the kernel imports this triple_py (e.g. an instrumented copy).
-PACKAGE_PARENT = Path(__file__).resolve().parents[2]
+PACKAGE_PARENT = Path(__file__).resolve().parents[3]
 #: Temporary directories are named <prefix><launcher pid>-<random>.
 SCRATCH_PREFIX = "triple-py-jupyter-"
 

@@ -10,7 +10,7 @@ import html
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .result import BenchResult
+from ..record.result import BenchResult
 
 __all__ = ["run_html", "matrix_html"]
 

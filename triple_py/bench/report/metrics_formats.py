@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Dict, List, Optional
 
-from .result import BenchResult
+from ..record.result import BenchResult
 
 __all__ = ["prometheus_text", "influx_summary", "influx_details"]
 

@@ -4,15 +4,18 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import ssl
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, Optional
 
+from ... import _triple, __version__
+
 __all__ = ["environment", "cpu_model", "git_commit", "nghttp2_version", "openssl_version"]
 
-_ROOT = Path(__file__).resolve().parents[2]
+_ROOT = Path(__file__).resolve().parents[3]
 
 
 def cpu_model() -> str:
@@ -30,7 +33,6 @@ def _core_library(name: str) -> Optional[str]:
     """The version of a library as the core runs it (``_triple.library_versions()``: the
     copy linked into a self-contained wheel, or the system's the loader picked)."""
     try:
-        from .. import _triple
         return _triple.library_versions()[name]["linked"]
     except (ImportError, AttributeError, KeyError):
         return None
@@ -70,10 +72,8 @@ def environment() -> Dict[str, Any]:
         grpcio = grpc.__version__
     except Exception:  # the reference arms are optional
         grpcio = None
-    from .. import __version__
 
     try:
-        from .. import _triple
         core = getattr(_triple, "CORE_VERSION", None)
     except Exception:
         core = None
@@ -81,7 +81,6 @@ def environment() -> Dict[str, Any]:
         affinity = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         affinity = None
-    import ssl
 
     h2load = _run(["h2load", "--version"]) if shutil.which("h2load") else None
     return {

@@ -29,9 +29,17 @@ import math
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .result import client_cpu
+from ... import benchstat
+from ..record.html_tables import results_html
+from ..record.result import client_cpu
+from ..spec.kinds import kind_of
+from .document import results_doc
+from .model import MatrixRun
+from .paired import PAIRED_COLUMNS, compare_rounds
+from .statistics import conclusions, higher_is_better, interval, significant_changes
+from .views import Comparison, PairedTable
 
-__all__ = ["Results", "load_results", "results_from_document", "RUN_COLUMNS", "SUCCESS_CODES", "percentile_spectrum",
+__all__ = ["Results", "load_results", "results_from_document", "results_from_run", "RUN_COLUMNS", "SUCCESS_CODES", "percentile_spectrum",
            "interval", "higher_is_better", "significant_changes", "conclusions"]
 
 #: Columns of :attr:`Results.runs`, in order.
@@ -237,8 +245,6 @@ class Results:
         ``sec/op``, ``p99-ns`` as ``p99-sec``; the harness writes ``ops/s``, ``msgs/s``,
         ``p50-ns``..``p99.9-ns``, ``errors``, ``writes/op``, ``writes/msg``, ``allocs/op``).
         Input warnings go to the ``warnings`` list when given."""
-        from .. import benchstat
-
         inputs, options = self._benchstat_args(units, arms, baseline, warnings)
         return benchstat.compare(inputs, alpha=alpha, confidence=confidence, **options)
 
@@ -254,7 +260,6 @@ class Results:
         PAIRED_COLUMNS`."""
         import pandas as pd
 
-        from .paired import PAIRED_COLUMNS
 
         rows = self._paired_rows(value, baseline)
         return pd.DataFrame([dict(dataclasses.asdict(r), significant=r.significant)
@@ -264,14 +269,10 @@ class Results:
         """The same comparison as :meth:`paired`, as a
         :class:`~triple_py.bench.views.PairedTable`: an HTML table in Jupyter with the
         significant rows marked (better / worse), text with ``print()``."""
-        from .views import PairedTable
-
         return PairedTable(self._paired_rows(value, baseline), baseline or self.baseline,
                            value)
 
     def _paired_rows(self, value: str, baseline: Optional[str]) -> list:
-        from .paired import compare_rounds
-
         m = self.measured.dropna(subset=[value])
         values = {(row.scenario, row.arm, int(row.round)): float(getattr(row, value))
                   for row in m.itertuples()}
@@ -283,8 +284,6 @@ class Results:
         """benchstat's comparison (:meth:`benchstat` and :meth:`benchstat_text` in one) as
         a :class:`~triple_py.bench.views.Comparison`: an HTML table per unit in Jupyter,
         each change marked better, worse or ``~``; benchstat's text with ``print()``."""
-        from .views import Comparison
-
         frame = self.benchstat(units, arms, baseline, alpha, confidence)
         text = self.benchstat_text(units, arms, baseline, alpha, confidence)
         return Comparison(frame, text, baseline or self.baseline)
@@ -296,8 +295,6 @@ class Results:
 
     def _repr_html_(self) -> str:
         """Jupyter's view: where and what, then per scenario and arm the median figures."""
-        from .html_tables import results_html
-
         return results_html(self)
 
     def benchstat_text(self, units: Sequence[str] = ("sec/op", "p99-sec"),
@@ -305,8 +302,6 @@ class Results:
                        alpha: float = 0.05, confidence: float = 0.95,
                        warnings: Optional[list] = None) -> str:
         """The same comparison as :meth:`benchstat`, as benchstat prints it."""
-        from .. import benchstat
-
         inputs, options = self._benchstat_args(units, arms, baseline, warnings)
         return benchstat.render(inputs, alpha=alpha, confidence=confidence, **options)
 
@@ -325,22 +320,6 @@ class Results:
                 {"col": col, "filter": unit_filter, "on_warning": sink})
 
 
-def interval(values: Sequence[float], confidence: float = 0.95) -> Tuple[float, float, float]:
-    """(mean, lo, hi): the Student-t ``confidence`` interval of the mean of ``values``
-    (lo = hi = NaN with fewer than two values; lo = hi = mean when they are all equal)."""
-    n = len(values)
-    if not n:
-        return math.nan, math.nan, math.nan
-    mean = math.fsum(values) / n
-    if n < 2:
-        return mean, math.nan, math.nan
-    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
-    from scipy import stats
-
-    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * math.sqrt(var / n)
-    return mean, mean - half, mean + half
-
-
 def percentile_spectrum(hist):
     """For one histogram (a frame with ``value_ns`` ascending and ``count``): the same rows
     plus ``value_ms``, ``total``, ``cumulative``, ``percentile`` and ``inverse_tail``
@@ -357,62 +336,8 @@ def percentile_spectrum(hist):
     return out
 
 
-def higher_is_better(unit: str) -> bool:
-    """True for throughput units (``ops/s``, ``msgs/s``, ``B/s``: a rate), False for costs
-    and latencies (``sec/op``, ``p99-sec``, ``writes/msg``, ``errors``...)."""
-    return unit.endswith("/s")
-
-
-def significant_changes(frame, alpha: Optional[float] = None):
-    """The rows of a benchstat frame (:meth:`Results.benchstat`) that are significant
-    changes against the baseline: cells, not geomeans, with ``significant`` set, plus a
-    ``better`` column (True when the change is an improvement for that unit)."""
-    rows = frame[(frame["kind"] == "cell") & ~frame["is_baseline"] & frame["significant"]]
-    if alpha is not None:
-        rows = rows[rows["p"] < alpha]
-    rows = rows.copy()
-    rows["better"] = [(d > 0) == higher_is_better(u) if d == d and d != 0 else False
-                      for d, u in zip(rows["delta_pct"], rows["unit"])]
-    return rows.reset_index(drop=True)
-
-
-_UNIT_WORDS = {"sec/op": "time per op (1/QPS)", "p99-sec": "p99 latency",
-               "p50-sec": "p50 latency", "p90-sec": "p90 latency", "p99.9-sec": "p99.9 latency",
-               "ops/s": "throughput", "msgs/s": "messages/s", "writes/msg":
-               "write syscalls per message", "writes/op": "write syscalls per call",
-               "allocs/op": "allocations per call"}
-
-
-def conclusions(frame, baseline: str, alpha: float = 0.05) -> List[str]:
-    """Sentences for the significant rows of a benchstat frame only, one per row, e.g.
-    ``Unary/1MiB/c50: fastpath's time per op (1/QPS) is 64.0% lower than stream-path's
-    (better; p=0.002 n=10)`` (``is 3.2x stream-path's`` from +100 % on); a single sentence
-    saying so when nothing is significant."""
-    rows = significant_changes(frame)
-    cells = frame[(frame["kind"] == "cell") & ~frame["is_baseline"]]
-    if rows.empty:
-        ns = sorted({int(n) for n in cells["n"].dropna()}) if len(cells) else []
-        hint = ""
-        if ns and max(ns) < 4:
-            hint = (f" With {max(ns)} round(s) per arm the Mann-Whitney U test cannot reach "
-                    f"p < {alpha:g}: run 6 or more rounds (benchstat recommends 10).")
-        return [f"No change against {baseline} is significant at alpha = {alpha:g} "
-                f"({len(cells)} comparisons).{hint}"]
-    out = []
-    for _, r in rows.iterrows():
-        what = _UNIT_WORDS.get(r["unit"], r["unit"])
-        verdict = "better" if r["better"] else "worse"
-        if r["delta_pct"] >= 100:
-            change = f"{1 + r['delta_pct'] / 100:.1f}x"
-        else:
-            change = (f"{abs(r['delta_pct']):.1f}% "
-                      f"{'higher' if r['delta_pct'] > 0 else 'lower'} than")
-        out.append(f"{r['row']}: {r['col']}'s {what} is {change} {baseline}'s ({verdict}; "
-                   f"{r['annotation']})")
-    return out
-
-
 # -- loading ----------------------------------------------------------------------------------
+
 
 def _find_json(path: Path) -> Path:
     if path.is_dir():
@@ -487,9 +412,14 @@ def results_from_document(doc: Any, json_path: Path, baseline: Optional[str] = N
                    baseline=baseline, document=doc)
 
 
+def results_from_run(run: MatrixRun, baseline: Optional[str] = None) -> Results:
+    """A matrix run just made, as Results: built from its records through the same document
+    the harness writes (:func:`~.document.results_doc`), without a file."""
+    return results_from_document(results_doc(run), Path(f"{run.matrix.name}.json"), baseline)
+
+
 def _kind_ours(mode: Optional[str]) -> Optional[bool]:
     try:
-        from .arms import kind_of
         return kind_of(mode).ours
     except Exception:
         return None

@@ -36,18 +36,13 @@ import math
 import statistics
 from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from .harness import MatrixRun
+from .model import MatrixRun
+from .statistics import (ALPHA, MARGIN, MAX_ROUNDS, MIN_PAIRS, rounds_needed, signed_rank_p,
+                         walsh_interval)
 
 __all__ = ["PairedRatio", "signed_rank_p", "walsh_interval", "rounds_needed", "compare_pairs",
            "compare_rounds", "paired_ratios", "headline_ratios", "format_paired",
-           "format_verdicts", "PAIRED_COLUMNS"]
-
-ALPHA = 0.05
-MIN_PAIRS = 6  # 2 / 2**5 = 0.0625: five pairs can never be significant
-MARGIN = 0.05  # equivalence: the whole interval within ±5 % (on the log scale)
-MAX_ROUNDS = 1000  # the most a matrix runs; "needs more" is capped there
-_Z = 1.959963984540054  # the standard normal's 97.5 % point
-_EFFICIENCY = 3 / math.pi  # signed-rank test vs t-test, asymptotically, under normality
+           "format_verdicts", "PAIRED_COLUMNS", "ALPHA", "MIN_PAIRS", "MARGIN", "MAX_ROUNDS"]
 
 
 @dataclasses.dataclass
@@ -99,87 +94,6 @@ PAIRED_COLUMNS = ["scenario", "arm", "baseline", "rounds", "median", "geomean", 
 
 def _pct(ratio: float) -> str:
     return "?" if math.isnan(ratio) else f"{(ratio - 1) * 100:+.1f}%"
-
-
-def _ranks(values: Sequence[float]) -> List[float]:
-    """1-based ranks of ``values``, ties getting the average of the ranks they span."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
-def _sign_flip_counts(ranks: Sequence[int]) -> List[int]:
-    """``counts[s]``: how many of the 2**n sign assignments give positive ranks summing to s."""
-    total = sum(ranks)
-    counts = [0] * (total + 1)
-    counts[0] = 1
-    for r in ranks:
-        for s in range(total, r - 1, -1):
-            counts[s] += counts[s - r]
-    return counts
-
-
-def signed_rank_p(differences: Sequence[float]) -> float:
-    """Two-sided p-value of Wilcoxon's signed-rank test that ``differences`` are symmetric
-    about 0, exact under random signs of the observed ranks (zeros dropped). 1.0 when no
-    difference is non-zero."""
-    d = [x for x in differences if x != 0 and not math.isnan(x)]
-    if not d:
-        return 1.0
-    # Doubled ranks are integers even with ties (average ranks end in .5).
-    ranks = [int(round(2 * r)) for r in _ranks([abs(x) for x in d])]
-    observed = sum(r for r, x in zip(ranks, d) if x > 0)
-    counts = _sign_flip_counts(ranks)
-    outcomes = 2 ** len(ranks)
-    below = sum(counts[:observed + 1]) / outcomes
-    above = sum(counts[observed:]) / outcomes
-    return min(1.0, 2 * min(below, above))
-
-
-def walsh_interval(logs: Sequence[float], alpha: float = ALPHA) -> Tuple[float, float, float,
-                                                                          float]:
-    """``(estimate, low, high, coverage)`` for the centre of the symmetric distribution of
-    ``logs``: the Hodges-Lehmann estimate (median of the n(n+1)/2 Walsh averages) and the
-    exact interval between the k-th smallest and k-th largest Walsh averages, k the largest
-    with P(T < k) <= alpha/2 under the signed-rank null distribution of T. With too few
-    values for that (n < 6 at alpha 0.05) the widest interval, k = 1, with its coverage."""
-    x = [v for v in logs if not math.isnan(v)]
-    n = len(x)
-    if n == 0:
-        return math.nan, math.nan, math.nan, 0.0
-    walsh = sorted((x[i] + x[j]) / 2 for i in range(n) for j in range(i, n))
-    counts = _sign_flip_counts(list(range(1, n + 1)))
-    outcomes = 2 ** n
-    k, tail = 1, counts[0]  # tail: P(T <= k-1) * outcomes
-    while tail + counts[k] <= alpha / 2 * outcomes:
-        tail += counts[k]
-        k += 1
-    coverage = 1 - 2 * tail / outcomes
-    return statistics.median(walsh), walsh[k - 1], walsh[len(walsh) - k], coverage
-
-
-def rounds_needed(logs: Sequence[float], margin: float = MARGIN) -> Optional[int]:
-    """Paired rounds (in all) for an interval that excludes 0 or lies within ±log(1+margin),
-    from the spread of the observed ``logs`` (at least MIN_PAIRS, at most MAX_ROUNDS); None
-    with fewer than two values."""
-    if len(logs) < 2:
-        return None
-    centre, spread = statistics.fmean(logs), statistics.stdev(logs)
-    if spread == 0:
-        return MIN_PAIRS
-    bound = math.log1p(margin)
-    half_widths = [abs(centre)] + ([bound - abs(centre)] if abs(centre) < bound else [])
-    needed = min((_Z * spread / h) ** 2 / _EFFICIENCY if h > 0 else math.inf
-                 for h in half_widths)
-    return int(min(MAX_ROUNDS, max(MIN_PAIRS, math.ceil(needed))))
 
 
 def _paired_row(scenario: str, arm: str, baseline: str, ratios: Sequence[float],

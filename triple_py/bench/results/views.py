@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Sequence
 
-from .html_tables import as_dicts, benchstat_html, dataclass_rows_html
+from ..record.html_tables import as_dicts, benchstat_html, dataclass_rows_html
+from .statistics import higher_is_better, significant_changes
 
 __all__ = ["Comparison", "PairedTable"]
 
@@ -31,13 +32,9 @@ class Comparison:
     def significant(self):
         """The significant cells, with a ``better`` column (see
         :func:`~.results.significant_changes`)."""
-        from .results import significant_changes
-
         return significant_changes(self.frame)
 
     def _repr_html_(self) -> str:
-        from .results import higher_is_better
-
         better: Dict[str, bool] = {u: higher_is_better(u) for u in set(self.frame["unit"])}
         return (f"<div><b>benchstat: each arm against {self.baseline}</b></div>"
                 + benchstat_html(self.frame, better))

@@ -1,6 +1,6 @@
 """Capacity searches in matrix files: a ``[capacity]`` table.
 
-After the rounds of each scenario, the harness runs :func:`~.capacity.find_capacity` for
+After the rounds of each scenario, the harness runs :func:`~triple_py.bench.running.capacity.find_capacity` for
 each chosen arm against the same server: the open-loop rate is ramped, then bisected to the
 highest rate whose CO-corrected percentile meets the SLO with no errors. The scenario's
 concurrency is the most calls in flight each probe may have (an open loop needs room)::
@@ -15,26 +15,20 @@ concurrency is the most calls in flight each probe may have (an open loop needs 
     warmup = "0.5s"        # per probe (default: the matrix's warm-up)
     arms = ["fastpath"]    # default: every arm whose kind runs an open loop
 
-Outputs (:func:`write_capacities`): ``capacity.txt`` (every search's verdict and probes)
+Outputs (:func:`~triple_py.bench.report.capacity.write_capacities`): ``capacity.txt`` (every search's verdict and probes)
 and per search ``capacity/<scenario>-<arm>.json`` and ``.png``.
 """
 from __future__ import annotations
 
 import dataclasses
-import re
-from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence
 
-from .arms import kind_of
-from .capacity import CapacityResult, Slo, capacity_plot, capacity_text, find_capacity, \
-    parse_slo
-from .errors import BenchError, ConfigError
-from .result import BenchResult
-from .spec import RunSpec
-from .units import parse_duration
+from ..errors import ConfigError
+from ..units import parse_duration
+from .kinds import kind_of
+from .slo import Slo, parse_slo
 
-__all__ = ["CapacitySpec", "CapacityRun", "parse_capacity", "run_capacity",
-           "format_capacities", "write_capacities"]
+__all__ = ["CapacitySpec", "parse_capacity"]
 
 _KEYS = {"slo", "start_rate", "max_rate", "precision", "max_probes", "duration", "warmup",
          "arms"}
@@ -56,16 +50,6 @@ class CapacitySpec:
     def to_dict(self) -> Dict[str, Any]:
         """Plain data for the results JSON."""
         return dict(dataclasses.asdict(self), slo=str(self.slo), arms=list(self.arms))
-
-
-@dataclasses.dataclass
-class CapacityRun:
-    """One search: a scenario's label, an arm, and its result or why it failed."""
-
-    label: str
-    arm: str
-    result: Optional[CapacityResult] = None
-    failed: Optional[str] = None
 
 
 def _number(doc: Mapping[str, Any], key: str, default: float) -> float:
@@ -112,66 +96,3 @@ def parse_capacity(doc: Any, arms: Mapping[str, str]) -> CapacitySpec:
         raise ConfigError("capacity.precision must be in (0, 1)")
     return spec
 
-
-def run_capacity(spec: CapacitySpec, label: str, arm: str, base: RunSpec,
-                 runner: Callable[[RunSpec], BenchResult]) -> CapacityRun:
-    """One search for ``arm`` in the scenario ``label``: ``base`` (the arm's RunSpec in the
-    scenario, its call setup applied) with the probe's rate, and the search's duration and
-    warm-up when it sets them. A probe that raises ends the search as failed."""
-    timing = {k: v for k, v in (("duration", spec.duration), ("warmup", spec.warmup))
-              if v is not None}
-
-    def probe_at(rate: float) -> BenchResult:
-        return runner(dataclasses.replace(base, rate=rate, **timing))
-
-    out = CapacityRun(label, arm)
-    try:
-        out.result = find_capacity(probe_at, spec.slo, start_rate=spec.start_rate,
-                                   max_rate=spec.max_rate, precision=spec.precision,
-                                   max_probes=spec.max_probes)
-    except ConfigError:
-        raise
-    except BenchError as exc:
-        out.failed = str(exc)
-    return out
-
-
-def format_capacities(runs: Sequence[CapacityRun]) -> str:
-    """Every search: a heading per scenario and arm, then its verdict and probes."""
-    blocks = []
-    for run in runs:
-        head = f"== capacity: {run.label} {run.arm} =="
-        body = capacity_text(run.result) if run.result is not None \
-            else f"search failed: {run.failed}\n"
-        blocks.append(f"{head}\n{body}")
-    return "\n".join(blocks)
-
-
-def _file_stem(run: CapacityRun) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{run.label}-{run.arm}")
-
-
-def write_capacities(runs: Sequence[CapacityRun], out_dir: Path) -> Dict[str, Path]:
-    """``capacity.txt`` and, per finished search, ``capacity/<scenario>-<arm>.json`` and
-    ``.png``; returns {"capacity": the text file, "capacity_dir": the folder}."""
-    import json
-
-    text_path = out_dir / "capacity.txt"
-    text_path.write_text(format_capacities(runs))
-    folder = out_dir / "capacity"
-    folder.mkdir(exist_ok=True)
-    for run in runs:
-        if run.result is None:
-            continue
-        stem = _file_stem(run)
-        (folder / f"{stem}.json").write_text(json.dumps(
-            dict(run.result.to_dict(), scenario=run.label, arm=run.arm), indent=1,
-            default=str) + "\n")
-        capacity_plot(run.result, folder / f"{stem}.png")
-    return {"capacity": text_path, "capacity_dir": folder}
-
-
-def capacity_docs(runs: List[CapacityRun]) -> List[Dict[str, Any]]:
-    """The searches as plain data (for the results JSON)."""
-    return [{"scenario": r.label, "arm": r.arm, "failed": r.failed,
-             "result": r.result.to_dict() if r.result is not None else None} for r in runs]

@@ -1,4 +1,5 @@
-"""The arm kinds: what can be measured, by which code, with which abilities.
+"""The arm kinds: what can be measured and with which abilities (the code that runs each
+kind is in :mod:`triple_py.bench.arms`).
 
 =================  =====================================================================
 kind               what runs
@@ -22,21 +23,20 @@ triple-py-bidi     triple_py's Python API from Python threads, bidi streams
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Callable, Dict, Tuple
 
-from .errors import ConfigError
-from .result import BenchResult
-from .spec import RunSpec
+from ..errors import ConfigError
 
-__all__ = ["ArmKind", "KINDS", "ALIASES", "kind_of", "canonical_mode", "run_spec"]
+__all__ = ["ArmKind", "KINDS", "ALIASES", "kind_of", "canonical_mode"]
 
 
 @dataclasses.dataclass(frozen=True)
 class ArmKind:
-    """One way of producing load: its runner and what it supports."""
+    """One way of producing load and what it supports (the code that runs it is in
+    :mod:`triple_py.bench.arms`, by kind name: :data:`triple_py.bench.arms.RUNNERS`)."""
 
     name: str
-    runner: Callable[[RunSpec], BenchResult]
     description: str
     streaming: bool = False  # default method StreamCall, K messages per stream
     open_loop: bool = False  # --rps
@@ -44,50 +44,38 @@ class ArmKind:
     ours: bool = False  # our client: write syscalls and allocations are reported
     wires: Tuple[str, ...] = ("grpc",)
 
-
-def _c(mode: str) -> Callable[[RunSpec], BenchResult]:
-    def runner(spec: RunSpec) -> BenchResult:
-        from .loadgen import run_c_spec
-
-        return run_c_spec(spec, mode)
-    return runner
-
-
-def _lazy(module: str, function: str) -> Callable[[RunSpec], BenchResult]:
-    def runner(spec: RunSpec) -> BenchResult:
-        import importlib
-
-        return getattr(importlib.import_module(module, __package__), function)(spec)
-    return runner
+    @property
+    def runner(self) -> Callable:
+        """The function that runs this kind (``RunSpec -> BenchResult``), looked up in the
+        arms' table by name. Kept for one release: use
+        :func:`triple_py.bench.arms.runner_of`."""
+        arms = importlib.import_module(__name__.rpartition(".spec.")[0] + ".arms.runners")
+        return arms.runner_of(self.name)
 
 
 KINDS: Dict[str, ArmKind] = {k.name: k for k in (
-    ArmKind("fastpath", _c("fastpath"), "C load generator, unary fast path",
+    ArmKind("fastpath", "C load generator, unary fast path",
             open_loop=True, count=True, ours=True, wires=("grpc", "triple")),
-    ArmKind("stream-path", _c("stream-path"),
+    ArmKind("stream-path",
             "C load generator, unary call through the streaming machinery (baseline)",
             open_loop=True, count=True, ours=True, wires=("grpc", "triple")),
     # On the Triple wire a stream is gRPC-framed (dubbo-go, Java and the Triple spec frame
     # streams as gRPC); the channel adds the Triple service headers it has.
-    ArmKind("bidi", _c("bidi"), "C load generator, bidi streams of K messages",
+    ArmKind("bidi", "C load generator, bidi streams of K messages",
             streaming=True, open_loop=True, count=True, ours=True, wires=("grpc", "triple")),
-    ArmKind("grpcio-sync", _lazy(".arms_grpcio", "grpcio_sync_unary"),
-            "grpcio, Python threads, blocking unary calls"),
-    ArmKind("grpcio-aio", _lazy(".arms_grpcio", "grpcio_aio_unary"),
-            "grpcio.aio, asyncio tasks, unary calls"),
-    ArmKind("grpcio-aio-bidi", _lazy(".arms_grpcio", "grpcio_aio_bidi"),
-            "grpcio.aio, asyncio tasks, stream_stream with K messages", streaming=True),
-    ArmKind("h2load", _lazy(".arms_h2load", "h2load"),
-            "h2load, one raw gRPC frame per request (HTTP status only)", count=True),
-    ArmKind("h2load-bidi", _lazy(".arms_h2load", "h2load"),
-            "h2load, K raw gRPC frames per request to StreamCall", streaming=True, count=True),
-    ArmKind("triple-py-sync", _lazy(".arms_triple_py", "triple_py_sync_unary"),
-            "triple_py Python API, Python threads, blocking unary calls", ours=True,
+    ArmKind("grpcio-sync", "grpcio, Python threads, blocking unary calls"),
+    ArmKind("grpcio-aio", "grpcio.aio, asyncio tasks, unary calls"),
+    ArmKind("grpcio-aio-bidi", "grpcio.aio, asyncio tasks, stream_stream with K messages",
+            streaming=True),
+    ArmKind("h2load", "h2load, one raw gRPC frame per request (HTTP status only)", count=True),
+    ArmKind("h2load-bidi", "h2load, K raw gRPC frames per request to StreamCall",
+            streaming=True, count=True),
+    ArmKind("triple-py-sync", "triple_py Python API, Python threads, blocking unary calls",
+            ours=True, wires=("grpc", "triple")),
+    ArmKind("triple-py-aio", "triple_py.aio, asyncio tasks, unary calls", ours=True,
             wires=("grpc", "triple")),
-    ArmKind("triple-py-aio", _lazy(".arms_triple_py", "triple_py_aio_unary"),
-            "triple_py.aio, asyncio tasks, unary calls", ours=True, wires=("grpc", "triple")),
-    ArmKind("triple-py-bidi", _lazy(".arms_triple_py", "triple_py_bidi"),
-            "triple_py Python API, Python threads, bidi streams", streaming=True, ours=True),
+    ArmKind("triple-py-bidi", "triple_py Python API, Python threads, bidi streams",
+            streaming=True, ours=True),
 )}
 
 ALIASES = {"unary": "fastpath", "stream_path": "stream-path",
@@ -109,14 +97,3 @@ def kind_of(mode: str) -> ArmKind:
     """The ArmKind of ``mode`` (aliases allowed); ConfigError when unknown."""
     return KINDS[canonical_mode(mode)]
 
-
-def run_spec(spec: RunSpec) -> BenchResult:
-    """Validates ``spec`` and runs it with its kind's runner.
-
-    A run stopped by SIGINT or SIGTERM raises :class:`~.interrupts.Interrupted` (a
-    KeyboardInterrupt) whose ``result`` holds what it measured until then."""
-    from .interrupts import raise_if_marked
-
-    spec.mode = canonical_mode(spec.mode)
-    spec.validate()
-    return raise_if_marked(kind_of(spec.mode).runner(spec))

@@ -82,12 +82,12 @@ import tomllib
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .arms import KINDS, canonical_mode, kind_of
-from .call_setup import CallSetup
-from .matrix_capacity import CapacitySpec, parse_capacity
-from .errors import ConfigError
-from .spec import WIRES, WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec
-from .units import format_size, parse_duration, parse_size
+from ..errors import ConfigError
+from ..units import format_size, parse_duration, parse_size
+from ..workload.call_setup import CallSetup
+from .capacity import CapacitySpec, parse_capacity
+from .kinds import KINDS, canonical_mode, kind_of
+from .run_spec import WIRES, WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec
 
 __all__ = ["Matrix", "ArmSpec", "Scenario", "BUILTIN", "load_matrix", "parse_matrix",
            "round_order", "AXES"]
@@ -409,6 +409,7 @@ def round_order(arms: Sequence[str], round_index: int) -> List[str]:
 
 
 # -- parsing ----------------------------------------------------------------------------------
+
 
 def load_matrix(source: Union[str, Path]) -> Matrix:
     """A built-in matrix by name (``seed-unary``, ``seed-stream``) or a TOML file.

@@ -5,10 +5,12 @@ import dataclasses
 import math
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .._options import DIALECTS, core_default
-from .errors import ConfigError
+from ..._options import DIALECTS, core_default
+from ..errors import ConfigError
+from ..limits import load_limit, option_range
+from ..workload.messages import STREAM_METHOD, UNARY_METHOD, benchmark_request, normalize_method
+from .kinds import kind_of
 from .schedules import Schedule
-from .messages import STREAM_METHOD, UNARY_METHOD, benchmark_request, normalize_method
 
 __all__ = ["RunSpec", "WIRES", "WRITE_BUFFER_SIZE", "WRITE_BUFFER_DELAY_US", "load_limit",
            "option_range"]
@@ -17,25 +19,6 @@ WIRES = ("grpc", "triple")
 # The C core's coalescing writer defaults (its table of channel options).
 WRITE_BUFFER_SIZE: int = core_default("write_buffer_size")
 WRITE_BUFFER_DELAY_US: int = core_default("write_buffer_delay_us")
-
-
-def load_limit(name: str) -> Tuple[float, float]:
-    """(min, max) of a load keyword, from the load generator's own table
-    (``_triple.LOAD_LIMITS``: the ranges ``run_load`` enforces; ``concurrency`` is per
-    connection, ``requests`` counts ring entries)."""
-    from .. import _triple
-
-    return _triple.LOAD_LIMITS[name]
-
-
-def option_range(name: str) -> Tuple[int, int]:
-    """(min, max) of a channel option, from the core's table (``_triple.CHANNEL_OPTIONS``)."""
-    from .. import _triple
-
-    for row in _triple.CHANNEL_OPTIONS:
-        if row[1] == name and row[3] is not None and row[4] is not None:
-            return int(row[3]), int(row[4])
-    raise KeyError(f"{name}: not a ranged channel option")
 
 
 @dataclasses.dataclass
@@ -85,8 +68,6 @@ class RunSpec:
     @property
     def streaming(self) -> bool:
         """True for the bidi kinds (their default method is StreamCall)."""
-        from .arms import kind_of  # late: arms imports this module
-
         return kind_of(self.mode).streaming
 
     def resolved_method(self) -> str:
@@ -105,8 +86,6 @@ class RunSpec:
 
     def validate(self) -> "RunSpec":
         """Checks every field; raises ConfigError naming the first bad one. Returns self."""
-        from .arms import kind_of
-
         kind = kind_of(self.mode)  # ConfigError for an unknown mode
 
         def need(ok: bool, message: str) -> None:

@@ -11,7 +11,7 @@ import dataclasses
 import math
 from typing import Optional, Tuple
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["Schedule", "KINDS"]
 

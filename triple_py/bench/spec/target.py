@@ -1,26 +1,20 @@
 """Where the load goes: a target (any scheme a channel takes: ``host:port``,
 ``dns:``, ``ipv4:``/``ipv6:`` lists, ``unix:``, ``unix-abstract:``, a registered
-registry such as ``zookeeper://``), or the embedded echo server."""
+registry such as ``zookeeper://``): checked, split and resolved to endpoints (the servers
+the harness starts are in :mod:`triple_py.bench.running.servers`)."""
 from __future__ import annotations
 
-import contextlib
 import threading
-from typing import Callable, ContextManager, Iterator, List, Optional, Tuple
+from typing import List, Tuple
 
-from .._resolver import (DEFAULT_PORT, Endpoint, parse_target as parse_uri, resolver_for,
-                         split_host_port, static_endpoints)
-from .._target import parse_target
-from .errors import ConfigError, TargetError
-from .server_cpu import Served
+from ..._resolver import (DEFAULT_PORT, Endpoint, parse_target as parse_uri, resolver_for,
+                          split_host_port, static_endpoints)
+from ..._target import parse_target
+from ..errors import ConfigError, TargetError
 
-__all__ = ["split_target", "check_target", "target_endpoints", "embedded_server",
-           "ServerFactory", "fixed_target"]
+__all__ = ["split_target", "check_target", "target_endpoints"]
 
 RESOLVE_WAIT_S = 10.0  # how long target_endpoints waits for a registry's first answer
-
-#: Makes a server for one round (or the whole run): a context manager giving "host:port",
-#: or a ServerProcess (address and pid) when the server runs in a process of its own.
-ServerFactory = Callable[[], ContextManager[Served]]
 
 
 def split_target(target: str) -> Tuple[str, int]:
@@ -79,24 +73,3 @@ def target_endpoints(target: str, wait: float = RESOLVE_WAIT_S) -> List[Endpoint
         resolver.close()
     return got[0]
 
-
-@contextlib.contextmanager
-def embedded_server(threads: int = 1) -> Iterator[str]:
-    """Starts triple_py.testing.EchoServer on 127.0.0.1 (ephemeral port); yields its address."""
-    from ..testing import EchoServer
-
-    with EchoServer(threads=threads) as server:
-        yield server.address
-
-
-def fixed_target(target: Optional[str]) -> ServerFactory:
-    """A factory for ``target`` (an external server: nothing to start), or the embedded one."""
-    if target is None:
-        return embedded_server
-    check_target(target)  # fail early on a malformed address
-
-    @contextlib.contextmanager
-    def external() -> Iterator[str]:
-        yield target
-
-    return external

@@ -12,10 +12,13 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from .errors import ConfigError
-from .request_data import DEFAULT_RING_SIZE, RingEntry, build_ring, request_data
-from .request_metadata import parse_metadata
+import triple_py
+from ... import _triple
+from ..errors import ConfigError
 from .messages import STREAM_METHOD, UNARY_METHOD, normalize_method
+from .metadata import parse_metadata
+from .reflection import method_by_reflection
+from .request_data import DEFAULT_RING_SIZE, RingEntry, build_ring, request_data
 from .schema import (MethodSchema, benchmark_schema, compile_proto, find_method, pool_of,
                      read_protoset)
 
@@ -78,8 +81,6 @@ def _check_tls(options: Dict[str, Any]) -> None:
     """ConfigError when the core refuses the TLS options (a key that does not match its
     certificate, a PEM it cannot use): it judges them by making a channel with them, which
     connects to nothing until a call is made."""
-    from .. import _triple
-
     try:
         channel = _triple.Channel("127.0.0.1", "1",
                                   **{k: v for k, v in options.items() if v is not None})
@@ -148,8 +149,6 @@ class CallSetup:
 
     def channel(self, target: str, wire: str = "grpc"):
         """A triple_py channel to ``target`` with these options (reflection, preflight)."""
-        import triple_py
-
         options: List[Tuple[str, Any]] = []
         if self.authority:
             options.append(("grpc.default_authority", self.authority))
@@ -177,7 +176,6 @@ class CallSetup:
             return find_method(pool_of([benchmark_schema()]), method)
         if target is None:
             raise ConfigError("server reflection needs --target (or give --proto/--protoset)")
-        from .reflection import method_by_reflection
 
         with self.channel(target) as channel:
             return method_by_reflection(channel, method, timeout)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 import struct
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["BENCHMARK_SERVICE", "UNARY_METHOD", "STREAM_METHOD", "encode_payload",
            "benchmark_request", "grpc_frame", "normalize_method"]

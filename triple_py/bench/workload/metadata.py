@@ -10,7 +10,7 @@ import json
 import re
 from typing import List, Optional, Tuple
 
-from .errors import ConfigError
+from ..errors import ConfigError
 from .template import CallContext, Template, parse_template
 
 __all__ = ["MetadataTemplate", "parse_metadata", "render_metadata"]

@@ -16,11 +16,12 @@ from typing import Dict, List
 from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 
-from .._channel import Channel
-from .._errors import RpcError
-from .._status import StatusCode
+from ..._channel import Channel
+from ..._errors import RpcError
+from ..._status import StatusCode
+from ..errors import ConfigError, TargetError
 from .descriptor_repair import repair_map_entries
-from .errors import ConfigError, TargetError
+from .messages import normalize_method
 from .schema import MethodSchema, compile_proto, find_method, message_class, pool_of
 
 __all__ = ["REFLECTION_SERVICES", "method_by_reflection"]
@@ -29,7 +30,7 @@ __all__ = ["REFLECTION_SERVICES", "method_by_reflection"]
 REFLECTION_SERVICES = ("grpc.reflection.v1.ServerReflection",
                        "grpc.reflection.v1alpha.ServerReflection")
 
-_PROTO = Path(__file__).with_name("protos") / "server_reflection.proto"
+_PROTO = Path(__file__).resolve().parents[1] / "protos" / "server_reflection.proto"
 _MAX_FILES = 1000  # a bound on the imports followed
 
 
@@ -76,8 +77,6 @@ def method_by_reflection(channel: Channel, method: str, timeout: float = 10.0) -
     reflection: then --proto or --protoset is needed) and TargetError when it cannot be
     reached.
     """
-    from .messages import normalize_method
-
     service_name = normalize_method(method).split("/")[1]
     last_error = None
     for service in REFLECTION_SERVICES:

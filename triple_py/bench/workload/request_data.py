@@ -16,16 +16,15 @@ import json
 import random
 import sys
 import time
-from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 
-from .errors import ConfigError
-from .request_metadata import MetadataTemplate, render_metadata
+from ..errors import ConfigError
+from ..limits import load_limit
+from .metadata import MetadataTemplate, render_metadata
 from .schema import MethodSchema
-from .spec import load_limit
 from .template import CallContext, Template, parse_template
 
 __all__ = ["RequestData", "RingEntry", "DEFAULT_RING_SIZE", "request_data", "build_ring"]

@@ -18,8 +18,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError, Message
 
-from .errors import ConfigError
-from .messages import normalize_method
+from ..errors import ConfigError
+from .messages import normalize_method, BENCHMARK_SERVICE
 
 __all__ = ["MethodSchema", "message_class", "compile_proto", "read_protoset", "pool_of", "find_method",
            "benchmark_schema"]
@@ -156,8 +156,6 @@ def benchmark_schema() -> descriptor_pb2.FileDescriptorProto:
     """The BenchmarkService's schema (proto/benchmark.proto: ``BenchmarkRequest`` and
     ``BenchmarkResponse`` with ``bytes payload = 1``, ``UnaryCall`` and the bidi
     ``StreamCall``), built here so that its methods need neither protoc nor reflection."""
-    from .messages import BENCHMARK_SERVICE
-
     package, service_name = BENCHMARK_SERVICE.rsplit(".", 1)
     f = descriptor_pb2.FileDescriptorProto(name="triple_py/bench/benchmark.proto",
                                            package=package, syntax="proto3")

@@ -20,7 +20,7 @@ import string
 import uuid
 from typing import Callable, List, Union
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["CallContext", "Template", "parse_template"]
 

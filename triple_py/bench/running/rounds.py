@@ -12,74 +12,25 @@ CPU time (see :mod:`.server_cpu`).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import time
-from typing import Callable, ContextManager, Dict, Iterator, List, Optional
+from typing import Callable, ContextManager, Iterator, Optional
 
-from .arms import run_spec
-from .environment import environment
-from .errors import BenchError, ConfigError
-from .matrix import ArmSpec, Matrix, Scenario, round_order
-from .matrix_capacity import CapacityRun, run_capacity
+from ..arms.recorders import describe
+from ..arms.runners import Runner, run_spec
+from ..errors import BenchError, ConfigError
+from ..interrupts import signal_of
+from ..results.environment import environment
+from ..results.model import ArmRun, MatrixRun
+from ..spec.matrix import Matrix, Scenario, round_order
+from .capacity import run_capacity
 from .live import auto_progress
 from .progress import Progress
-from .recorders import describe
-from .result import BenchResult
 from .runner import preflight
 from .server_cpu import book_server_cpu, process_cpu_seconds, unpack_served
-from .spec import RunSpec
-from .target import ServerFactory, fixed_target
+from .servers import ServerFactory, fixed_target
 
-__all__ = ["ArmRun", "MatrixRun", "run_matrix", "single_run", "Runner"]
-
-#: Runs one spec (tests substitute a fake).
-Runner = Callable[[RunSpec], BenchResult]
-
-
-@dataclasses.dataclass
-class ArmRun:
-    """One arm in one round of one scenario."""
-
-    scenario: Scenario
-    label: str
-    arm: ArmSpec
-    round: int  # 1-based
-    position: int  # 0-based place in its round's order
-    target: str
-    server_generation: int  # which server (changes on restart)
-    started: float
-    result: Optional[BenchResult] = None
-    failed: Optional[str] = None
-
-    @property
-    def ok(self) -> bool:
-        """A result and no failed call."""
-        return self.result is not None and self.result.errors == 0
-
-
-@dataclasses.dataclass
-class MatrixRun:
-    """Everything a matrix run produced."""
-
-    matrix: Matrix
-    runs: List[ArmRun]
-    environment: Dict[str, object]
-    started: float
-    finished: float = 0.0
-    target: Optional[str] = None
-    load_after: Optional[List[float]] = None
-    interrupted: bool = False  # Ctrl-C or SIGTERM: the runs so far are kept
-    interrupt_signal: int = 0  # the signal that stopped it (2 SIGINT, 15 SIGTERM)
-    capacities: List[CapacityRun] = dataclasses.field(default_factory=list)  # [capacity]
-
-    def runs_of(self, scenario: Scenario, arm: str) -> List[ArmRun]:
-        """The rounds of one arm in one scenario, in round order."""
-        return [r for r in self.runs if r.scenario == scenario and r.arm.name == arm]
-
-    def scenario_runs(self, scenario: Scenario) -> List[ArmRun]:
-        """Every run of one scenario, in execution order."""
-        return [r for r in self.runs if r.scenario == scenario]
+__all__ = ["run_matrix", "Runner"]
 
 
 def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
@@ -174,7 +125,6 @@ def run_matrix(matrix: Matrix, *, target: Optional[str] = None,
     try:
         _run_all(matrix, server, one_round, out, on_scenario, capacity_searches)
     except KeyboardInterrupt as exc:
-        from .interrupts import signal_of
         out.interrupted, out.interrupt_signal = True, signal_of(exc)
     finally:
         progress.close()
@@ -208,26 +158,3 @@ def _run_all(matrix: Matrix, server: Callable[[], ContextManager[str]],
             if on_scenario:
                 on_scenario(out, scenario)
 
-
-def single_run(result: BenchResult, target: Optional[str] = None,
-               started: Optional[float] = None, capture_environment: bool = True,
-               duration: Optional[float] = None, warmup: Optional[float] = None
-               ) -> MatrixRun:
-    """One ``run()`` result as a one-arm, one-round matrix run (named ``run``), so that
-    the matrix's reports, files and figures take it too. ``target`` is the fixed target
-    it ran against (None: the embedded server); ``duration`` and ``warmup`` are the asked
-    ones (default: the result's)."""
-    from .matrix import ArmSpec, Matrix, Scenario
-
-    matrix = Matrix(name="run", arms=[ArmSpec(result.arm, result.mode)], benchmark="Run",
-                    scenarios=[Scenario(result.payload_size, result.concurrency,
-                                        result.connections, result.stream_messages,
-                                        result.rate or 0.0)],
-                    baseline=result.arm, rounds=1,
-                    duration=result.duration_s if duration is None else duration,
-                    warmup=result.warmup_s if warmup is None else warmup)
-    started = time.time() if started is None else started
-    arm_run = ArmRun(matrix.scenarios[0], matrix.label(matrix.scenarios[0]), matrix.arms[0],
-                     1, 0, result.target, 1, started, result)
-    return MatrixRun(matrix, [arm_run], environment() if capture_environment else {},
-                     started, time.time(), target=target)

@@ -5,15 +5,18 @@ import contextlib
 import inspect
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
-from .arms import canonical_mode, kind_of, run_spec
-from .call_setup import CallSetup
-from .errors import RunFailed, TargetError
+import triple_py
+from ..arms.runners import run_spec
+from ..errors import RunFailed, TargetError
+from ..record.result import BenchResult
+from ..spec.kinds import canonical_mode, kind_of
+from ..spec.run_spec import WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec
+from ..spec.target import check_target
+from ..workload.call_setup import CallSetup
+from ..workload.messages import benchmark_request
 from .live import auto_progress
-from .messages import benchmark_request
 from .progress import Progress
-from .result import BenchResult
-from .spec import WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec
-from .target import check_target, embedded_server
+from .servers import embedded_server
 
 __all__ = ["run", "spec_of", "spec_target", "preflight", "check_result", "target_or_embedded"]
 
@@ -126,8 +129,6 @@ def preflight(target: str, method: str, streaming: bool, wire: str = "grpc",
     TargetError: the target is unreachable. RunFailed: the call failed, e.g. UNIMPLEMENTED
     for a method the server does not have. Meant to fail fast before a long run.
     """
-    import triple_py
-
     if request is None:
         request = benchmark_request(payload_size)
     md = [(k.decode(), v if k.endswith(b"-bin") else v.decode()) for k, v in metadata] or None

@@ -17,7 +17,7 @@ import dataclasses
 import os
 from typing import Optional, Tuple, Union
 
-from .result import BenchResult
+from ..record.result import BenchResult
 
 __all__ = ["ServerProcess", "Served", "unpack_served", "process_cpu_seconds", "book_server_cpu"]
 

@@ -10,6 +10,8 @@ import dataclasses
 import math
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from .html_tables import bench_result_html
+
 __all__ = ["Latency", "BenchResult", "STATUS_NAMES", "status_name", "histogram_from_samples",
            "series_from_completions"]
 
@@ -281,8 +283,6 @@ class BenchResult:
 
     def _repr_html_(self) -> str:
         """Jupyter's view: what ran and its figures, as HTML tables."""
-        from .html_tables import bench_result_html
-
         return bench_result_html(self)
 
     # -- conversion -------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import threading
 import time
 from typing import IO, Optional
 
-from .result import BenchResult
+from ..record.result import BenchResult
 
 __all__ = ["Progress", "progress_enabled"]
 

@@ -19,26 +19,14 @@ import threading
 import time
 from typing import Any, Dict, Optional
 
+from ..ipython import in_notebook
+from ..record.result import BenchResult
 from .progress import Progress
-from .result import BenchResult
 
 __all__ = ["NotebookProgress", "auto_progress", "in_notebook", "LIVE_CSS_CLASS"]
 
 #: The CSS class of the live display's outer element (tests look for it).
 LIVE_CSS_CLASS = "triple-py-live"
-
-
-def in_notebook() -> bool:
-    """True inside a Jupyter kernel (IPython's ZMQ shell), False in a terminal IPython or
-    plain Python. Does not import IPython when it is not loaded already."""
-    if "IPython" not in sys.modules:
-        return False
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    return shell is not None and hasattr(shell, "kernel")
 
 
 def auto_progress(total: int = 0, title: str = "") -> Progress:
