@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import random
 import struct
+from typing import Tuple
 
 from ..errors import ConfigError
 
-__all__ = ["BENCHMARK_SERVICE", "UNARY_METHOD", "STREAM_METHOD", "encode_payload",
-           "benchmark_request", "grpc_frame", "normalize_method"]
+__all__ = ["BENCHMARK_SERVICE", "UNARY_METHOD", "STREAM_METHOD", "encode_varint",
+           "decode_varint", "encode_payload", "benchmark_request", "grpc_frame",
+           "normalize_method"]
 
 BENCHMARK_SERVICE = "benchmark.BenchmarkService"
 UNARY_METHOD = f"/{BENCHMARK_SERVICE}/UnaryCall"
 STREAM_METHOD = f"/{BENCHMARK_SERVICE}/StreamCall"
 
 
-def _varint(n: int) -> bytes:
+def encode_varint(n: int) -> bytes:
+    """``n`` (>= 0) as a protobuf base-128 varint."""
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -27,11 +30,26 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
+def decode_varint(data: bytes, pos: int = 0) -> Tuple[int, int]:
+    """(value, position after it) of the protobuf varint at ``data[pos:]``; ValueError when
+    it is truncated or longer than 64 bits."""
+    value, shift = 0, 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ValueError("truncated or overlong varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos
+
+
 def encode_payload(payload: bytes) -> bytes:
     """Serialized ``BenchmarkRequest``/``BenchmarkResponse {bytes payload = 1}`` (proto3)."""
     if not payload:
         return b""
-    return b"\x0a" + _varint(len(payload)) + payload
+    return b"\x0a" + encode_varint(len(payload)) + payload
 
 
 def benchmark_request(payload_size: int) -> bytes:

@@ -23,6 +23,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import ConfigError
 from ..limits import load_limit
+from .messages import decode_varint
 from .metadata import MetadataTemplate, render_metadata
 from .schema import MethodSchema
 from .template import CallContext, Template, parse_template
@@ -69,16 +70,10 @@ def _split_delimited(data: bytes) -> Optional[List[bytes]]:
     """Varint-length-prefixed messages covering ``data`` exactly, or None."""
     out, pos = [], 0
     while pos < len(data):
-        size, shift = 0, 0
-        while True:
-            if pos >= len(data) or shift > 63:
-                return None
-            byte = data[pos]
-            pos += 1
-            size |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                break
+        try:
+            size, pos = decode_varint(data, pos)
+        except ValueError:
+            return None
         if pos + size > len(data):
             return None
         out.append(data[pos:pos + size])
