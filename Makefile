@@ -58,7 +58,7 @@ ctest-reverse: build/ctest-noseal
 # first free from 8888).
 NOTEBOOK_PORT ?=
 notebook: bootstrap
-	$(PY) -m triple_py.bench.notebook_server $(if $(NOTEBOOK_PORT),--port $(NOTEBOOK_PORT))
+	$(PY) -m triple_py.bench.jupyter.notebook_server $(if $(NOTEBOOK_PORT),--port $(NOTEBOOK_PORT))
 
 pytest: bootstrap
 	$(PY) -m pytest -q -p no:cacheprovider tests
@@ -110,7 +110,7 @@ test-wheel: dist
 # to ours; it ends in verdicts (a change with its CI, equivalence within ±5 %, or the rounds
 # still needed); files in results/.  `make bench FULL=1`: the seeds' full unary tables
 # (seed-unary, seed-unary-py: 4 payloads x 2 concurrencies, 6 rounds of 3 s; ~25 min).
-# The reference clients against the grpc-go peer: make bench-peers (benchmarks/unary_peers.py).
+# The reference clients against the grpc-go peer: make bench-peers (benchmarks/matrices/unary_peers.toml).
 FULL ?=
 bench: bootstrap
 	@if [ -n "$(FULL)" ]; then \
@@ -121,7 +121,7 @@ bench: bootstrap
 	fi
 
 bench-peers: bootstrap
-	$(PY) benchmarks/unary_peers.py
+	$(PY) benchmarks/matrix_peer.py benchmarks/matrices/unary_peers.toml --peer go
 
 # The interop grid (tests/interop/README.md): every peer x wire x case, JUnit XML and JSON.
 interop: bootstrap
