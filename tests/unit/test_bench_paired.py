@@ -10,7 +10,8 @@ import pytest
 from _bench_fakes import FakeRunner, FakeServers, two_arm_matrix
 from triple_py.bench.running.rounds import run_matrix
 from triple_py.bench.spec.matrix import parse_matrix
-from triple_py.bench.results.paired import format_paired, paired_ratios
+from triple_py.bench.report.paired import format_paired
+from triple_py.bench.results.paired import paired_ratios
 from triple_py.bench.results.statistics import signed_rank_p
 from triple_py.bench.report.text import comparison
 
@@ -205,7 +206,7 @@ def test_too_few_rounds_say_how_many_more(drift_run):
 
 
 def test_headline_pairs_from_the_matrix_get_verdicts_and_a_csv(tmp_path):
-    from triple_py.bench.results.paired import format_verdicts
+    from triple_py.bench.report.paired import format_verdicts
     from triple_py.bench.report.files import write_results
 
     text = MATRIX.replace('baseline = "stream-path"', 'baseline = "stream-path"\n'

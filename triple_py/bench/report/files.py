@@ -42,10 +42,10 @@ from typing import Dict
 from ... import __version__
 from ..results.document import results_doc
 from ..results.model import MatrixRun
-from ..results.paired import format_verdicts
 from .capacity import write_capacities
 from .gobench import go_bench_text
 from .html import matrix_html
+from .paired import format_verdicts
 from .text import format_summary
 from .tidy_csv import write_csv, write_paired_csv
 

@@ -8,9 +8,9 @@ from typing import Dict, List, Optional
 from ...benchstat import BenchstatError, render
 from ..record.result import BenchResult
 from ..results.model import MatrixRun
-from ..results.paired import format_paired, format_verdicts
 from ..results.summary import ArmSummary, summarize
 from .gobench import go_bench_text, go_header
+from .paired import format_paired, format_verdicts
 
 __all__ = ["format_scenario_table", "format_summary", "comparison", "format_run_summary",
            "NOTE_FEW_ROUNDS"]
