@@ -3,7 +3,7 @@
 
 This module keeps the old import path for one release: it re-exports the public names."""
 from .arms.grpcio import (grpcio_sync_unary, grpcio_aio_unary, grpcio_aio_bidi, run_threads,
-    aio_window, aio_unary, channel_options, JOIN_GRACE)
+                          aio_window, aio_unary, channel_options, JOIN_GRACE)
 
 __all__ = ["grpcio_sync_unary", "grpcio_aio_unary", "grpcio_aio_bidi", "run_threads",
            "aio_window", "aio_unary", "channel_options", "JOIN_GRACE"]

@@ -3,7 +3,7 @@
 
 This module keeps the old import path for one release: it re-exports the public names."""
 from .arms.python_api import (triple_py_sync_unary, triple_py_aio_unary, triple_py_bidi,
-    DEFAULT_STREAM_THREADS, split)
+                              DEFAULT_STREAM_THREADS, split)
 
 __all__ = ["triple_py_sync_unary", "triple_py_aio_unary", "triple_py_bidi",
            "DEFAULT_STREAM_THREADS", "split"]

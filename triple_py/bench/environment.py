@@ -3,6 +3,6 @@
 
 This module keeps the old import path for one release: it re-exports the public names."""
 from .results.environment import (environment, cpu_model, git_commit, nghttp2_version,
-    openssl_version)
+                                  openssl_version)
 
 __all__ = ["environment", "cpu_model", "git_commit", "nghttp2_version", "openssl_version"]

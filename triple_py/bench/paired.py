@@ -5,8 +5,8 @@ text).
 
 This module keeps the old import path for one release: it re-exports the public names."""
 from .report.paired import format_paired, format_verdicts, verdict_block
-from .results.paired import (PAIRED_COLUMNS, VALUES, PairedRatio, compare_pairs,
-                             compare_rounds, headline_ratios, paired_ratios)
+from .results.paired import (PAIRED_COLUMNS, VALUES, PairedRatio, compare_pairs, compare_rounds,
+                             headline_ratios, paired_ratios)
 from .results.statistics import (ALPHA, MARGIN, MAX_ROUNDS, MIN_PAIRS, rounds_needed,
                                  signed_rank_p, walsh_interval)
 

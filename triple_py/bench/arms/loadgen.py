@@ -2,7 +2,7 @@
 
 A thin layer over ``triple_py._triple.run_load`` (csrc/tri_load.h): it maps the harness's
 names and units onto the C configuration, turns the C exceptions into one-line errors, and
-the C result dict into a :class:`~.result.BenchResult`.
+the C result dict into a :class:`~triple_py.bench.record.result.BenchResult`.
 """
 from __future__ import annotations
 
@@ -47,17 +47,19 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     the connections' I/O threads unless ``driver_threads`` asks for a thread of their own.
     ``start_at_ns`` (``time.monotonic_ns()`` clock) starts the warm-up at that moment once
     the connections are open, ``phase_ns`` shifts an open loop's schedule (both for loads
-    split over several processes: :mod:`.distributed`). ``wire="triple"`` sends Triple
+    split over several processes: :mod:`~triple_py.bench.distributed`). ``wire="triple"``
+    sends Triple
     unary calls with the headers of ``dialect`` (``triple.dialect``: auto, go or spec);
     in the bidi mode, gRPC-framed streams, as Triple frames them. ``requests`` is a ring of pre-encoded requests (body, metadata) that call i
     of the run takes entry i mod len of (csrc/tri_ring.h); ``connection`` more channel
     options by the names of ``_triple.CHANNEL_OPTIONS`` (authority, compression, tls,
     root_certificates, ..., keepalive_time_ms: any of them), for every connection; the
     write buffer, ``wire`` and ``dialect`` arguments are channel options too.
-    ``rate_schedule`` / ``concurrency_schedule``: ghz's load schedules (:mod:`.schedules`).
+    ``rate_schedule`` / ``concurrency_schedule``: ghz's load schedules
+    (:mod:`~triple_py.bench.spec.schedules`).
     ``stop`` (asked every 50 ms, from any thread) ends the run early when it returns true:
     the result then has ``extra["stopped"]`` and covers the run until then (SIGINT or
-    SIGTERM in the main thread do the same through :mod:`.interrupts`).
+    SIGTERM in the main thread do the same through :mod:`~triple_py.bench.interrupts`).
     A target with several servers (``ipv4:a,b``, a registry) spreads the connections
     over them: connection i goes to server i % n (each connection keeps its calls, so
     the C threads share nothing), so ``connections`` must be at least n.

@@ -80,7 +80,8 @@ class Recorder:
     percentiles, as in ghz); every completion in the window, OK or not, is also kept as
     (end time, latency, status) for the status distribution and the one-second series.
     ``interrupted``: the signal that stopped the run early (None: it ran its course); its
-    result is then marked (:func:`~.interrupts.mark`) and covers the window until the stop.
+    result is then marked (:func:`~triple_py.bench.interrupts.mark`) and covers the window
+    until the stop.
     """
 
     def __init__(self) -> None:
@@ -258,7 +259,8 @@ def thread_window(recorder: Recorder, threads: Sequence[threading.Thread], warmu
     warm-up and the window, stops the recorder and joins them (``join_timeout`` each).
 
     ``probe()`` is read at the start and the end of the window: returns both readings. A
-    KeyboardInterrupt (SIGINT, or SIGTERM through :mod:`.interrupts`) in the sleep ends the
+    KeyboardInterrupt (SIGINT, or SIGTERM through :mod:`~triple_py.bench.interrupts`) in
+    the sleep ends the
     window at once: the recorder keeps the signal (``interrupted``) and the workers get
     :data:`STOP_GRACE` in all to finish their call, as daemon threads.
     """

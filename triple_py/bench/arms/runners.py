@@ -50,7 +50,7 @@ def runner_of(mode: str) -> Runner:
 def run_spec(spec: RunSpec) -> BenchResult:
     """Validates ``spec`` and runs it with its kind's runner.
 
-    A run stopped by SIGINT or SIGTERM raises :class:`~.interrupts.Interrupted` (a
+    A run stopped by SIGINT or SIGTERM raises :class:`~triple_py.bench.interrupts.Interrupted` (a
     KeyboardInterrupt) whose ``result`` holds what it measured until then."""
     spec.mode = canonical_mode(spec.mode)
     spec.validate()

@@ -17,13 +17,14 @@ worker's schedule shifted by i/rate so that the merged arrivals are evenly space
 count cap is split too. Each worker's clock offset from the client is measured first
 (the midpoint of the shortest of several round trips, NTP's way); all workers then start
 their warm-up at one absolute moment, ``start_lead`` seconds ahead, on their own clock.
-The results are merged exactly (:mod:`.merge`; the cluster side is :mod:`.cluster`, the worker side :mod:`.dask_tasks`, the workers' table :mod:`.workers_view`).
+The results are merged exactly (:mod:`.merge`; the cluster side is :mod:`.cluster`, the
+worker side :mod:`.dask_tasks`, the workers' table :mod:`.workers_view`).
 
 Faults are never merged away: a worker that dies or leaves the cluster during the run, or
 whose load fails (e.g. it cannot reach the target), makes :func:`run` raise
 :class:`WorkersFailed`, naming each worker and its error, with the other workers' results
 attached. A worker whose triple_py build differs from the client's is refused before
-anything runs (:class:`~.errors.ConfigError`, one line).
+anything runs (:class:`~triple_py.bench.errors.ConfigError`, one line).
 
 The matrices run the same way: :func:`runner` gives ``run_matrix`` a runner that spreads
 each arm run over the cluster (``python -m triple_py.bench matrix NAME --dask ADDRESS``).

@@ -330,7 +330,7 @@ def _await(client: Any, futures: Dict[str, Any], budget: Optional[float],
 def run(client: Any, *args: Any, workers: Workers = None,
         start_lead: float = DEFAULT_LEAD, **kwargs: Any) -> BenchResult:
     """:func:`triple_py.bench.run` spread over the workers of ``client`` (a
-    ``distributed.Client``); returns the merged :class:`~.result.BenchResult`.
+    ``distributed.Client``); returns the merged :class:`~triple_py.bench.record.result.BenchResult`.
 
     ``workers``: addresses, a number (the first n) or None (all). ``start_lead``: seconds
     from now to the common start. Without a target the embedded echo server is started in
@@ -354,15 +354,17 @@ run.__signature__ = inspect.signature(run).replace(  # type: ignore[attr-defined
 
 def run_matrix(client: Any, matrix: Any, *, workers: Workers = None,
                start_lead: float = DEFAULT_LEAD, **kwargs: Any) -> Any:
-    """:func:`~.harness.run_matrix` with every arm run spread over the workers of
+    """:func:`~triple_py.bench.running.rounds.run_matrix` with every arm run spread over
+    the workers of
     ``client``; ``kwargs`` go to it (target, check, progress...). Returns its MatrixRun,
-    which :func:`~.report.write_results` writes like a local one."""
+    which :func:`~triple_py.bench.report.files.write_results` writes like a local one."""
     return run_locally(matrix, runner=runner(client, workers, start_lead), **kwargs)
 
 
 def runner(client: Any, workers: Workers = None, start_lead: float = DEFAULT_LEAD
            ) -> Callable[[RunSpec], BenchResult]:
-    """A runner for :func:`~.harness.run_matrix` that spreads each arm run over the
+    """A runner for :func:`~triple_py.bench.running.rounds.run_matrix` that spreads each
+    arm run over the
     workers (the matrix's arms must be C load generator kinds)."""
     def run_one(spec: RunSpec) -> BenchResult:
         return run_spec(client, spec, workers=workers, start_lead=start_lead)

@@ -1,4 +1,5 @@
-"""What runs inside a Dask worker for :mod:`.distributed`: plain functions, imported by
+"""What runs inside a Dask worker for :mod:`~triple_py.bench.distributed`: plain functions,
+imported by
 name on the worker (triple_py must be installed there; :func:`build_identity` checks it is
 the same build as the client's).
 

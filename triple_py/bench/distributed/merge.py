@@ -1,6 +1,7 @@
 """The exact merge of the results of one load split over several processes.
 
-Each part is one worker's :class:`~.result.BenchResult` from the C load generator, with
+Each part is one worker's :class:`~triple_py.bench.record.result.BenchResult` from the C
+load generator, with
 the moment its measured window began on the client's clock. The merge is exact where the
 parts carry enough to be exact:
 

@@ -1,9 +1,10 @@
-"""Per-worker views of distributed runs (:mod:`.distributed`): a text table for the CLI, a
+"""Per-worker views of distributed runs (:mod:`~triple_py.bench.distributed`): a text table
+for the CLI, a
 tidy DataFrame and a figure for notebooks.
 
 A merged result keeps each worker's own figures in ``extra["workers"]`` (see
 :func:`.merge.worker_row`); these functions read them from a
-:class:`~.result.BenchResult` or from every run of a loaded results document.
+:class:`~triple_py.bench.record.result.BenchResult` or from every run of a loaded results document.
 """
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def _table(rows: Sequence[Mapping[str, Any]]) -> List[str]:
 
 
 def format_failed_run(parts: Sequence[Any], failures: Sequence[Any]) -> str:
-    """A distributed run that failed (:class:`~.distributed.WorkersFailed`): the figures
+    """A distributed run that failed (:class:`~triple_py.bench.distributed.WorkersFailed`):
+    the figures
     of the workers that finished (``parts``), one line each, then each failed worker
     and why (``failures``); nothing is merged."""
     if not parts and not failures:
@@ -89,7 +91,8 @@ def _entry_rows(entry: Mapping[str, Any]) -> List[Dict[str, Any]]:
 
 def workers_frame(results: Any):
     """A DataFrame of every distributed run in ``results`` (a
-    :class:`~.results.Results`): one row per run and worker, plus a ``merged`` row per
+    :class:`~triple_py.bench.results.frames.Results`): one row per run and worker, plus a
+    ``merged`` row per
     run; latencies also in ms (``p50_ms``, ``p99_ms``)."""
     import pandas as pd
 

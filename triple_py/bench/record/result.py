@@ -209,7 +209,7 @@ class BenchResult:
     @property
     def server_cpu_us_per_call(self) -> Optional[float]:
         """The server's CPU time per call in µs, when the harness could read it (a server
-        in a process of its own: see :mod:`.server_cpu`), else None."""
+        in a process of its own: see :mod:`~triple_py.bench.running.server_cpu`), else None."""
         value = self.cpu.get("server_us_per_call")
         return float(value) if value is not None else None
 

@@ -2,7 +2,7 @@
 results directory (:mod:`.files`), text (:mod:`.text`), the tidy CSV (:mod:`.tidy_csv`),
 the Go benchmark format (:mod:`.gobench`), HTML (:mod:`.html`), Prometheus and Influx
 lines (:mod:`.metrics_formats`), capacity searches (:mod:`.capacity`), figures
-(:mod:`.plots`, :mod:`.figures`).
+(:mod:`.plots`, :mod:`.charts`).
 
 This package also keeps the names of the former module ``triple_py.bench.report``."""
 from ..results.benchmark_units import unit_values

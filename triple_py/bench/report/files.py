@@ -20,7 +20,8 @@ Files written into the results directory by :func:`write_results`:
 ``summary.txt``    the summary tables; ``comparison.txt``: the verdicts, then the benchstat
                    comparison and the paired-by-round table (:mod:`triple_py.bench.results.paired`).
 ``paired.csv``     the paired table: every arm over the baseline and every headline pair,
-                   per scenario (columns: :data:`.paired.PAIRED_COLUMNS`: the ratios, the
+                   per scenario (columns:
+                   :data:`~triple_py.bench.results.paired.PAIRED_COLUMNS`: the ratios, the
                    Hodges-Lehmann estimate, its exact CI, p, the verdict).
 ``verdicts.txt``   the conclusion: each headline comparison per scenario, a significant
                    change with its CI, equivalent within ±5 %, or the rounds still needed.

@@ -109,5 +109,5 @@ def draw_standard(source: Any, show: Show = "auto") -> Dict[str, Any]:
 def standard(source: Any, show: Any = "auto") -> Dict[str, Any]:
     """The standard figures in one call: a results directory (or its JSON), Results, a
     MatrixRun or a single BenchResult; inline in Jupyter. See
-    :func:`~.standard_figures.draw_standard`."""
+    :func:`draw_standard`."""
     return draw_standard(source, show)

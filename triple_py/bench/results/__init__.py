@@ -1,10 +1,11 @@
-"""The one result model and what reads it: the record of one arm run (:mod:`.record`:
+"""The one result model and what reads it: the record of one arm run
+(:mod:`~triple_py.bench.record.result`:
 BenchResult, Latency), a matrix run (:mod:`.model`: MatrixRun, ArmRun; capacity searches
 in :mod:`.capacity`), the environment it ran in (:mod:`.environment`), the results
 document (:mod:`.document`, ``results.json``) and its frames (:mod:`.frames`: pandas
 ``Results``, ``load_results``), the summaries (:mod:`.summary`, :mod:`.benchmark_units`),
 the paired comparison (:mod:`.paired`), the statistics (:mod:`.statistics`) and the HTML
-views of notebooks (:mod:`.views`, :mod:`.html_tables`).
+views of notebooks (:mod:`.views`, :mod:`~triple_py.bench.record.html_tables`).
 
 This package also keeps the names of the former module ``triple_py.bench.results`` (see
 :mod:`.frames`)."""

@@ -39,7 +39,8 @@ from .paired import PAIRED_COLUMNS, compare_rounds
 from .statistics import conclusions, higher_is_better, interval, significant_changes
 from .views import Comparison, PairedTable
 
-__all__ = ["Results", "load_results", "results_from_document", "results_from_run", "RUN_COLUMNS", "SUCCESS_CODES", "percentile_spectrum",
+__all__ = ["Results", "load_results", "results_from_document", "results_from_run", "RUN_COLUMNS",
+           "SUCCESS_CODES", "percentile_spectrum",
            "interval", "higher_is_better", "significant_changes", "conclusions"]
 
 #: Columns of :attr:`Results.runs`, in order.

@@ -31,7 +31,7 @@ class Comparison:
     @property
     def significant(self):
         """The significant cells, with a ``better`` column (see
-        :func:`~.results.significant_changes`)."""
+        :func:`~triple_py.bench.results.statistics.significant_changes`)."""
         return significant_changes(self.frame)
 
     def _repr_html_(self) -> str:

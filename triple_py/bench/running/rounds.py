@@ -1,7 +1,8 @@
 """Running a matrix: servers, rounds, interleaved arms, failures kept as data.
 
 For each scenario, ``rounds`` rounds; in each round every arm runs once, in the order of
-:func:`~.matrix.round_order` (as listed, reversed every other round), all against the same
+:func:`~triple_py.bench.spec.matrix.round_order` (as listed, reversed every other round),
+all against the same
 server. With ``restart_server`` every round gets a new server from the server factory
 (the embedded EchoServer by default; a fixed ``--target`` cannot be restarted). An arm that
 raises is recorded as failed and the matrix goes on; an unreachable target or a method the

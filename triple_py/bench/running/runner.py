@@ -57,7 +57,7 @@ def spec_of(target: Optional[str] = None, method: Optional[str] = None,
 
 def run(*args: Any, progress: Optional[Progress] = None,
         call: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> BenchResult:
-    """Runs one scenario and returns its :class:`~.result.BenchResult`.
+    """Runs one scenario and returns its :class:`~triple_py.bench.record.result.BenchResult`.
 
     The arguments are :func:`spec_of`'s: ``target`` is ``host:port``; None starts the
     embedded echo server (triple_py.testing.EchoServer) for the run. ``method`` defaults to
@@ -71,7 +71,8 @@ def run(*args: Any, progress: Optional[Progress] = None,
     loop open, with latency also measured from the intended send time.
     ``stream_messages`` is K for the bidi modes; ``write_buffer_size`` 0 turns the
     coalescing writer off. ``call`` calls any service with ghz's options (keys of
-    :class:`~.call_setup.CallSetup` and :class:`~.call_setup.TlsOptions`: ``proto``,
+    :class:`~triple_py.bench.workload.call_setup.CallSetup` and
+    :class:`~triple_py.bench.workload.call_setup.TlsOptions`: ``proto``,
     ``import_paths``, ``protoset`` (neither: server reflection), ``data``, ``data_file``,
     ``binary_file``, ``metadata``, ``metadata_file``, ``ring_size``, ``authority``,
     ``compression``, ``tls``, ``cacert``, ``cert``, ``key``, ``cname``); ``method`` is then

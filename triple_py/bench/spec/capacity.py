@@ -1,6 +1,7 @@
 """Capacity searches in matrix files: a ``[capacity]`` table.
 
-After the rounds of each scenario, the harness runs :func:`~triple_py.bench.running.capacity.find_capacity` for
+After the rounds of each scenario, the harness runs
+:func:`~triple_py.bench.running.capacity.find_capacity` for
 each chosen arm against the same server: the open-loop rate is ramped, then bisected to the
 highest rate whose CO-corrected percentile meets the SLO with no errors. The scenario's
 concurrency is the most calls in flight each probe may have (an open loop needs room)::
@@ -15,7 +16,8 @@ concurrency is the most calls in flight each probe may have (an open loop needs 
     warmup = "0.5s"        # per probe (default: the matrix's warm-up)
     arms = ["fastpath"]    # default: every arm whose kind runs an open loop
 
-Outputs (:func:`~triple_py.bench.report.capacity.write_capacities`): ``capacity.txt`` (every search's verdict and probes)
+Outputs (:func:`~triple_py.bench.report.capacity.write_capacities`): ``capacity.txt``
+(every search's verdict and probes)
 and per search ``capacity/<scenario>-<arm>.json`` and ``.png``.
 """
 from __future__ import annotations

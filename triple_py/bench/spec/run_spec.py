@@ -31,10 +31,11 @@ class RunSpec:
     over all connections) makes the C modes open-loop. ``request`` overrides the serialized
     BenchmarkRequest the Python and h2load arms send (default: ``payload_size`` bytes).
     ``requests`` is a ring of pre-encoded requests with their metadata
-    (:func:`~.request_data.build_ring`): the C arms cycle through it, the other arms send
+    (:func:`~triple_py.bench.workload.request_data.build_ring`): the C arms cycle through
+    it, the other arms send
     its first body (and no metadata). ``connection`` holds the C load's channel options by
     the names of ``_triple.CHANNEL_OPTIONS`` (authority, compression, TLS:
-    :meth:`~.call_setup.CallSetup.connection`).
+    :meth:`~triple_py.bench.workload.call_setup.CallSetup.connection`).
     ``rate_schedule`` (an open loop whose rate follows it) and ``concurrency_schedule``
     (calls in flight over time, at most ``concurrency``) are ghz's load schedules
     (:mod:`.schedules`, C arms only).

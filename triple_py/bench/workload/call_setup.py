@@ -203,7 +203,8 @@ class CallSetup:
     def apply(self, spec: Any, target: str) -> Dict[str, Any]:
         """Resolves this setup for ``spec`` (a RunSpec; schema, ring, channel keywords) into
         it; a streaming method turns the default fastpath arm into bidi. Returns the
-        keywords that make :func:`~.runner.preflight` send the same first request.
+        keywords that make :func:`~triple_py.bench.running.runner.preflight` send the same
+        first request.
         ConfigError for bad input."""
         prepared = self.prepare(spec.resolved_method(), target, concurrency=spec.concurrency,
                                 timeout=min(spec.timeout, 10.0))

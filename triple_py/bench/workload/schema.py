@@ -3,7 +3,7 @@ reflection (:mod:`.reflection`) when neither is given.
 
 A schema is a protobuf ``DescriptorPool``; :func:`find_method` turns a ghz method name into a
 :class:`MethodSchema`: the path, the request and response message classes and the shape.
-Every failure is a :class:`~.errors.ConfigError` of one line (exit status 2).
+Every failure is a :class:`~triple_py.bench.errors.ConfigError` of one line (exit status 2).
 """
 from __future__ import annotations
 
