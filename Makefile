@@ -54,7 +54,7 @@ ctest-reverse: build/ctest-noseal
 
 # Debian's Jupyter Notebook on notebooks/ with the kernel "triple_py (Python 3.x, <venv>)"
 # registered; prints the URL with its token; Ctrl-C stops it, its kernels and its temporary
-# files (triple_py/bench/notebook_server.py). NOTEBOOK_PORT picks the port (default: the
+# files (triple_py/bench/jupyter/notebook_server.py). NOTEBOOK_PORT picks the port (default: the
 # first free from 8888).
 NOTEBOOK_PORT ?=
 notebook: bootstrap
