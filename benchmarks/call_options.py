@@ -24,17 +24,14 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(1, str(ROOT))
-import grpc  # noqa: E402
+import grpc
 
-import triple_py  # noqa: E402
-from triple_py.bench.messages import UNARY_METHOD  # noqa: E402
-from triple_py_testing.peers import start_peer  # noqa: E402
-from triple_py.bench.paired import compare_pairs  # noqa: E402
+import triple_py
+from triple_py.bench.messages import UNARY_METHOD
+from triple_py_testing.peers import start_peer
+from triple_py.bench.paired import compare_pairs
 
 ARMS = ("plain", "interceptor", "plugin", "both")
 CLIENTS = {"triple_py": triple_py, "grpcio": grpc}

@@ -41,12 +41,11 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(1, str(ROOT))  # the in-tree triple_py when it is not installed
-from triple_py_testing.peers import start_peer  # noqa: E402
+from triple_py_testing.peers import start_peer
 
-from triple_py.bench import ConfigError  # noqa: E402
-from triple_py.bench.arms import canonical_mode  # noqa: E402
-from triple_py.bench.units import parse_size  # noqa: E402
+from triple_py.bench import ConfigError
+from triple_py.bench.arms import canonical_mode
+from triple_py.bench.units import parse_size
 
 MODES = ("fastpath", "stream-path")  # the C load generator's unary kinds
 H2LOAD = "h2load"  # the reference: h2load itself under callgrind

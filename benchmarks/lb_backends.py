@@ -1,7 +1,7 @@
 """Round robin over 1, 2 and 4 backends against one backend (issue 25), paired rounds.
 
     .venv/bin/python benchmarks/lb_backends.py [--rounds 8] [--seconds 2]
-        [--out benchmarks/results/2026-12-01-issue25] [--arms one,rr2,rr2s,...] [--no-churn]
+        [--out results/lb_backends-<timestamp>] [--arms one,rr2,rr2s,...] [--no-churn]
 
 Four embedded echo servers run in processes of their own (``python -m triple_py.server``).
 Every round runs each arm once, in an order that rotates from round to round, each in a
@@ -30,17 +30,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, Tuple
+
+from triple_py.bench.messages import UNARY_METHOD as METHOD
+from triple_py.bench.paired import compare_pairs
+from triple_py_testing.backends import CHURN_CHILD, run_child, start_servers, stop_servers
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from triple_py.bench.paired import compare_pairs  # noqa: E402
-
-METHOD = "/benchmark.BenchmarkService/UnaryCall"
 
 PY_CHILD = r"""
 import asyncio, json, sys, threading, time
@@ -99,52 +98,6 @@ print(json.dumps({"qps": r.qps, "cpu_us_per_call": r.cpu_us_per_call, "calls": r
                   "errors": r.errors}))
 """
 
-CHURN_CHILD = r"""
-import json, sys, threading, time
-import triple_py
-from triple_py._resolver import Endpoint, register_scheme
-ports, seconds, churn = [int(p) for p in sys.argv[1].split(",")], float(sys.argv[2]), sys.argv[4] == "1"
-eps = [Endpoint("127.0.0.1", p) for p in ports]
-class Swap:
-    def start(self, on_update):
-        self.on_update = on_update
-        on_update(eps[:2])
-    def refresh(self): pass
-    def close(self): pass
-resolver = Swap()
-register_scheme("churn", lambda parsed: resolver)
-payload = b"\x0a\x80\x01" + b"a" * 128
-lists = [eps[:2], eps[:3], eps[1:3], eps[1:4], eps[2:4], [eps[0], eps[3]]]
-with triple_py.insecure_channel("churn:///svc", options=[("grpc.lb_policy_name", "round_robin")]) as ch:
-    call = ch.unary_unary(sys.argv[3])
-    for _ in range(300):
-        call(payload, timeout=10)
-    stop = time.monotonic() + seconds
-    lat, lost = [[] for _ in range(4)], [0]
-    def loop(i):
-        while time.monotonic() < stop:
-            t = time.perf_counter()
-            try:
-                call(payload, timeout=10)
-                lat[i].append(time.perf_counter() - t)
-            except triple_py.RpcError:
-                lost[0] += 1
-    threads = [threading.Thread(target=loop, args=(i,)) for i in range(4)]
-    for t in threads: t.start()
-    changes = 0
-    while churn and time.monotonic() < stop:
-        time.sleep(0.25)
-        changes += 1
-        resolver.on_update(lists[changes % len(lists)])
-    for t in threads: t.join()
-    all_lat = sorted(x for l in lat for x in l)
-    print(json.dumps({"calls": len(all_lat), "lost": lost[0], "changes": changes,
-                      "p50_us": all_lat[len(all_lat) // 2] * 1e6,
-                      "p99_us": all_lat[int(len(all_lat) * 0.99)] * 1e6,
-                      "qps": len(all_lat) / seconds}))
-"""
-
-
 ARMS = ("one", "rr1", "rr2", "rr2s", "rr4", "rr4s", "aio-one", "aio-rr2", "aio-rr2s",
         "aio-rr4", "aio-rr4s", "c-one", "c-rr2", "c-rr4")
 # Scenario -> (arm, baseline) pairs compared round by round: each against one backend, and
@@ -175,40 +128,12 @@ def arm_child(arm: str, targets: Dict[str, str]) -> Tuple[str, str, Tuple[str, .
                               "aio" if scenario == "aio" else "sync")
 
 
-def start_server() -> Tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen([sys.executable, "-m", "triple_py.server", "--port", "0",
-                             "--exit-on-stdin-eof"], cwd=ROOT, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if not line.startswith("LISTENING "):
-        raise RuntimeError(f"server did not start: {line!r}")
-    return proc, int(line.split()[1])
-
-
-def start_servers(n: int) -> List[Tuple[subprocess.Popen, int]]:
-    """n embedded echo servers, each in a process of its own."""
-    return [start_server() for _ in range(n)]
-
-
-def stop_servers(servers: List[Tuple[subprocess.Popen, int]]) -> None:
-    for proc, _ in servers:
-        proc.stdin.close()
-        proc.wait(timeout=10)
-
-
-def child(code: str, *args: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True,
-                         text=True, timeout=120)
-    if out.returncode != 0:
-        raise RuntimeError(out.stderr[-2000:])
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=2.0)
-    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/2026-12-01-issue25"))
+    parser.add_argument("--out", default=str(ROOT / "results" / time.strftime(
+                        "lb_backends-%Y%m%d-%H%M%S")))
     parser.add_argument("--arms", default=",".join(ARMS),
                         help="comma-separated subset of " + ",".join(ARMS))
     parser.add_argument("--no-churn", action="store_true", help="skip the churn rounds")
@@ -232,7 +157,7 @@ def main() -> int:
                 order = names[rnd % len(names):] + names[:rnd % len(names)]
                 for arm in order:
                     code, target, extra = arm_child(arm, targets)
-                    row = child(code, target, str(args.seconds), METHOD, *extra)
+                    row = run_child(code, target, str(args.seconds), METHOD, *extra, cwd=ROOT)
                     row.update(round=rnd, arm=arm, target=target, at=time.time())
                     raw.write(json.dumps(row) + "\n")
                     raw.flush()
@@ -243,7 +168,8 @@ def main() -> int:
                           f"{row['cpu_us_per_call']:7.1f} us CPU/call", flush=True)
             for rnd in range(0 if args.no_churn else 3):
                 for mode in ("0", "1"):
-                    row = child(CHURN_CHILD, ",".join(map(str, ports)), "4", METHOD, mode)
+                    row = run_child(CHURN_CHILD, ",".join(map(str, ports)), "4", METHOD, mode,
+                                    cwd=ROOT)
                     row.update(round=rnd, arm="churn" if mode == "1" else "fixed")
                     raw.write(json.dumps(row) + "\n")
                     churn.append(row)

@@ -5,8 +5,9 @@ connections on one shared I/O thread or a thread each.
     .venv/bin/python benchmarks/lb_instructions.py [--part sequential|backends|all]
         [--root DIR ...] [--apis sync,aio]
 
-Uses ``python_instructions.per_call`` (N sequential 128 B calls under callgrind, two values
-of N, the difference cancels start-up) on three targets of embedded echo servers:
+Uses ``triple_py_testing.callgrind.python_api_per_call`` (N sequential 128 B calls under
+callgrind, two values of N, the difference cancels start-up) on three targets of embedded
+echo servers:
 ``127.0.0.1:P`` (one endpoint: the channel calls the core directly),
 ``ipv4:127.0.0.1:P,127.0.0.1:P`` (a list: the channel goes through ``_balancer.Balancer``,
 pick_first over the one backend the repeated address makes) and ``ipv4:P,Q`` under
@@ -25,20 +26,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import List
 
+from triple_py.bench.messages import UNARY_METHOD as METHOD
+from triple_py.testing import EchoServer
+from triple_py_testing.backends import backend_targets, start_servers, stop_servers
+from triple_py_testing.callgrind import instructions, python_api_per_call
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(1, str(ROOT))
-from lb_backends import METHOD, start_servers, stop_servers  # noqa: E402
-from lb_syscalls import arms  # noqa: E402
-from python_instructions import per_call  # noqa: E402
-from triple_py.testing import EchoServer  # noqa: E402
 
 CONCURRENT = r"""
 import asyncio, sys, threading
@@ -71,21 +68,14 @@ PER_TASK = (50, 300)  # calls per thread or task in the two runs
 
 def counted(target: str, shared: str, api: str, calls: int) -> int:
     """Instructions of one callgrind run of the concurrent child (every thread)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg.out",
-             sys.executable, "-c", CONCURRENT, target, shared, api, str(calls), METHOD],
-            capture_output=True, text=True, timeout=1800, cwd=ROOT)
-    collected = re.search(r"Collected : (\d+)", proc.stderr)
-    if proc.returncode or not collected or f"CALLS {4 * calls}" not in proc.stdout:
-        raise RuntimeError(f"callgrind run failed: {(proc.stdout + proc.stderr)[-400:]}")
-    return int(collected.group(1))
+    return instructions([sys.executable, "-c", CONCURRENT, target, shared, api, str(calls),
+                         METHOD], expect=f"CALLS {4 * calls}", cwd=ROOT)
 
 
 def backends(api_names: List[str]) -> None:
     servers = start_servers(4)
     try:
-        table = arms([p for _, p in servers])
+        table = backend_targets([p for _, p in servers])
         for api in api_names:
             for arm, (target, shared) in table.items():
                 totals: List[int] = [counted(target, shared, api, n) for n in PER_TASK]
@@ -108,7 +98,7 @@ def sequential(roots: List[Path], api_names: List[str]) -> None:
         for api in api_names:
             for name, (target, options) in targets.items():
                 for root in roots:
-                    value, totals = per_call(root, api, target, options)
+                    value, totals = python_api_per_call(root, api, target, METHOD, options)
                     print(f"{str(root):<12s} {api:5s} {name:9s} {value:>10,.0f} "
                           f"instructions/call (totals {totals[0]:,} / {totals[1]:,})",
                           flush=True)

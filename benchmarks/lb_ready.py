@@ -2,13 +2,13 @@
 backends only (issue 25), paired rounds.
 
     .venv/bin/python benchmarks/lb_ready.py --before /work/main [--after .] [--rounds 5]
-        [--out benchmarks/results/2026-12-02-issue25-ready]
+        [--seconds 4] [--out results/lb_ready-<timestamp>]
 
 Four embedded echo servers run in processes of their own.  Each round runs
-``lb_backends.CHURN_CHILD`` (4 threads of 128 B unary calls, round robin, the endpoint
-list swapped every 0.25 s for 4 s, timeout 10 s per call) once with each checkout's
-``triple_py`` (its own ``.venv`` Python, in an order that alternates between rounds), in
-two scenarios:
+``triple_py_testing.backends.CHURN_CHILD`` (4 threads of 128 B unary calls, round robin,
+the endpoint list swapped every 0.25 s for --seconds (4), timeout 10 s per call) once with
+each checkout's ``triple_py`` (its own ``.venv`` Python, in an order that alternates
+between rounds), in two scenarios:
 
 - ``live``: the four endpoints are the four servers (a provider added is up);
 - ``stalled``: the fourth endpoint is a ``triple_py_testing.faults.FaultProxy`` in front of
@@ -24,27 +24,22 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Dict, List
 
+from triple_py.bench.messages import UNARY_METHOD as METHOD
+from triple_py_testing.backends import CHURN_CHILD, run_child, start_servers, stop_servers
+from triple_py_testing.faults import FaultProxy
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(1, str(ROOT))
-from lb_backends import CHURN_CHILD, METHOD, start_server  # noqa: E402
-from triple_py_testing.faults import FaultProxy  # noqa: E402
 
 
-def churn(root: Path, ports: List[int]) -> dict:
+def churn(root: Path, ports: List[int], seconds: float) -> dict:
     """One churn child with ``root``'s triple_py (its .venv Python, its tree first)."""
-    out = subprocess.run([str(root / ".venv/bin/python"), "-c", CHURN_CHILD,
-                          ",".join(map(str, ports)), "4", METHOD, "1"], cwd=root,
-                         capture_output=True, text=True, timeout=120)
-    if out.returncode != 0:
-        raise RuntimeError(out.stderr[-2000:])
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(CHURN_CHILD, ",".join(map(str, ports)), str(seconds), METHOD, "1",
+                     python=str(root / ".venv/bin/python"), cwd=root)
 
 
 def summarize(rows: List[dict], scenarios: List[str], rounds: int) -> List[str]:
@@ -73,13 +68,14 @@ def main() -> int:
     parser.add_argument("--before", type=Path, required=True, help="the reference checkout")
     parser.add_argument("--after", type=Path, default=ROOT, help="the changed checkout")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--out",
-                        default=str(ROOT / "benchmarks/results/2026-12-02-issue25-ready"))
+    parser.add_argument("--seconds", type=float, default=4.0, help="load per run (4)")
+    parser.add_argument("--out", default=str(ROOT / "results" / time.strftime(
+                        "lb_ready-%Y%m%d-%H%M%S")))
     args = parser.parse_args()
     roots = {"before": args.before.resolve(), "after": args.after.resolve()}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    servers = [start_server() for _ in range(4)]
+    servers = start_servers(4)
     ports = [p for _, p in servers]
     stall = FaultProxy(f"127.0.0.1:{ports[3]}").start()
     stall.set_fault("stall")
@@ -91,7 +87,7 @@ def main() -> int:
                 for scenario, eps in scenarios.items():
                     arms = ["before", "after"] if rnd % 2 == 0 else ["after", "before"]
                     for arm in arms:
-                        row = churn(roots[arm], eps)
+                        row = churn(roots[arm], eps, args.seconds)
                         row.update(round=rnd, scenario=scenario, arm=arm,
                                    root=str(roots[arm]), at=time.time())
                         raw.write(json.dumps(row) + "\n")
@@ -102,9 +98,7 @@ def main() -> int:
                               f"p99 {row['p99_us']:9.0f} us", flush=True)
     finally:
         stall.stop()
-        for proc, _ in servers:
-            proc.stdin.close()
-            proc.wait(timeout=10)
+        stop_servers(servers)
     summary = "\n".join(summarize(rows, list(scenarios), args.rounds)) + "\n"
     (out / "churn_summary.txt").write_text(summary)
     print(summary, end="")

@@ -2,7 +2,7 @@
 connections on one shared I/O thread or on a thread each (issue 25).
 
     .venv/bin/python benchmarks/lb_syscalls.py [--calls 5000] [--rounds 3]
-        [--out benchmarks/results/2026-12-02-issue25-sharedio]
+        [--out results/lb_syscalls-<timestamp>]
 
 Four embedded echo servers in processes of their own.  Each arm runs in a fresh child:
 Python ``sync`` (4 threads, ``calls`` 128 B unary calls each; ``--workers`` changes the
@@ -27,9 +27,10 @@ import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
+from triple_py.bench.messages import UNARY_METHOD as METHOD
+from triple_py_testing.backends import backend_targets, run_child, start_servers, stop_servers
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from lb_backends import METHOD, child, start_servers, stop_servers  # noqa: E402
 
 COUNTERS = ("write_syscalls", "read_syscalls", "wakeups")
 
@@ -83,26 +84,18 @@ else:
 """
 
 
-def arms(ports: List[int]) -> Dict[str, Tuple[str, str]]:
-    """Arm name -> (target, shared flag)."""
-    def ipv4(n: int) -> str:
-        return "ipv4:" + ",".join(f"127.0.0.1:{p}" for p in ports[:n])
-    return {"one": (f"127.0.0.1:{ports[0]}", "1"), "rr2": (ipv4(2), "0"),
-            "rr2s": (ipv4(2), "1"), "rr4": (ipv4(4), "0"), "rr4s": (ipv4(4), "1")}
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=5000, help="calls per thread or task")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=4, help="threads or tasks")
-    parser.add_argument("--out",
-                        default=str(ROOT / "benchmarks/results/2026-12-02-issue25-sharedio"))
+    parser.add_argument("--out", default=str(ROOT / "results" / time.strftime(
+                        "lb_syscalls-%Y%m%d-%H%M%S")))
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     servers = start_servers(4)
-    table = arms([p for _, p in servers])
+    table = backend_targets([p for _, p in servers])
     names = [(api, arm) for api in ("sync", "aio") for arm in table]
     rows: Dict[Tuple[str, str], List[dict]] = {name: [] for name in names}
     try:
@@ -111,8 +104,8 @@ def main() -> int:
             for rnd in range(args.rounds):
                 for api, arm in names[rnd % len(names):] + names[:rnd % len(names)]:
                     target, shared = table[arm]
-                    row = child(CHILD, target, shared, api, str(args.calls), METHOD,
-                                str(args.workers))
+                    row = run_child(CHILD, target, shared, api, str(args.calls), METHOD,
+                                    str(args.workers), cwd=ROOT)
                     rows[(api, arm)].append(row)
                     raw.write(json.dumps({**row, "round": rnd, "api": api, "arm": arm,
                                           "target": target, "at": time.time()}) + "\n")

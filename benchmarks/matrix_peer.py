@@ -29,15 +29,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from pathlib import Path
 from typing import Iterator, Set
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(1, str(ROOT))  # the in-tree triple_py when it is not installed
-from triple_py_testing.peers import PEER_NAMES, start_peer  # noqa: E402
+from triple_py_testing.peers import PEER_NAMES, start_peer
 
-from triple_py.bench.cli import main  # noqa: E402
-from triple_py.bench.server_cpu import ServerProcess  # noqa: E402
+from triple_py.bench.cli import main
+from triple_py.bench.server_cpu import ServerProcess
 
 
 def pin_process(pid: int, cpus: Set[int]) -> None:

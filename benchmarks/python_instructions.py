@@ -18,86 +18,15 @@ first response).
 from __future__ import annotations
 
 import argparse
-import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
-from typing import List, Tuple
+from typing import List
+
+from triple_py.bench.messages import UNARY_METHOD
+from triple_py_testing.callgrind import COUNTS, python_api_per_call
+from triple_py_testing.peers import start_peer
 
 ROOT = Path(__file__).resolve().parents[1]
-from triple_py.bench.messages import UNARY_METHOD  # noqa: E402
-from triple_py_testing.peers import start_peer  # noqa: E402
-
-CHILD = """
-import asyncio, json, sys
-sys.path.insert(0, sys.argv[1])
-import triple_py, triple_py.aio
-arm, address, method, n = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-options = json.loads(sys.argv[6]) if len(sys.argv) > 6 else None
-payload = b"\\x0a\\x80\\x01" + b"a" * 128
-if arm == "sync-bidi":
-    with triple_py.insecure_channel(address) as ch:
-        stream = ch.stream_stream(method.replace("UnaryCall", "StreamCall"))(timeout=600)
-        for _ in range(n):
-            stream.write(payload)
-            stream.flush()
-            next(stream)
-        stream.done_writing()
-        assert list(stream) == []
-elif arm == "aio-bidi":
-    async def main():
-        async with triple_py.aio.insecure_channel(address) as ch:
-            stream = ch.stream_stream(method.replace("UnaryCall", "StreamCall"))(timeout=600)
-            for _ in range(n):
-                await stream.write(payload)
-                await stream.read()
-            await stream.done_writing()
-            assert await stream.read() is triple_py.aio.EOF
-    asyncio.run(main())
-elif arm == "aio":
-    async def main():
-        async with triple_py.aio.insecure_channel(address, options=options) as ch:
-            call = ch.unary_unary(method)
-            for _ in range(n):
-                await call(payload, timeout=10)
-    asyncio.run(main())
-else:
-    ch = triple_py.insecure_channel(address, options=options)
-    if arm == "sync-intercepted":
-        class Pass(triple_py.UnaryUnaryClientInterceptor):
-            def intercept_unary_unary(self, continuation, details, request):
-                return continuation(details, request)
-        ch = triple_py.intercept_channel(ch, Pass())
-    call = ch.unary_unary(method)
-    for _ in range(n):
-        call(payload, timeout=10)
-    ch.close()
-print("CALLS", n)
-"""
-COUNTS = (300, 1800)
-
-
-def counted(root: Path, arm: str, address: str, calls: int, options: str = "null") -> int:
-    """Instructions of one callgrind run of the child (``options``: the channel options
-    as a JSON list of pairs, "null" for none)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "callgrind.out"
-        proc = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-             "-c", CHILD, str(root), arm, address, UNARY_METHOD, str(calls), options],
-            capture_output=True, text=True, timeout=1800, cwd=root)
-    collected = re.search(r"Collected : (\d+)", proc.stderr)
-    if proc.returncode or not collected or f"CALLS {calls}" not in proc.stdout:
-        raise RuntimeError(f"callgrind run failed ({arm}): {(proc.stdout + proc.stderr)[-400:]}")
-    return int(collected.group(1))
-
-
-def per_call(root: Path, arm: str, address: str,
-             options: str = "null") -> Tuple[float, List[int]]:
-    """(instructions per call, the two totals) of one arm."""
-    totals = [counted(root, arm, address, n, options) for n in COUNTS]
-    return (totals[1] - totals[0]) / (COUNTS[1] - COUNTS[0]), totals
 
 
 def main(argv: List[str]) -> int:
@@ -110,7 +39,8 @@ def main(argv: List[str]) -> int:
     with start_peer("embedded") as peer:
         for root in roots:
             for arm in args.arms.split(","):
-                value, totals = per_call(root.resolve(), arm, peer.address)
+                value, totals = python_api_per_call(root.resolve(), arm, peer.address,
+                                                    UNARY_METHOD)
                 print(f"{str(root):<28} {arm:<18} {value:>12,.0f} instructions/call "
                       f"(totals {totals[0]:,} / {totals[1]:,} for {COUNTS[0]} / {COUNTS[1]} "
                       "calls)", flush=True)

@@ -13,22 +13,23 @@ through that checkout's ``triple_py`` and prints its wall and CPU seconds per ca
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(1, str(ROOT))
-from triple_py.bench.messages import UNARY_METHOD  # noqa: E402
-from triple_py_testing.peers import start_peer  # noqa: E402
-from triple_py.bench.paired import compare_pairs  # noqa: E402
+from triple_py.bench.messages import UNARY_METHOD
+from triple_py.bench.paired import compare_pairs
+from triple_py_testing.peers import start_peer
 
+ROOT = Path(__file__).resolve().parents[1]
+
+# Run with PYTHONPATH at a checkout: its triple_py (built in place) is the one imported.
 CHILD = """
 import asyncio, sys, time
-sys.path.insert(0, sys.argv[1])
 import triple_py, triple_py.aio
-arm, address, method, n = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+arm, address, method, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 payload = b"\\x0a\\x80\\x01" + b"a" * 128
 def clock():
     return time.perf_counter(), time.process_time()
@@ -58,8 +59,10 @@ print("PERCALL", (t1[0] - t0[0]) / n, (t1[1] - t0[1]) / n)
 
 def one_run(root: Path, arm: str, address: str, calls: int) -> Tuple[float, float]:
     """(wall, CPU) seconds per call of one child process."""
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(root), arm, address, UNARY_METHOD,
-                           str(calls)], capture_output=True, text=True, timeout=600, cwd=root)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(root), os.environ.get("PYTHONPATH")) if p)}
+    proc = subprocess.run([sys.executable, "-c", CHILD, arm, address, UNARY_METHOD, str(calls)],
+                          capture_output=True, text=True, timeout=600, cwd=root, env=env)
     line = [x for x in proc.stdout.splitlines() if x.startswith("PERCALL ")]
     if proc.returncode or not line:
         raise RuntimeError(f"child failed ({root}, {arm}): {(proc.stdout + proc.stderr)[-400:]}")

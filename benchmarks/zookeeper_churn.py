@@ -22,7 +22,7 @@ it cannot follow a registry change) with the same 8 calls in flight on 2 connect
 the servers deliver with no Python client in the way.
 
 Usage: .venv/bin/python benchmarks/zookeeper_churn.py [--rounds 5] [--window 6]
-       [--threads 8] [--out benchmarks/results/2026-12-01-issue25-zk]
+       [--threads 8] [--out results/zookeeper_churn-<timestamp>]
 """
 from __future__ import annotations
 
@@ -37,17 +37,15 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(1, str(ROOT))
-from peers import UNARY_METHOD  # noqa: E402
-from peers.launch import Peer, start_peer  # noqa: E402
+import triple_py
+from triple_py.bench.loadgen import run_c_load
+from triple_py.bench.messages import UNARY_METHOD
+from triple_py.bench.recorders import percentile
+from triple_py.registry.zookeeper_provider import ZookeeperProvider, provider_url
+from triple_py.registry.zookeeper_server import LocalZookeeper
+from triple_py_testing.peers import Peer, start_peer
 
-import triple_py  # noqa: E402
-from triple_py.bench.loadgen import run_c_load  # noqa: E402
-from triple_py.bench.recorders import percentile  # noqa: E402
-from triple_py.registry.zookeeper_provider import ZookeeperProvider, provider_url  # noqa: E402
-from triple_py.registry.zookeeper_server import LocalZookeeper  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SERVICE = "benchmark.BenchmarkService"
 REQUEST = b"\n\x80\x01" + b"x" * 128  # BenchmarkRequest{payload: 128 bytes}
@@ -201,8 +199,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--policies", default=",".join(POLICIES))
     parser.add_argument("--no-c-reference", dest="c_reference", action="store_false")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" /
-                        "2026-12-01-issue25-zk")
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / time.strftime(
+                        "zookeeper_churn-%Y%m%d-%H%M%S"))
     args = parser.parse_args(argv)
     policies = args.policies.split(",")
     args.out.mkdir(parents=True, exist_ok=True)
