@@ -182,6 +182,7 @@ void tri_load_config_init(tri_load_config *c) {
   c->stream_messages = 1;
   c->timeout_s = 10;
   c->shared_request = 1;
+  c->series_digits = TRI_LOAD_SERIES_DIGITS;
   tri_channel_opts_init(&c->channel); /* the table's defaults (tri_options.c) */
 }
 
@@ -195,6 +196,7 @@ static const tri_load_limit limits[] = {
     {"timeout", 0, MAX_SECONDS},
     {"rate", 0, MAX_RATE},
     {"hist_digits", 0, TRI_HIST_MAX_DIGITS},
+    {"series_digits", 1, TRI_HIST_MAX_DIGITS},
     {"phase_ns", 0, (double)MAX_PHASE_NS},
     {"requests", 1, TRI_RING_MAX_ENTRIES},
     {"count", 0, MAX_COUNT},
@@ -240,6 +242,8 @@ const char *tri_load_config_problem(const tri_load_config *c) {
     return "stream_messages must be 1..10000000";
   if (c->hist_digits < 0 || c->hist_digits > TRI_HIST_MAX_DIGITS)
     return "hist_digits must be 0..4";
+  if (c->series_digits < 1 || c->series_digits > TRI_HIST_MAX_DIGITS)
+    return "series_digits must be 1..4";
   if (c->start_at_ns < 0) return "start_at_ns must be >= 0";
   if (c->phase_ns < 0 || c->phase_ns > MAX_PHASE_NS) return "phase_ns must be 0..1 h";
   if (c->channel.wire != TRI_WIRE_GRPC && c->channel.wire != TRI_WIRE_TRIPLE)
@@ -302,7 +306,7 @@ static int worker_init(tri_load *l, worker *w, int id, const tri_load_config *sr
   for (int i = n - 1; i >= 0; i--) w->free_slots[w->nfree++] = &w->slots[i];
   int d = c->hist_digits;
   if ((rv = tri_hist_new(&w->lat, d)) || (rv = tri_hist_new(&w->wlat, d)) ||
-      (rv = tri_hist_new(&w->sec, TRI_LOAD_SERIES_DIGITS)))
+      (rv = tri_hist_new(&w->sec, c->series_digits)))
     return rv;
   if (l->open_loop) {
     if ((rv = tri_hist_new(&w->corr, d)) || (rv = tri_hist_new(&w->wcorr, d)))
@@ -609,7 +613,7 @@ static void flush_second(worker *w) {
   if (i >= l->series_cap) i = l->series_cap - 1;
   pthread_mutex_lock(&l->series_lock);
   sec_entry *e = &l->series[i];
-  if (!e->h) tri_hist_new(&e->h, TRI_LOAD_SERIES_DIGITS); /* NULL: p99 lost */
+  if (!e->h) tri_hist_new(&e->h, l->cfg.series_digits); /* NULL: p99 lost */
   if (e->h) tri_hist_add(e->h, w->sec);
   e->calls += w->sec_calls;
   e->errors += w->sec_errors;

@@ -130,7 +130,7 @@ typedef enum {
 
 #define TRI_LOAD_CODES 17        /* status codes 0..16; others count as UNKNOWN */
 #define TRI_LOAD_MAX_COUNTERS 16 /* >= the number of tri_stats fields */
-#define TRI_LOAD_SERIES_DIGITS 2
+#define TRI_LOAD_SERIES_DIGITS 2 /* the default of series_digits */
 
 /* One server of a load spread over several (a pool, a Dubbo interface's
  * providers): connection i of the load goes to endpoint i % nendpoints. */
@@ -166,6 +166,7 @@ typedef struct tri_load_config {
                                 message anew (the per-call cost of a client
                                 that serializes every request) */
   int hist_digits;           /* significant digits of the histograms; 0: 3 */
+  int series_digits;         /* ... of the one-second p99 series (1..4) */
   int driver_threads;        /* 1: closed-loop unary runs too are driven from
                                 the driver threads, not the I/O threads */
   int64_t start_at_ns;       /* CLOCK_MONOTONIC time at which the clock (the
@@ -199,8 +200,9 @@ typedef struct tri_load_config {
 } tri_load_config;
 
 /* Defaults: UNARY on 127.0.0.1:50051, 1 x 1, 10 s, no warm-up, 128 B,
- * shared_request, K = 1, every channel option at its default (tri_channel_opts_init), 10 s
- * timeout, closed loop. */
+ * shared_request, K = 1, every channel option at its default
+ * (tri_channel_opts_init), 10 s timeout, closed loop, TRI_LOAD_SERIES_DIGITS.
+ */
 void tri_load_config_init(tri_load_config *c);
 
 /* NULL when `c` is acceptable, else a static description of its first bad

@@ -84,6 +84,8 @@ static const load_option load_options[] = {
           "one packed request lent to every call; False packs each anew"),
     FIELD(LOAD_INT, "hist_digits", hist_digits, 0, "digits",
           "significant digits of the latency histograms; 0: 3"),
+    FIELD(LOAD_INT, "series_digits", series_digits, 0, "digits",
+          "significant digits of the one-second p99 series"),
     FIELD(LOAD_BOOL, "driver_threads", driver_threads, 0, "",
           "closed-loop unary runs driven from threads of their own, not from "
           "the connections' I/O threads"),

@@ -45,6 +45,8 @@ void test_load(void) {
   REFUSED(timeout_s, NAN);
   REFUSED(payload_size, (size_t)1 << 40);
   REFUSED(hist_digits, 9);
+  REFUSED(series_digits, 0);
+  REFUSED(series_digits, 5);
   REFUSED(start_at_ns, -1);
   REFUSED(phase_ns, -1);
   REFUSED(channel.wire, 5);
