@@ -89,7 +89,8 @@ REQUIRED = dict(path=None, mode="unary", payload_size=16, concurrency=1, connect
     ({"wire": "carrier-pigeon"}, ValueError, "channel option wire: unknown value"),
     ({"concurrency": "2"}, TypeError, "run_load() argument 'concurrency' must be an int"),
     ({"duration": None}, TypeError, "run_load() argument 'duration' must be a number"),
-    ({"payload_size": -1}, ValueError, "run_load: payload_size must be non-negative"),
+    ({"payload_size": -1}, ValueError,
+     "run_load() argument 'payload_size' must be in [0, 67108864], not -1"),
 ])
 def test_bad_keywords_are_refused_before_any_connection(kwargs, error, message):
     """Port 1 is never dialled: the keywords are checked first, with Channel()'s messages
