@@ -354,7 +354,7 @@ def _spread(dask: Optional[str]) -> Iterator[Optional[Callable]]:
     if not dask:
         yield None
         return
-    from .distributed import cluster as distributed
+    from . import distributed
 
     with distributed.connect(dask) as client:
         yield distributed.runner(client)
