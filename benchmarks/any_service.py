@@ -170,8 +170,7 @@ def main() -> None:
                 print(report[-1], flush=True)
     report.append(verdicts(raw))
     print(report[-1], flush=True)
-    out = args.out or ROOT / "benchmarks" / "results" / \
-        f"any_service-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out = args.out or ROOT / "results" / f"any_service-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"args": vars(args) | {"out": str(out)}, "results": raw,
                                "report": report}, indent=1, default=str) + "\n")
