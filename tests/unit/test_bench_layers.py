@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
@@ -340,6 +341,32 @@ def test_every_floor_is_a_package_and_shims_are_small() -> None:
             f"former ``python -m`` module its ``__main__`` block)"
         assert ast.get_docstring(tree) and "moved" in ast.get_docstring(tree).lower(), \
             f"{shim}.py: its docstring says where the code now lives"
+
+
+_IMPORT_ALL_WITHOUT_OPTIONAL = """
+import importlib, pathlib, sys
+for name in OPTIONAL:
+    sys.modules[name] = None  # as if not installed: importing it raises ImportError
+import triple_py.bench
+loaded = sorted(n for n in ("pandas", "matplotlib", "scipy") if n in sys.modules
+                and sys.modules[n] is not None)
+assert not loaded, loaded
+root = pathlib.Path(triple_py.bench.__file__).parent
+for path in sorted(root.rglob("*.py")):
+    parts = [p for p in path.relative_to(root).with_suffix("").parts if p != "__init__"]
+    if parts[-1:] != ["__main__"]:
+        importlib.import_module(".".join(["triple_py.bench"] + parts))
+"""
+
+
+def test_every_module_imports_without_the_optional_dependencies() -> None:
+    """A wheel installed with the ``bench`` extra only (protobuf, numpy) imports every
+    module: the optional dependencies are imported inside the functions that need them."""
+    optional = [name for name in OPTIONAL if name != "numpy"]
+    code = f"OPTIONAL = {optional!r}\n" + _IMPORT_ALL_WITHOUT_OPTIONAL
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 def _is_main_block(node: ast.stmt) -> bool:
