@@ -94,7 +94,7 @@ def _list(item: Callable) -> Callable[[str], list]:
 
 
 def _ring_size(text: str) -> int:
-    from .spec.run_spec import load_limit
+    from .limits import load_limit
 
     value, most = _positive_int(text), int(load_limit("requests")[1])
     if value > most:
