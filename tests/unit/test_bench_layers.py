@@ -343,6 +343,22 @@ def test_every_floor_is_a_package_and_shims_are_small() -> None:
             f"{shim}.py: its docstring says where the code now lives"
 
 
+def test_only_the_console_script_imports_the_cli_from_outside() -> None:
+    """Outside triple_py/bench only the console-script entry (triple_py/_cli.py) imports
+    the bench CLI."""
+    found = []
+    for path in sorted((ROOT / "triple_py").rglob("*.py")):
+        if BENCH in path.parents or path == ROOT / "triple_py" / "_cli.py":
+            continue
+        for node, _ in _walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [f"{'.' * node.level}{node.module or ''}.{a.name}" for a in node.names]
+            if any(n.endswith("bench.cli") or ".bench.cli." in n or n.endswith("bench.cli.main")
+                   for n in names):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, found
+
+
 _IMPORT_ALL_WITHOUT_OPTIONAL = """
 import importlib, pathlib, sys
 for name in OPTIONAL:
