@@ -40,7 +40,6 @@ import json
 from pathlib import Path
 from typing import Dict
 
-from ... import __version__
 from ..results.document import results_doc
 from ..results.model import MatrixRun
 from .capacity import write_capacities
@@ -50,19 +49,42 @@ from .paired import format_verdicts
 from .text import format_summary
 from .tidy_csv import write_csv, write_paired_csv
 
-__all__ = ["write_results"]
+__all__ = ["write_results", "write_reports", "summary_text", "REPORT_FILES"]
+
+#: The files :func:`write_reports` makes from a run (besides ``benchstat/<arm>.txt`` and,
+#: with capacity searches, ``capacity.txt`` and ``capacity/``).
+REPORT_FILES = ("results.csv", "bench.txt", "summary.txt", "paired.csv", "verdicts.txt",
+                "comparison.txt", "report.html")
+
+
+def summary_text(run: MatrixRun) -> str:
+    """``summary.txt``: the triple_py version that recorded the run (when known), then the
+    summary tables."""
+    head = f"triple_py {run.version}\n\n" if run.version else ""
+    return head + format_summary(run) + "\n"
 
 
 def write_results(run: MatrixRun, out_dir: Path, comparison_text: str = "") -> Dict[str, Path]:
-    """Writes every output file into ``out_dir``; returns {kind: path}."""
+    """Writes every output file into ``out_dir``: ``results.json`` and the reports
+    (:func:`write_reports`); returns {kind: path}."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out_dir / "results.json", "csv": out_dir / "results.csv",
-             "gobench": out_dir / "bench.txt", "summary": out_dir / "summary.txt"}
-    paths["json"].write_text(json.dumps(results_doc(run), separators=(",", ":"), default=str)
-                             + "\n")
+    json_path = out_dir / "results.json"
+    json_path.write_text(json.dumps(results_doc(run), separators=(",", ":"), default=str)
+                         + "\n")
+    return {"json": json_path, **write_reports(run, out_dir, comparison_text)}
+
+
+def write_reports(run: MatrixRun, out_dir: Path, comparison_text: str = ""
+                  ) -> Dict[str, Path]:
+    """Writes the reports of a run (everything but ``results.json``) into ``out_dir``, the
+    same whether the run was just made or read back from its document; returns
+    {kind: path}."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": out_dir / "results.csv", "gobench": out_dir / "bench.txt",
+             "summary": out_dir / "summary.txt"}
     write_csv(run, paths["csv"])
     paths["gobench"].write_text(go_bench_text(run))
-    paths["summary"].write_text(f"triple_py {__version__}\n\n" + format_summary(run) + "\n")
+    paths["summary"].write_text(summary_text(run))
     per_arm = out_dir / "benchstat"
     per_arm.mkdir(exist_ok=True)
     for arm in run.matrix.arms:

@@ -3,12 +3,10 @@ then one line per run with its values per unit."""
 from __future__ import annotations
 
 import math
-import platform
 from typing import Optional
 
-from ... import __version__
 from ..record.result import BenchResult
-from ..results.benchmark_units import go_name, goarch, unit_values
+from ..results.benchmark_units import go_name, unit_values
 from ..results.model import MatrixRun
 
 __all__ = ["go_line", "go_header", "go_bench_text"]
@@ -32,14 +30,15 @@ def go_line(name: str, result: BenchResult, ours: bool) -> str:
 
 
 def go_header(run: MatrixRun) -> str:
-    """``goos: linux`` style configuration lines."""
+    """``goos: linux`` style configuration lines (of the machine and version that ran it)."""
     env = run.environment
-    lines = [f"goos: {platform.system().lower()}", f"goarch: {goarch()}",
+    lines = [f"goos: {run.goos}", f"goarch: {run.goarch}",
              "pkg: triple_py/bench", f"cpu: {env.get('cpu_model') or 'unknown'}",
              f"matrix: {run.matrix.name}"]
     if env.get("commit"):
         lines.append(f"commit: {env['commit'][:12]}{'-dirty' if env.get('dirty') else ''}")
-    lines.append(f"# triple_py {__version__}")
+    if run.version:
+        lines.append(f"# triple_py {run.version}")
     return "\n".join(lines) + "\n"
 
 

@@ -8,7 +8,6 @@ import io
 from pathlib import Path
 from typing import Any, Dict, List
 
-from ... import __version__
 from ..record.result import client_cpu
 from ..results.model import ArmRun, MatrixRun
 from ..results.paired import PAIRED_COLUMNS, headline_ratios, paired_ratios
@@ -39,7 +38,7 @@ def _csv_row(run: MatrixRun, r: ArmRun) -> Dict[str, Any]:
         "stream_messages": s.stream_messages, "rate": s.rate or "",
         "write_buffer_size": r.arm.overrides.get("write_buffer_size", s.write_buffer_size),
         "duration_s": run.matrix.duration, "warmup_s": run.matrix.warmup,
-        "failed": r.failed or "", "target": r.target, "triple_py": __version__}
+        "failed": r.failed or "", "target": r.target, "triple_py": run.version}
     if res is not None:
         lat = res.latency_corrected
         row.update({

@@ -4,11 +4,10 @@ values per unit (ns/op, ops/s, p50-ns, ...), shared by the results document and 
 from __future__ import annotations
 
 import math
-import os
-import platform
 from typing import Dict
 
 from ..record.result import BenchResult
+from .environment import goarch
 from .model import ArmRun, MatrixRun
 
 __all__ = ["unit_values", "go_name", "goarch"]
@@ -39,13 +38,9 @@ def unit_values(result: BenchResult, ours: bool) -> Dict[str, float]:
 
 
 def go_name(run: MatrixRun, arm_run: ArmRun, with_arm: bool = True) -> str:
-    """``BenchmarkUnary/128B/c50/fastpath-2`` (or without the arm)."""
+    """``BenchmarkUnary/128B/c50/fastpath-2`` (or without the arm); the suffix is the CPU
+    count of the machine that ran it."""
     name = f"Benchmark{run.matrix.benchmark}/{arm_run.label}"
     if with_arm:
         name += f"/{arm_run.arm.name}"
-    return f"{name}-{os.cpu_count() or 1}"
-
-
-def goarch() -> str:
-    machine = platform.machine().lower()
-    return {"x86_64": "amd64", "aarch64": "arm64", "i686": "386"}.get(machine, machine)
+    return f"{name}-{run.cpus}"

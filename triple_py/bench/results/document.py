@@ -1,25 +1,34 @@
 """The results document (``results.json``): benchstat's load-harness schema (``config`` and
-one entry per arm, scenario and round) plus everything a matrix run recorded; the frames
-(:mod:`.frames`) read it back."""
+one entry per arm, scenario and round) plus everything a matrix run recorded, under a
+format name and version (:data:`FORMAT`, :data:`VERSION`); :mod:`.reader` reads it back
+into the result model.
+
+Version 2 (this one) adds to version 1 (the unversioned documents): ``format`` and
+``version``, each entry's ``started`` (the wall-clock start of the arm run), the run's fixed
+``target``, ``interrupted`` and ``interrupt_signal``, and always ``triple_py``,
+``capacities`` and ``matrix``."""
 from __future__ import annotations
 
 import math
-import platform
 from typing import Any, Dict
 
-from ... import __version__
-from .benchmark_units import go_name, goarch, unit_values
+from .benchmark_units import go_name, unit_values
 from .capacity import capacity_docs
 from .model import MatrixRun
 from .summary import summarize
 
-__all__ = ["results_doc"]
+__all__ = ["results_doc", "FORMAT", "VERSION"]
+
+#: The ``format`` of every results document.
+FORMAT = "triple_py.bench/results"
+#: The version :func:`results_doc` writes.
+VERSION = 2
 
 
 def results_doc(run: MatrixRun, histograms: bool = True) -> Dict[str, Any]:
     """The results JSON document (benchstat's harness schema plus everything else)."""
     env = run.environment
-    config = {"goos": platform.system().lower(), "goarch": goarch(),
+    config = {"goos": run.goos, "goarch": run.goarch,
               "pkg": "triple_py/bench", "cpu": env.get("cpu_model") or "unknown",
               "matrix": run.matrix.name}
     if env.get("commit"):
@@ -30,7 +39,7 @@ def results_doc(run: MatrixRun, histograms: bool = True) -> Dict[str, Any]:
                  .removeprefix("Benchmark"),
                  "arm": r.arm.name, "round": r.round, "position": r.position,
                  "scenario": dict(r.scenario.to_dict(), label=r.label), "kind": r.arm.mode,
-                 "server": r.server_generation, "target": r.target}
+                 "server": r.server_generation, "target": r.target, "started": r.started}
         if r.result is None:
             failed.append(dict(entry, failed=r.failed))
             continue
@@ -40,8 +49,11 @@ def results_doc(run: MatrixRun, histograms: bool = True) -> Dict[str, Any]:
         entry["result"] = r.result.to_dict(histograms=histograms)
         results.append(entry)
     summary = [{"scenario": label, "arms": arms} for label, arms in summarize(run)]
-    return {"config": config, "results": results, "failed": failed, "triple_py": __version__,
+    return {"format": FORMAT, "version": VERSION, "config": config, "results": results,
+            "failed": failed, "triple_py": run.version,
             "matrix": run.matrix.to_dict(), "environment": env,
             "load_average_after": run.load_after, "started": run.started,
-            "finished": run.finished, "summary": summary,
+            "finished": run.finished, "target": run.target,
+            "interrupted": run.interrupted, "interrupt_signal": run.interrupt_signal,
+            "summary": summary,
             "capacities": capacity_docs(run.capacities)}

@@ -13,9 +13,26 @@ from typing import Any, Dict, Optional
 
 from ... import _triple, __version__
 
-__all__ = ["environment", "cpu_model", "git_commit", "nghttp2_version", "openssl_version"]
+__all__ = ["environment", "cpu_model", "git_commit", "nghttp2_version", "openssl_version",
+           "goos", "goarch", "cpu_count"]
 
 _ROOT = Path(__file__).resolve().parents[3]
+
+
+def goos() -> str:
+    """This machine's operating system as Go names it (``linux``, ``darwin``...)."""
+    return platform.system().lower()
+
+
+def goarch() -> str:
+    """This machine's architecture as Go names it (``amd64``, ``arm64``...)."""
+    machine = platform.machine().lower()
+    return {"x86_64": "amd64", "aarch64": "arm64", "i686": "386"}.get(machine, machine)
+
+
+def cpu_count() -> int:
+    """The CPUs of this machine (Go's GOMAXPROCS suffix of benchmark names)."""
+    return os.cpu_count() or 1
 
 
 def cpu_model() -> str:

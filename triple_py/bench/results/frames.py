@@ -36,6 +36,7 @@ from ..spec.kinds import kind_of
 from .document import results_doc
 from .model import MatrixRun
 from .paired import PAIRED_COLUMNS, compare_rounds
+from .reader import find_document, read_results, run_from_document
 from .statistics import conclusions, higher_is_better, interval, significant_changes
 from .views import Comparison, PairedTable
 
@@ -340,50 +341,43 @@ def percentile_spectrum(hist):
 # -- loading ----------------------------------------------------------------------------------
 
 
-def _find_json(path: Path) -> Path:
-    if path.is_dir():
-        candidate = path / "results.json"
-        if candidate.is_file():
-            return candidate
-        raise FileNotFoundError(f"{path}: no results.json in this directory (give a results "
-                                f"directory written by python -m triple_py.bench matrix, or "
-                                f"its results.json)")
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file or directory")
-    return path
-
-
 def load_results(path: PathLike, baseline: Optional[str] = None) -> Results:
     """Loads a harness output: a results directory (``results/<matrix>-<timestamp>/``) or
     a JSON file of its schema (``results.json``, or ``python -m triple_py.bench run --json
-    OUT``). ``baseline`` replaces the matrix's baseline arm (``is_baseline``,
-    :meth:`Results.benchstat`). Returns :class:`Results`; raises FileNotFoundError, or
-    ValueError for a JSON document that is not the harness's (e.g. pytest-benchmark's) or
-    a baseline that is not one of its arms."""
-    json_path = _find_json(Path(path))
-    try:
-        doc = json.loads(json_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{json_path}: not JSON: {exc}") from None
-    return results_from_document(doc, json_path, baseline)
+    OUT``), of any document version this release reads (:mod:`.reader`). ``baseline``
+    replaces the matrix's baseline arm (``is_baseline``, :meth:`Results.benchstat`).
+    Returns :class:`Results`; raises FileNotFoundError, or ValueError for a JSON document
+    that is not the harness's (e.g. pytest-benchmark's), of an unknown version, or a
+    baseline that is not one of its arms."""
+    json_path = find_document(path)
+    return results_from_run(read_results(json_path), baseline, json_path)
 
 
 def results_from_document(doc: Any, json_path: Path, baseline: Optional[str] = None
                           ) -> Results:
-    """:func:`load_results` of a document already in memory (e.g.
-    ``report.results_doc(run)`` of a run that was not written); ``json_path`` names it
-    in messages and is :attr:`Results.path`."""
+    """:func:`load_results` of a document already in memory; ``json_path`` names it in
+    messages and is :attr:`Results.path`."""
+    return results_from_run(run_from_document(doc, str(json_path)), baseline, Path(json_path))
+
+
+def results_from_run(run: MatrixRun, baseline: Optional[str] = None,
+                     path: Optional[Path] = None) -> Results:
+    """A matrix run (just made, or read back by :func:`~.reader.read_results`) as Results:
+    the frames of its records, in the form the results document gives them
+    (:func:`~.document.results_doc`). ``path`` is :attr:`Results.path` (default:
+    ``<matrix>.json``)."""
+    return _frames(results_doc(run), path or Path(f"{run.matrix.name}.json"), baseline)
+
+
+def _frames(doc: Mapping[str, Any], json_path: Path, baseline: Optional[str]) -> Results:
     import pandas as pd
 
-    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
-        raise ValueError(f"{json_path}: not a triple_py.bench results document (no "
-                         f"\"results\" list)")
     matrix = dict(doc.get("matrix") or {})
     arms = [a["name"] for a in matrix.get("arms", []) if isinstance(a, dict) and "name" in a]
     scenarios = [s["label"] for s in matrix.get("scenarios", []) if isinstance(s, dict)
                  and "label" in s]
     entries = list(doc["results"]) + [dict(e, _failed=True) for e in doc.get("failed") or []]
-    for e in entries:  # documents without a matrix section: order of appearance
+    for e in entries:  # entries of arms or scenarios the matrix does not list: appended
         if e.get("arm") not in arms and e.get("arm") is not None:
             arms.append(e["arm"])
         label = (e.get("scenario") or {}).get("label") or e.get("name")
@@ -411,12 +405,6 @@ def results_from_document(doc: Any, json_path: Path, baseline: Optional[str] = N
                        doc.get("environment") or {}), matrix=matrix,
                    config=dict(doc.get("config") or {}), scenarios=scenarios, arms=arms,
                    baseline=baseline, document=doc)
-
-
-def results_from_run(run: MatrixRun, baseline: Optional[str] = None) -> Results:
-    """A matrix run just made, as Results: built from its records through the same document
-    the harness writes (:func:`~.document.results_doc`), without a file."""
-    return results_from_document(results_doc(run), Path(f"{run.matrix.name}.json"), baseline)
 
 
 def _kind_ours(mode: Optional[str]) -> Optional[bool]:

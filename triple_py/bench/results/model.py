@@ -7,10 +7,11 @@ import dataclasses
 import time
 from typing import Dict, List, Optional
 
+from ... import __version__
 from ..record.result import BenchResult
 from ..spec.matrix import ArmSpec, Matrix, Scenario
 from .capacity import CapacityRun
-from .environment import environment
+from .environment import cpu_count, environment, goarch, goos
 
 __all__ = ["ArmRun", "MatrixRun", "single_run"]
 
@@ -50,6 +51,12 @@ class MatrixRun:
     interrupted: bool = False  # Ctrl-C or SIGTERM: the runs so far are kept
     interrupt_signal: int = 0  # the signal that stopped it (2 SIGINT, 15 SIGTERM)
     capacities: List[CapacityRun] = dataclasses.field(default_factory=list)  # [capacity]
+    # Who recorded it, for the headers of the reports: the triple_py version ("": unknown)
+    # and the machine as Go names it (this one for a live run; the document's when read).
+    version: str = __version__
+    goos: str = dataclasses.field(default_factory=goos)
+    goarch: str = dataclasses.field(default_factory=goarch)
+    cpus: int = dataclasses.field(default_factory=cpu_count)
 
     def runs_of(self, scenario: Scenario, arm: str) -> List[ArmRun]:
         """The rounds of one arm in one scenario, in round order."""

@@ -90,7 +90,7 @@ from .kinds import KINDS, canonical_mode, kind_of
 from .run_spec import WIRES, WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec
 
 __all__ = ["Matrix", "ArmSpec", "Scenario", "BUILTIN", "load_matrix", "parse_matrix",
-           "round_order", "AXES"]
+           "matrix_from_dict", "round_order", "AXES"]
 
 SEED_UNARY = '''\
 # The seeds' unary table (001): dubbo-go's duplex path vs the unary fast path,
@@ -441,6 +441,48 @@ def parse_matrix(text: str, source: str = "<matrix>", default_name: str = "matri
         return _build(doc, source, default_name)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
+
+
+_SLO_TEXT = re.compile(r"p([0-9.]+) <= ([0-9.eE+-]+) ms")
+
+
+def matrix_from_dict(data: Mapping[str, Any], where: str = "<results>") -> Matrix:
+    """The inverse of :meth:`Matrix.to_dict`: a matrix as a results document recorded it,
+    parsed and validated by the same rules as a matrix file, with the recorded scenario
+    list (not a product of axes). ConfigError, prefixed with ``where``, if it is not a
+    valid matrix."""
+    try:
+        if not isinstance(data, Mapping):
+            raise ConfigError("the matrix is not a table")
+        recorded = data.get("scenarios")
+        if not isinstance(recorded, list) or not recorded or not all(
+                isinstance(s, Mapping) for s in recorded):
+            raise ConfigError("the matrix has no scenarios")
+        doc: Dict[str, Any] = {k: data[k] for k in (
+            "name", "description", "benchmark", "baseline", "rounds", "duration", "warmup",
+            "timeout", "restart_server", "method", "wire", "compare")
+            if data.get(k) is not None}
+        doc["arms"] = [dict(a) for a in data.get("arms") or []]
+        doc["scenarios"] = {axis: [recorded[0][axis]] for axis in AXES
+                            if recorded[0].get(axis) is not None}
+        capacity = data.get("capacity")
+        if capacity is not None:
+            capacity = {k: v for k, v in dict(capacity).items() if v is not None}
+            slo = _SLO_TEXT.fullmatch(str(capacity.get("slo", "")))
+            if slo:
+                capacity["slo"] = f"p{slo.group(1)}={slo.group(2)}ms"
+            doc["capacity"] = capacity
+        matrix = _build(doc, str(data.get("source") or ""), str(data.get("name") or "matrix"))
+        scenarios = [Scenario(**{axis: _axis_value(axis, s[axis]) for axis in AXES
+                                 if s.get(axis) is not None}) for s in recorded]
+        labels = [s.get("label") for s in recorded]
+        matrix = dataclasses.replace(matrix, scenarios=scenarios, axes_given=tuple(AXES))
+        if any(label != matrix.label(s) for label, s in zip(labels, scenarios)):
+            matrix.axes_given = tuple(a for a in AXES if a != "write_buffer_size")
+        _check(matrix)
+        return matrix
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _build(doc: Mapping[str, Any], source: str, default_name: str) -> Matrix:
