@@ -1,10 +1,14 @@
-"""Command line: ``triple-bench run|matrix|capacity|list`` (or ``python -m triple_py.bench``).
+"""Command line: ``triple-bench run|matrix|capacity|report|list`` (or ``python -m
+triple_py.bench``).
 
 ``run``     one scenario with ghz-like flags; prints a ghz-style summary.
 ``capacity`` the highest open-loop rate meeting a latency SLO (.capacity).
 ``matrix``  a TOML matrix file or a built-in one (seed-unary, seed-stream): scenarios x
             arms x interleaved rounds; summary tables on stdout, files in --out, then the
             benchstat comparison of the baseline arm with each other arm.
+``report``  the report files of a saved results directory (summary.txt, results.csv,
+            bench.txt, benchstat/, paired.csv, verdicts.txt, comparison.txt, report.html),
+            made again from its results.json without running anything.
 ``list``    the arm kinds and the built-in matrices.
 
 Exit status: 0 success; 1 the run went wrong (unreachable target, a method the server does
@@ -128,7 +132,7 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
                                             "(the default target is the embedded echo server).",
                      epilog=EXIT_STATUS)
     parser.add_argument("--version", action="version", version=f"{prog} {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{run,matrix,capacity,list}",
+    sub = parser.add_subparsers(dest="command", metavar="{run,matrix,capacity,report,list}",
                                 parser_class=_Parser)
 
     run = sub.add_parser("run", help="one scenario, ghz-like flags",
@@ -249,6 +253,22 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
     cap.add_argument("--out", type=Path, metavar="DIR",
                      help="write capacity.txt, capacity.json and capacity.png there")
     add_call_flags(cap)
+
+    report = sub.add_parser(
+        "report", help="the report files of a saved run, from its results.json",
+        description="Make the report files of a results directory again from its "
+                    "results.json (any format version this release reads), without running "
+                    "anything: summary.txt, results.csv, bench.txt, benchstat/<arm>.txt, "
+                    "paired.csv, verdicts.txt, comparison.txt, report.html (and capacity.txt "
+                    "with capacity searches). Files already there that would change are "
+                    "left alone and named (exit status 1) unless --force; identical ones "
+                    "are kept, so a plain run checks that a stored round reproduces.")
+    report.add_argument("source", metavar="DIR|results.json",
+                        help="a results directory or its results.json(.gz)")
+    report.add_argument("--out", type=Path, metavar="DIR",
+                        help="where to write (default: the results directory itself)")
+    report.add_argument("--force", action="store_true",
+                        help="replace report files that differ from the regenerated ones")
 
     sub.add_parser("list", help="arm kinds and built-in matrices",
                    description="List the arm kinds and the built-in matrices.")
@@ -590,6 +610,43 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    import filecmp
+    import shutil
+    import tempfile
+
+    from .report.files import write_reports
+    from .report.text import comparison
+    from .results.reader import find_document, read_results
+
+    try:
+        document = find_document(args.source)
+        run = read_results(document)
+    except (FileNotFoundError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+    out_dir = args.out or document.parent
+    check_writable(out_dir, "--out", directory=True)
+    with tempfile.TemporaryDirectory(prefix="triple-bench-report-") as tmp:
+        made = Path(tmp)
+        write_reports(run, made, comparison(run))
+        files = sorted(p.relative_to(made) for p in made.rglob("*") if p.is_file())
+        differ = [f for f in files if (out_dir / f).exists()
+                  and not filecmp.cmp(made / f, out_dir / f, shallow=False)]
+        if differ and not args.force:
+            raise BenchError(f"{len(differ)} report file(s) in {out_dir} differ from the ones "
+                             f"{document.name} gives now: {', '.join(map(str, differ))} "
+                             "(--force replaces them, --out writes elsewhere)")
+        new = [f for f in files if not (out_dir / f).exists()]
+        for f in files:
+            (out_dir / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(made / f, out_dir / f)
+    same = len(files) - len(differ) - len(new)
+    print(f"report of {document} ({run.matrix.name}, {len(run.runs)} arm runs, recorded by "
+          f"triple_py {run.version or '(version unknown)'}): {len(files)} files in {out_dir}: "
+          f"{len(new)} new, {len(differ)} replaced, {same} unchanged")
+    return 0
+
+
 #: capacity --max-probes: doubling from 1/s to the load generator's highest rate and
 #: bisecting to 0.1 % takes about 40 probes.
 MAX_PROBES = 100
@@ -695,7 +752,7 @@ def main(argv: Optional[Sequence[str]] = None, *, server_factory=None,
         return 2
     args.server_factory, args.server_name, args.prog = server_factory, server_name, prog
     commands = {"run": _cmd_run, "matrix": _cmd_matrix, "list": _cmd_list,
-                "capacity": _cmd_capacity}
+                "capacity": _cmd_capacity, "report": _cmd_report}
     from .interrupts import exit_code, signals_interrupt
 
     try:
