@@ -31,7 +31,8 @@ TRACKED = ["setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "LICENSE",
            "csrc/server/echo.c", "csrc/server/echo.h", "csrc/binding/binding.h",
            "csrc/binding/module.c", "proto/benchmark.proto", "proto/grpc/testing/test.proto",
            "triple_py/__init__.py", "triple_py/_triple.pyi", "triple_py/py.typed",
-           "triple_py/bench/protos/server_reflection.proto", "docs/api.md",
+           "triple_py/bench/protos/server_reflection.proto",
+           "triple_py/bench/spec/matrices/headline.toml", "docs/api.md",
            "tests/unit/test_x.py", "tools/bootstrap.sh", "Makefile", ".gitignore"]
 GENERATED = ["csrc/gen/benchmark.pb-c.c", "csrc/gen/benchmark.pb-c.h"]
 CHECKOUT_ONLY = {"tests/unit/test_x.py", "tools/bootstrap.sh", "Makefile", ".gitignore"}
@@ -131,6 +132,7 @@ def test_the_real_sdist_is_complete(tmp_path):
     assert not report.missing and not report.unclassified, report.lines()
     assert set(report.unexpected) <= untracked, report.lines()
     assert "csrc/gen/benchmark.pb-c.c" in members and "csrc/binding/binding.h" in members
+    assert "triple_py/bench/spec/matrices/headline.toml" in members  # package data
 
 
 # -- setup.py's generate_protos: regenerates in a checkout, never needs protoc-c in an sdist --
