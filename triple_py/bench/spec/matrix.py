@@ -70,8 +70,9 @@ The scenario label in the outputs joins the axes that matter: ``128B/c50``, ``12
 ``/rps2000`` (open loop), ``/wb0`` (a write_buffer_size axis).
 
 Built-in matrices: ``headline`` (what ``make bench`` runs), ``seed-unary``, ``seed-unary-py``,
-``seed-stream`` and ``concurrency-sweep`` (see BUILTIN;
-``python -m triple_py.bench matrix --show seed-unary`` prints their TOML).
+``seed-stream`` and ``concurrency-sweep``: TOML files in ``triple_py/bench/spec/matrices/``,
+shipped with the package (see BUILTIN; ``python -m triple_py.bench matrix --show
+seed-unary`` prints one).
 '''
 from __future__ import annotations
 
@@ -79,8 +80,9 @@ import dataclasses
 import itertools
 import re
 import tomllib
+from importlib import resources
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import ConfigError
 from ..units import format_size, parse_duration, parse_size
@@ -92,134 +94,41 @@ from .run_spec import WIRES, WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec
 __all__ = ["Matrix", "ArmSpec", "Scenario", "BUILTIN", "load_matrix", "parse_matrix",
            "matrix_from_dict", "round_order", "AXES"]
 
-SEED_UNARY = '''\
-# The seeds' unary table (001): dubbo-go's duplex path vs the unary fast path,
-# plus reference clients, all against the same server in the same run.
-name = "seed-unary"
-description = "unary: fast path vs stream path (the seeds' duplex), plus grpcio and h2load"
-benchmark = "Unary"
-baseline = "stream-path"
-rounds = 3
-duration = "3s"
-warmup = "0.5s"
-arms = ["stream-path", "fastpath", "grpcio-sync", "grpcio-aio", "h2load"]
+#: Where the built-in matrices are: one TOML file each, shipped as package data.
+_BUILTIN_DIR = "matrices"
 
-[scenarios]
-payload = [128, "1KiB", "16KiB", "1MiB"]
-concurrency = [50, 100]
-'''
 
-# The Python API's fast-path A/B: the channel option triple.unary_fast_path off and on.
-PY_UNARY_ARMS = '''\
-[arm.py-stream-path]
-mode = "triple-py-sync"
-unary_fast_path = false
+class _Builtins(Mapping[str, str]):
+    """The built-in matrices by name (the file name without ``.toml``): their TOML text,
+    read from the package on use."""
 
-[arm.py-fastpath]
-mode = "triple-py-sync"
-unary_fast_path = true
-'''
+    def _names(self) -> List[str]:
+        return sorted(entry.name[:-len(".toml")] for entry in
+                      resources.files(__package__).joinpath(_BUILTIN_DIR).iterdir()
+                      if entry.name.endswith(".toml"))
 
-SEED_UNARY_PY = '''\
-# The same A/B in the Python API, where the seeds' users met it: one channel option,
-# triple.unary_fast_path, on and off (dubbo-go's WithUnaryFastPath), Python threads making
-# blocking unary calls. Off, each call goes through the client-streaming machinery:
-# start, write, done_writing, each crossing to the I/O thread.
-name = "seed-unary-py"
-description = "unary from Python: triple.unary_fast_path off (streaming machinery) vs on"
-benchmark = "UnaryPy"
-baseline = "py-stream-path"
-rounds = 3
-duration = "3s"
-warmup = "0.5s"
-arms = ["py-stream-path", "py-fastpath"]
+    def __getitem__(self, name: str) -> str:
+        if not isinstance(name, str) or name not in self._names():
+            raise KeyError(name)
+        entry = resources.files(__package__).joinpath(_BUILTIN_DIR, f"{name}.toml")
+        return entry.read_text(encoding="utf-8")
 
-[scenarios]
-payload = [128, "1KiB", "16KiB", "1MiB"]
-concurrency = [50, 100]
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
 
-''' + PY_UNARY_ARMS
+    def __len__(self) -> int:
+        return len(self._names())
 
-SEED_STREAM = '''\
-# The seeds' streaming A/B (004, dubbo-go PR #3746): each stream sends K messages of
-# 128 B, half-closes, drains K echoes. Coalescing writer off (baseline) vs on.
-name = "seed-stream"
-description = "bidi streams: coalescing writer off vs on, plus grpcio.aio stream_stream"
-benchmark = "Stream"
-baseline = "writer-off"
-rounds = 3
-duration = "3s"
-warmup = "0.5s"
-arms = ["writer-off", "writer-on", "grpcio-aio"]
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in self._names()
 
-[scenarios]
-payload = [128]
-stream_messages = [128, 512]
-concurrency = [32, 128]
+    def __repr__(self) -> str:
+        return f"<built-in matrices: {', '.join(self._names())}>"
 
-[arm.writer-off]
-mode = "bidi"
-write_buffer_size = 0
 
-[arm.writer-on]
-mode = "bidi"
-write_buffer_size = {WRITE_BUFFER_SIZE}
-
-[arm.grpcio-aio]
-mode = "grpcio-aio-bidi"
-'''.replace("{WRITE_BUFFER_SIZE}", str(WRITE_BUFFER_SIZE))  # the core's default
-
-HEADLINE = '''\
-# make bench: every headline comparison of the project in one matrix that concludes on a
-# 2-core machine in under 10 minutes. 10 rounds give the paired signed-rank test a smallest
-# p of 2/1024 and a 95.1 % exact interval; 1 s windows are enough because each round's arms
-# are compared with each other, not across rounds. The seeds' full tables: make bench FULL=1.
-name = "headline"
-description = "the headline comparisons: fast path vs stream path (C and Python), each reference client"
-benchmark = "Headline"
-baseline = "stream-path"
-rounds = 10
-duration = "1s"
-warmup = "0.3s"
-# Each compared pair is adjacent in a round (rounds reverse the order), so that the two runs
-# of a pair are seconds apart and share the machine's state.
-arms = ["stream-path", "fastpath", "h2load", "py-stream-path", "py-fastpath", "grpcio-sync",
-        "grpcio-aio", "triple-py-aio"]
-compare = [["fastpath", "stream-path"], ["py-fastpath", "py-stream-path"],
-           ["fastpath", "h2load"], ["py-fastpath", "grpcio-sync"],
-           ["triple-py-aio", "grpcio-aio"]]
-
-[scenarios]
-payload = [128, "16KiB", "1MiB"]
-concurrency = [100]
-
-''' + PY_UNARY_ARMS
-
-#: Built-in matrices by name: TOML text in the documented format.
-CONCURRENCY_SWEEP = '''\
-# Does throughput hold as calls in flight grow (dubbo-go's fell)? 128 B unary on one
-# connection from 1 to 1,000 in flight: the fast path driven from the I/O thread (the
-# default), the same with a driver thread of its own, and h2load as the ceiling.
-name = "concurrency-sweep"
-description = "unary 128 B, 1 to 1,000 in flight: fast path (I/O-driven, driver thread) vs h2load"
-benchmark = "Sweep"
-baseline = "h2load"
-rounds = 3
-duration = "3s"
-warmup = "0.5s"
-arms = ["fastpath", "fastpath-threads", "h2load"]
-
-[scenarios]
-payload = [128]
-concurrency = [1, 10, 100, 1000]
-
-[arm.fastpath-threads]
-mode = "fastpath"
-driver_threads = true
-'''
-
-BUILTIN: Dict[str, str] = {"headline": HEADLINE, "seed-unary": SEED_UNARY, "seed-unary-py": SEED_UNARY_PY,
-                           "seed-stream": SEED_STREAM, "concurrency-sweep": CONCURRENCY_SWEEP}
+#: Built-in matrices by name: TOML text in the documented format (the files in
+#: ``triple_py/bench/spec/matrices/``).
+BUILTIN: Mapping[str, str] = _Builtins()
 
 #: Scenario axes and their defaults.
 AXES = ("payload", "concurrency", "connections", "stream_messages", "rate",
