@@ -103,7 +103,7 @@ test-fresh:
 test-wheel: dist
 	tools/test_wheel.sh $(SDIST) "$$(ls -t dist/triple_py-$(VERSION)-*manylinux*.whl | head -1)"
 
-# The main job: the headline matrix (triple_py/bench/spec/matrix.py HEADLINE) against the embedded
+# The main job: the headline matrix (triple_py/bench/spec/matrices/headline.toml) against the embedded
 # echo server in a process of its own (so that client and server CPU per call are each
 # measured), under 10 minutes on 2 cores: fast path vs stream path from the C load
 # generator and from Python, and each reference client (h2load, grpcio sync, grpc.aio) next

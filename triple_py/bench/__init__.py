@@ -49,8 +49,9 @@ ones below it, never a higher one, with no import circles and no imports inside 
                  target, schedules                             what to run
     record/      result (BenchResult, Latency), html_tables    what one arm run produces
     results/     model (MatrixRun, ArmRun), capacity, environment, document
-                 (results.json), frames (pandas Results), summary, benchmark_units,
-                 paired, statistics, views                     the one result model
+                 (results.json), reader (it, read back), frames (pandas Results),
+                 summary, benchmark_units, paired, statistics, views
+                                                               the one result model
     arms/        loadgen (C), h2load, grpcio, python_api, recorders, runners (kind ->
                  runner)                                       how one arm runs one spec
     running/     rounds (run_matrix), runner (run, preflight), servers, server_cpu,

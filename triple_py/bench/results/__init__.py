@@ -2,7 +2,8 @@
 (:mod:`~triple_py.bench.record.result`:
 BenchResult, Latency), a matrix run (:mod:`.model`: MatrixRun, ArmRun; capacity searches
 in :mod:`.capacity`), the environment it ran in (:mod:`.environment`), the results
-document (:mod:`.document`, ``results.json``) and its frames (:mod:`.frames`: pandas
+document (:mod:`.document`, ``results.json``, versioned; :mod:`.reader` reads any known
+version back into the model) and its frames (:mod:`.frames`: pandas
 ``Results``, ``load_results``), the summaries (:mod:`.summary`, :mod:`.benchmark_units`),
 the paired comparison (:mod:`.paired`), the statistics (:mod:`.statistics`) and the HTML
 views of notebooks (:mod:`.views`, :mod:`~triple_py.bench.record.html_tables`).
