@@ -9,17 +9,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Dict, Mapping, Optional
 
-from ... import _triple
+from ... import _options, _triple
 from ..._resolver import parse_target
 from ..errors import ConfigError, TargetError
 from ..interrupts import mark, signal_of
 from ..record.result import BenchResult, Latency, status_name
-from ..spec.run_spec import WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec
+from ..spec.run_spec import RunSpec
 from ..spec.schedules import Schedule
 from ..spec.target import target_endpoints
-
-#: Endpoint kinds -> the core's address kinds (csrc/tri_channel.h TRI_ADDRESS_*).
-_ADDRESS_KINDS = {"tcp": 0, "unix": 1, "unix-abstract": 2}
 
 __all__ = ["C_MODES", "run_c_load", "run_c_spec", "result_from_load"]
 
@@ -30,16 +27,17 @@ C_MODES = {"fastpath": "unary", "stream-path": "unary_stream_path", "bidi": "bid
 def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: int,
                concurrency: int, connections: int, duration: float, warmup: float,
                count: int = 0, rate: Optional[float] = None, stream_messages: int = 1,
-               write_buffer_size: int = WRITE_BUFFER_SIZE,
-               write_buffer_delay_us: int = WRITE_BUFFER_DELAY_US,
+               write_buffer_size: Optional[int] = None,
+               write_buffer_delay_us: Optional[int] = None,
                timeout: float = 10.0, shared_request: bool = True,
                hist_digits: int = 3, driver_threads: bool = False, start_at_ns: int = 0,
-               phase_ns: int = 0, wire: str = "grpc", dialect: str = "auto",
+               phase_ns: int = 0, wire: Optional[str] = None, dialect: Optional[str] = None,
                requests: Optional[list] = None,
                connection: Optional[Mapping[str, Any]] = None,
                rate_schedule: Optional[Schedule] = None,
                concurrency_schedule: Optional[Schedule] = None,
-               stop: Optional[Callable[[], bool]] = None) -> BenchResult:
+               stop: Optional[Callable[[], bool]] = None,
+               load: Optional[Mapping[str, Any]] = None) -> BenchResult:
     """Runs one C load (GIL released for its whole length) and returns its figures.
 
     ``concurrency`` is the total number of calls in flight, spread evenly over
@@ -54,9 +52,12 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     of the run takes entry i mod len of (csrc/tri_ring.h); ``connection`` more channel
     options by the names of ``_triple.CHANNEL_OPTIONS`` (authority, compression, tls,
     root_certificates, ..., keepalive_time_ms: any of them), for every connection; the
-    write buffer, ``wire`` and ``dialect`` arguments are channel options too.
+    write buffer, ``wire`` and ``dialect`` arguments are channel options too, which
+    override ``connection``'s when given (None: ``connection``'s, else the core's
+    default, :data:`~triple_py.bench.spec.run_spec.WRITE_BUFFER_SIZE`...).
     ``rate_schedule`` / ``concurrency_schedule``: ghz's load schedules
-    (:mod:`~triple_py.bench.spec.schedules`).
+    (:mod:`~triple_py.bench.spec.schedules`). ``load``: any other keyword of
+    ``_triple.LOAD_OPTIONS`` by its name (``series_digits``...), passed as it is.
     ``stop`` (asked every 50 ms, from any thread) ends the run early when it returns true:
     the result then has ``extra["stopped"]`` and covers the run until then (SIGINT or
     SIGTERM in the main thread do the same through :mod:`~triple_py.bench.interrupts`).
@@ -69,12 +70,14 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
     endpoints = target_endpoints(target)
     first = endpoints[0]
     host, port = first.host, first.port or 0
-    channel = {**dict(connection or {}), "write_buffer_size": write_buffer_size,
-               "write_buffer_delay_us": write_buffer_delay_us, "wire": wire,
-               "dialect": dialect}
+    given = {"write_buffer_size": write_buffer_size,
+             "write_buffer_delay_us": write_buffer_delay_us, "wire": wire, "dialect": dialect}
+    channel = {**dict(connection or {}), **{k: v for k, v in given.items() if v is not None}}
+    wire = channel.setdefault("wire", "grpc")
     spread = None
     if len(endpoints) > 1 or first.kind != "tcp":
-        spread = [(e.host, str(e.port or 0), _ADDRESS_KINDS[e.kind]) for e in endpoints]
+        spread = [(e.host, str(e.port or 0), _options.ADDRESS_KINDS[e.kind])
+                  for e in endpoints]
         if not channel.get("authority"):  # grpc's default :authority (_resolver)
             channel["authority"] = parse_target(target).default_authority()
     try:
@@ -88,7 +91,7 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
             requests=requests, endpoints=spread,
             rate_schedule=rate_schedule.as_c() if rate_schedule else None,
             concurrency_schedule=concurrency_schedule.as_c() if concurrency_schedule else None,
-            stop=stop, **channel)
+            stop=stop, **dict(load or {}), **channel)
     except KeyboardInterrupt as exc:  # SIGINT/SIGTERM: the figures until the stop
         partial = getattr(exc, "load_result", None)
         if partial is None:
@@ -133,15 +136,13 @@ def run_c_spec(spec: RunSpec, mode: Optional[str] = None, *, start_at_ns: int = 
                       concurrency=spec.concurrency, connections=spec.connections,
                       duration=spec.duration, warmup=spec.warmup, count=spec.count,
                       rate=spec.rate, stream_messages=spec.stream_messages,
-                      write_buffer_size=spec.write_buffer_size,
-                      write_buffer_delay_us=spec.write_buffer_delay_us,
                       timeout=spec.timeout, shared_request=spec.shared_request,
                       hist_digits=spec.hist_digits,
                       driver_threads=bool(spec.options.get("driver_threads", False)),
-                      start_at_ns=start_at_ns, phase_ns=phase_ns, wire=spec.wire,
-                      dialect=spec.options.get("dialect", "auto"), requests=spec.requests,
-                      connection=spec.connection, rate_schedule=spec.rate_schedule,
-                      concurrency_schedule=spec.concurrency_schedule, stop=stop)
+                      start_at_ns=start_at_ns, phase_ns=phase_ns, requests=spec.requests,
+                      connection=spec.channel_options(), rate_schedule=spec.rate_schedule,
+                      concurrency_schedule=spec.concurrency_schedule, stop=stop,
+                      load=spec.load)
 
 
 def result_from_load(raw: Mapping[str, Any], *, arm: str, mode: str, target: str

@@ -43,13 +43,12 @@ def _sum_stats(channels) -> Dict[str, int]:
 
 
 def _channel_options(spec: RunSpec) -> List[Tuple[str, object]]:
-    return [("triple.write_buffer_size", spec.write_buffer_size),
-            ("triple.write_buffer_delay_us", spec.write_buffer_delay_us),
-            ("triple.wire", spec.wire), ("grpc.max_receive_message_length", -1),
-            ("triple.dialect", spec.options.get("dialect", "auto")),
+    """The spec's channel options by their keys (every one it sets, the write buffer and
+    the wire among them), after the arms' own defaults."""
+    return [("grpc.max_receive_message_length", -1),
             ("triple.unary_fast_path", bool(spec.options.get("unary_fast_path", True))),
             # a target with several servers gets calls spread over all of them
-            ("grpc.lb_policy_name", "round_robin")]
+            ("grpc.lb_policy_name", "round_robin"), *spec.channel_pairs()]
 
 
 def _apply_counters(result: BenchResult, delta: Dict[str, int], messages: int = 0) -> None:

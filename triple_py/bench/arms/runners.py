@@ -13,7 +13,7 @@ from .h2load import h2load
 from .loadgen import run_c_spec
 from .python_api import triple_py_aio_unary, triple_py_bidi, triple_py_sync_unary
 
-__all__ = ["Runner", "RUNNERS", "runner_of", "run_spec"]
+__all__ = ["Runner", "RUNNERS", "runner_of", "run_spec", "with_knobs"]
 
 #: Runs one spec of one kind.
 Runner = Callable[[RunSpec], BenchResult]
@@ -54,4 +54,14 @@ def run_spec(spec: RunSpec) -> BenchResult:
     KeyboardInterrupt) whose ``result`` holds what it measured until then."""
     spec.mode = canonical_mode(spec.mode)
     spec.validate()
-    return raise_if_marked(RUNNERS[spec.mode](spec))
+    return raise_if_marked(with_knobs(RUNNERS[spec.mode](spec), spec))
+
+
+def with_knobs(result: BenchResult, spec: RunSpec) -> BenchResult:
+    """``result`` with the knobs ``spec`` set (:meth:`RunSpec.knobs`: channel options and
+    load keywords by their flat names) recorded as ``extra["knobs"]``, when it set any:
+    the CSV and the frames read them from there."""
+    knobs = spec.knobs()
+    if knobs:
+        result.extra["knobs"] = knobs
+    return result

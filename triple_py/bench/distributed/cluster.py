@@ -11,6 +11,7 @@ from concurrent.futures import CancelledError
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ..arms.loadgen import C_MODES
+from ..arms.runners import with_knobs
 from ..errors import ConfigError, RunFailed
 from ..interrupts import Interrupted, mark, signal_of
 from ..record.result import BenchResult
@@ -230,7 +231,7 @@ def run_spec(client: Any, spec: RunSpec, *, workers: Workers = None,
         merged = mark(merge_parts(parts, arm=spec.arm, target=spec.target), exc.signum)
         merged.notes.insert(0, f"distributed over {len(parts)} Dask workers, merged")
         raise Interrupted(exc.signum, merged) from None
-    merged = merge_parts(parts, arm=spec.arm, target=spec.target)
+    merged = with_knobs(merge_parts(parts, arm=spec.arm, target=spec.target), spec)
     merged.extra["distributed"] = {"workers": len(parts), "start_lead_s": start_lead,
                                    "start_wall_ns": start_ns}
     merged.notes.insert(0, f"distributed over {len(parts)} Dask workers, merged")
@@ -344,11 +345,13 @@ def run(client: Any, *args: Any, workers: Workers = None,
         return run_spec(client, spec, workers=workers, start_lead=start_lead)
 
 
+_SPEC_PARAMETERS = list(inspect.signature(spec_of).parameters.values())  # **knobs last
 run.__signature__ = inspect.signature(run).replace(  # type: ignore[attr-defined]
     parameters=[inspect.Parameter("client", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    + [p for p in inspect.signature(spec_of).parameters.values()]
+    + _SPEC_PARAMETERS[:-1]
     + [inspect.Parameter("workers", inspect.Parameter.KEYWORD_ONLY, default=None),
-       inspect.Parameter("start_lead", inspect.Parameter.KEYWORD_ONLY, default=DEFAULT_LEAD)],
+       inspect.Parameter("start_lead", inspect.Parameter.KEYWORD_ONLY, default=DEFAULT_LEAD),
+       _SPEC_PARAMETERS[-1]],
     return_annotation=BenchResult)
 
 

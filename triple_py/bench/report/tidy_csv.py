@@ -12,8 +12,9 @@ from ..record.result import client_cpu
 from ..results.model import ArmRun, MatrixRun
 from ..results.paired import PAIRED_COLUMNS, headline_ratios, paired_ratios
 from ..results.summary import _ms
+from ..spec.knobs import knob_columns
 
-__all__ = ["CSV_COLUMNS", "csv_rows", "csv_text", "write_csv", "write_paired_csv"]
+__all__ = ["CSV_COLUMNS", "csv_knob_columns", "csv_rows", "csv_text", "write_csv", "write_paired_csv"]
 
 
 CSV_COLUMNS = [
@@ -27,7 +28,7 @@ CSV_COLUMNS = [
     "failed", "target", "triple_py"]
 
 
-def _csv_row(run: MatrixRun, r: ArmRun) -> Dict[str, Any]:
+def _csv_row(run: MatrixRun, r: ArmRun, columns: List[str]) -> Dict[str, Any]:
     res = r.result
     s = r.scenario
     row: Dict[str, Any] = {
@@ -55,18 +56,27 @@ def _csv_row(run: MatrixRun, r: ArmRun) -> Dict[str, Any]:
             "cpu_us_per_call": res.cpu_us_per_call,
             "server_cpu_us_per_call": res.server_cpu_us_per_call,
             "status": ";".join(f"{k}={v}" for k, v in sorted(res.status_codes.items()))})
-    return {k: ("" if row.get(k) is None else row.get(k, "")) for k in CSV_COLUMNS}
+    row.update(run.knobs_of(r))
+    return {k: ("" if row.get(k) is None else row.get(k, "")) for k in columns}
+
+
+def csv_knob_columns(run: MatrixRun) -> List[str]:
+    """The columns after :data:`CSV_COLUMNS`: one per knob the runs were given (channel
+    options as ``channel.NAME``, load keywords by name, in first-seen order); none when
+    no run was given any."""
+    return knob_columns((run.knobs_of(r) for r in run.runs), CSV_COLUMNS)
 
 
 def csv_rows(run: MatrixRun) -> List[Dict[str, Any]]:
-    """One dict per arm run, keyed by CSV_COLUMNS."""
-    return [_csv_row(run, r) for r in run.runs]
+    """One dict per arm run, keyed by CSV_COLUMNS and then the knob columns."""
+    columns = CSV_COLUMNS + csv_knob_columns(run)
+    return [_csv_row(run, r, columns) for r in run.runs]
 
 
 def csv_text(run: MatrixRun) -> str:
     """The tidy CSV as text."""
     buf = io.StringIO(newline="")
-    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS)
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS + csv_knob_columns(run))
     writer.writeheader()
     writer.writerows(csv_rows(run))
     return buf.getvalue()

@@ -40,6 +40,9 @@ def results_doc(run: MatrixRun, histograms: bool = True) -> Dict[str, Any]:
                  "arm": r.arm.name, "round": r.round, "position": r.position,
                  "scenario": dict(r.scenario.to_dict(), label=r.label), "kind": r.arm.mode,
                  "server": r.server_generation, "target": r.target, "started": r.started}
+        knobs = run.knobs_of(r)  # channel options and load keywords, when any were given
+        if knobs:
+            entry["knobs"] = knobs
         if r.result is None:
             failed.append(dict(entry, failed=r.failed))
             continue

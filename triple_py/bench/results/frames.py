@@ -33,6 +33,7 @@ from ... import benchstat
 from ..record.html_tables import results_html
 from ..record.result import client_cpu
 from ..spec.kinds import kind_of
+from ..spec.knobs import knob_columns
 from .document import results_doc
 from .model import MatrixRun
 from .paired import PAIRED_COLUMNS, compare_rounds
@@ -89,7 +90,8 @@ def _ms(ns: Any) -> Optional[float]:
 class Results:
     """One harness output, loaded (see :func:`load_results`).
 
-    ``runs``: one row per arm, scenario and round (columns :data:`RUN_COLUMNS`; runs that
+    ``runs``: one row per arm, scenario and round (columns :data:`RUN_COLUMNS`, then one
+    per knob the runs were given: ``channel.NAME``, load keywords; runs that
     raised have ``failed`` set and no figures). ``histograms``: the latency histogram of
     every run in long format (``scenario, arm, round, value_ns, count``; the corrected one,
     i.e. the one the percentiles in ``runs`` come from). ``timeseries``: per second of each
@@ -389,7 +391,8 @@ def _frames(doc: Mapping[str, Any], json_path: Path, baseline: Optional[str]) ->
     baseline = baseline or matrix.get("baseline") or (arms[0] if arms else "")
     rows = [_run_row(e, matrix, doc.get("config") or {}, scenarios, arms, baseline)
             for e in entries]
-    runs = pd.DataFrame.from_records(rows, columns=RUN_COLUMNS)
+    knobs = knob_columns((e.get("knobs") or {} for e in entries), RUN_COLUMNS)
+    runs = pd.DataFrame.from_records(rows, columns=RUN_COLUMNS + knobs)
     for c in _FLOAT_COLUMNS:
         runs[c] = pd.to_numeric(runs[c], errors="coerce").astype(float)
     for c in _INT_COLUMNS:
@@ -435,7 +438,8 @@ def _run_row(e: Mapping[str, Any], matrix: Mapping[str, Any], config: Mapping[st
         "write_buffer_size": res.get("write_buffer_size", sc.get("write_buffer_size")),
         "duration_s": res.get("duration_s", matrix.get("duration")),
         "warmup_s": res.get("warmup_s", matrix.get("warmup")),
-        "failed": e.get("failed") if e.get("_failed") or e.get("failed") else None}
+        "failed": e.get("failed") if e.get("_failed") or e.get("failed") else None,
+        **dict(e.get("knobs") or {})}  # channel options and load keywords it was given
     if not res:
         row["status_codes"] = {}
         return row

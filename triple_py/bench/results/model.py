@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ... import __version__
 from ..record.result import BenchResult
@@ -65,6 +65,13 @@ class MatrixRun:
     def scenario_runs(self, scenario: Scenario) -> List[ArmRun]:
         """Every run of one scenario, in execution order."""
         return [r for r in self.runs if r.scenario == scenario]
+
+    def knobs_of(self, r: ArmRun) -> Dict[str, Any]:
+        """The knobs one run was given (channel options as ``channel.NAME``, load
+        keywords by name): its arm's and scenario's in the matrix, and those its result
+        recorded (``extra["knobs"]``: a single ``run()``'s)."""
+        recorded = r.result.extra.get("knobs") if r.result is not None else None
+        return {**self.matrix.knobs(r.scenario, r.arm), **dict(recorded or {})}
 
 
 def single_run(result: BenchResult, target: Optional[str] = None,

@@ -10,6 +10,7 @@ from ..arms.runners import run_spec
 from ..errors import RunFailed, TargetError
 from ..record.result import BenchResult
 from ..spec.kinds import canonical_mode, kind_of
+from ..spec.knobs import free_load_names
 from ..spec.run_spec import WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec
 from ..spec.target import check_target
 from ..workload.call_setup import CallSetup
@@ -40,9 +41,20 @@ def spec_of(target: Optional[str] = None, method: Optional[str] = None,
             write_buffer_delay_us: int = WRITE_BUFFER_DELAY_US,
             timeout: float = 10.0, count: int = 0, *, wire: str = "grpc",
             arm: Optional[str] = None, shared_request: bool = True, hist_digits: int = 3,
-            options: Optional[Dict[str, Any]] = None) -> RunSpec:
+            options: Optional[Dict[str, Any]] = None,
+            channel: Optional[Mapping[str, Any]] = None,
+            load: Optional[Mapping[str, Any]] = None, **knobs: Any) -> RunSpec:
     """The validated RunSpec of :func:`run`'s arguments (target None: ``127.0.0.1:0``, to be
-    replaced by the embedded server's address). Raises ConfigError for bad parameters."""
+    replaced by the embedded server's address). Raises ConfigError for bad parameters.
+
+    ``channel``: channel options by their names in ``_triple.CHANNEL_OPTIONS``
+    (``{"stream_window": 1 << 20}``); ``load`` and any other keyword: keywords of the C load
+    generator by their names in ``_triple.LOAD_OPTIONS`` (``series_digits=3``), each
+    checked against its row (:mod:`~triple_py.bench.spec.knobs`)."""
+    unknown = [k for k in knobs if k not in free_load_names()]
+    if unknown:
+        raise TypeError(f"run() got an unexpected keyword argument {unknown[0]!r} (load "
+                        f"keywords: {', '.join(free_load_names())})")
     mode = canonical_mode(mode)
     spec = RunSpec(arm=arm or mode, mode=mode, target=target or "127.0.0.1:0", method=method,
                    payload_size=payload_size, concurrency=concurrency,
@@ -51,7 +63,8 @@ def spec_of(target: Optional[str] = None, method: Optional[str] = None,
                    write_buffer_size=write_buffer_size,
                    write_buffer_delay_us=write_buffer_delay_us, timeout=timeout, wire=wire,
                    shared_request=shared_request, hist_digits=hist_digits,
-                   options=dict(options or {}))
+                   options=dict(options or {}), channel=dict(channel or {}),
+                   load={**dict(load or {}), **knobs})
     return spec.validate()
 
 
@@ -70,7 +83,9 @@ def run(*args: Any, progress: Optional[Progress] = None,
     > 0 caps the measured calls (``duration`` 0: count only). ``rate`` (calls/s) makes the
     loop open, with latency also measured from the intended send time.
     ``stream_messages`` is K for the bidi modes; ``write_buffer_size`` 0 turns the
-    coalescing writer off. ``call`` calls any service with ghz's options (keys of
+    coalescing writer off. ``channel`` sets any channel option of the core by its name
+    (``channel={"stream_window": 1 << 20}``: the C arms and the triple-py ones), ``load``
+    or a keyword of its own any keyword of the C load generator (``series_digits=3``). ``call`` calls any service with ghz's options (keys of
     :class:`~triple_py.bench.workload.call_setup.CallSetup` and
     :class:`~triple_py.bench.workload.call_setup.TlsOptions`: ``proto``,
     ``import_paths``, ``protoset`` (neither: server reflection), ``data``, ``data_file``,
@@ -104,12 +119,14 @@ def run(*args: Any, progress: Optional[Progress] = None,
 
 
 _SPEC_SIGNATURE = inspect.signature(spec_of)
+_SPEC_PARAMETERS = list(_SPEC_SIGNATURE.parameters.values())
 run.__signature__ = _SPEC_SIGNATURE.replace(  # type: ignore[attr-defined]
-    parameters=[*_SPEC_SIGNATURE.parameters.values(),
+    parameters=[*_SPEC_PARAMETERS[:-1],  # **knobs last
                 inspect.Parameter("progress", inspect.Parameter.KEYWORD_ONLY, default=None,
                                   annotation=Optional[Progress]),
                 inspect.Parameter("call", inspect.Parameter.KEYWORD_ONLY, default=None,
-                                  annotation=Optional[Mapping[str, Any]])],
+                                  annotation=Optional[Mapping[str, Any]]),
+                _SPEC_PARAMETERS[-1]],
     return_annotation=BenchResult)
 
 

@@ -89,7 +89,9 @@ from ..units import format_size, parse_duration, parse_size
 from ..workload.call_setup import CallSetup
 from .capacity import CapacitySpec, parse_capacity
 from .kinds import KINDS, canonical_mode, kind_of
-from .run_spec import WIRES, WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec
+from .knobs import (CHANNEL, check_knob, flat_knobs, free_load_names, knob_dicts,
+                    knob_from_text)
+from .run_spec import WIRES, WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec, takes_knob
 
 __all__ = ["Matrix", "ArmSpec", "Scenario", "BUILTIN", "load_matrix", "parse_matrix",
            "matrix_from_dict", "round_order", "AXES"]
@@ -170,6 +172,9 @@ class Scenario:
     stream_messages: int = 1
     rate: float = 0.0
     write_buffer_size: Optional[int] = None  # None: the arm's (or the core's) default
+    # Knob axes: ((flat name, value), ...), channel options (``channel.NAME``) and load
+    # keywords by the core's tables (:mod:`.knobs`), in the order of the file.
+    knobs: Tuple[Tuple[str, Any], ...] = ()
 
     def label(self, streaming: bool = False, show_write_buffer: bool = False) -> str:
         """``128B/c50``, ``128B/m512/c32``, ``1KiB/c100/conn4/rps2000``..."""
@@ -183,11 +188,15 @@ class Scenario:
             parts.append(f"rps{self.rate:g}")
         if show_write_buffer and self.write_buffer_size is not None:
             parts.append(f"wb{self.write_buffer_size}")
+        parts.extend(f"{key.removeprefix(CHANNEL)}={_shown(value)}" for key, value in self.knobs)
         return "/".join(parts)
 
     def to_dict(self) -> Dict[str, Any]:
-        """The axes as a dict."""
-        return dataclasses.asdict(self)
+        """The axes as a dict (knob axes by their flat names)."""
+        d = dataclasses.asdict(self)
+        del d["knobs"]
+        d.update(self.knobs)
+        return d
 
 
 @dataclasses.dataclass
@@ -249,7 +258,16 @@ class Matrix:
             timeout=o.get("timeout", self.timeout), wire=o.get("wire", self.wire),
             shared_request=o.get("shared_request", True),
             options={k: o[k] for k in _OPTION_KEYS if k in o})
+        spec.channel, spec.load = knob_dicts(self.knobs(scenario, arm))
+        spec.__post_init__()  # a channel option that is a field of its own goes there
         return spec
+
+    def knobs(self, scenario: Scenario, arm: ArmSpec) -> Dict[str, Any]:
+        """The knobs of one arm in one scenario by their flat names (``channel.NAME``,
+        load keywords): the scenario's axes that the arm takes (a grpcio arm has no
+        channel options of ours), overridden by the arm's own settings."""
+        axes = {k: v for k, v in scenario.knobs if takes_knob(arm.mode, k)}
+        return {**axes, **flat_knobs(arm.overrides)}
 
     def with_overrides(self, *, rounds: Optional[int] = None, duration: Optional[float] = None,
                        warmup: Optional[float] = None, timeout: Optional[float] = None,
@@ -383,7 +401,8 @@ def matrix_from_dict(data: Mapping[str, Any], where: str = "<results>") -> Matri
             doc["capacity"] = capacity
         matrix = _build(doc, str(data.get("source") or ""), str(data.get("name") or "matrix"))
         scenarios = [Scenario(**{axis: _axis_value(axis, s[axis]) for axis in AXES
-                                 if s.get(axis) is not None}) for s in recorded]
+                                 if s.get(axis) is not None},
+                              knobs=tuple(flat_knobs(s).items())) for s in recorded]
         labels = [s.get("label") for s in recorded]
         matrix = dataclasses.replace(matrix, scenarios=scenarios, axes_given=tuple(AXES))
         if any(label != matrix.label(s) for label, s in zip(labels, scenarios)):
@@ -406,10 +425,15 @@ def _build(doc: Mapping[str, Any], source: str, default_name: str) -> Matrix:
     if modes is not None and "mode" in doc:
         raise ConfigError("give mode either at the top level or in [scenarios], not both")
     modes = doc.get("mode", modes)
+    _channel_table(scenarios_doc, "scenarios.channel")
+    knob_axes = flat_knobs(scenarios_doc)  # channel.NAME and load keywords (.knobs)
+    scenarios_doc = {k: v for k, v in scenarios_doc.items()
+                     if k != "channel" and k not in knob_axes}
     bad_axes = sorted(set(scenarios_doc) - set(AXES))
     if bad_axes:
         raise ConfigError(f"unknown scenario axis {bad_axes[0]!r} (known: {', '.join(AXES)}, "
-                          "mode)")
+                          f"mode, {CHANNEL}NAME for a channel option of the core, a load "
+                          f"keyword: {', '.join(free_load_names())})")
     axes: Dict[str, List[Any]] = {}
     for axis in AXES:
         if axis not in scenarios_doc:
@@ -421,8 +445,14 @@ def _build(doc: Mapping[str, Any], source: str, default_name: str) -> Matrix:
         axes[axis] = [_axis_value(axis, v) for v in values]
     if "payload" not in axes or "concurrency" not in axes:
         raise ConfigError("[scenarios] needs payload and concurrency lists")
+    for key, values in knob_axes.items():
+        values = values if isinstance(values, list) else [values]
+        if not values:
+            raise ConfigError(f"scenarios.{key} is empty")
+        axes[key] = [_knob_value(key, v, "scenarios.") for v in values]
     names = list(axes)
-    scenarios = [Scenario(**dict(zip(names, combo)))
+    scenarios = [Scenario(**{n: v for n, v in zip(names, combo) if n in AXES},
+                          knobs=tuple((n, v) for n, v in zip(names, combo) if n not in AXES))
                  for combo in itertools.product(*(axes[n] for n in names))]
 
     arm_tables = doc.get("arm", {})
@@ -529,10 +559,15 @@ def _arm(entry: Any, tables: Mapping[str, Mapping[str, Any]]) -> ArmSpec:
             settings["name"] = settings["mode"]
     else:
         raise ConfigError(f"bad arm {entry!r} (expected a name or a table)")
+    _channel_table(settings, f"arm {settings.get('name')!r} key channel")
+    knobs = flat_knobs(settings)  # channel.NAME and load keywords (.knobs)
+    settings = {k: v for k, v in settings.items() if k != "channel" and k not in knobs}
     unknown = sorted(set(settings) - _ARM_KEYS)
     if unknown:
         raise ConfigError(f"arm {settings.get('name')!r}: unknown key {unknown[0]!r} "
-                          f"(known: {', '.join(sorted(_ARM_KEYS))})")
+                          f"(known: {', '.join(sorted(_ARM_KEYS))}, {CHANNEL}NAME for a "
+                          f"channel option of the core, a load keyword: "
+                          f"{', '.join(free_load_names())})")
     name = settings.pop("name")
     if not isinstance(name, str) or not _ARM_NAME.fullmatch(name) or \
             re.search(r"-\d+$", name):
@@ -551,7 +586,32 @@ def _arm(entry: Any, tables: Mapping[str, Mapping[str, Any]]) -> ArmSpec:
         settings["call"] = _call_table(settings["call"], f"arm {name!r} call")
     if "write_buffer_size" in settings and isinstance(settings["write_buffer_size"], str):
         settings["write_buffer_size"] = parse_size(settings["write_buffer_size"])
+    channel, load = knob_dicts({k: _knob_value(k, v, f"arm {name!r} key ")
+                                for k, v in knobs.items()})
+    if channel:
+        settings["channel"] = channel
+    settings.update(load)
     return ArmSpec(name, mode, settings)
+
+
+def _channel_table(settings: Mapping[str, Any], where: str) -> None:
+    if "channel" in settings and not isinstance(settings["channel"], dict):
+        raise ConfigError(f"{where} must be a table of channel options "
+                          f"(channel.NAME = value), not {settings['channel']!r}")
+
+
+def _knob_value(key: str, value: Any, where: str) -> Any:
+    """A knob's value from a matrix file, checked by its row (sizes as text too)."""
+    if isinstance(value, str):
+        return knob_from_text(key, value, where)
+    return check_knob(key, value, where)
+
+
+def _shown(value: Any) -> str:
+    """A knob's value in a scenario label."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _check(m: Matrix) -> None:

@@ -5,17 +5,21 @@ import dataclasses
 import math
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..._options import DIALECTS, core_default
+from ... import _options
+from ..._options import core_default
 from ..errors import ConfigError
 from ..limits import load_limit, option_range
 from ..workload.messages import STREAM_METHOD, UNARY_METHOD, benchmark_request, normalize_method
 from .kinds import kind_of
+from .knobs import (CHANNEL, FIELD_KEYWORDS, channel_row, check_channel, check_load,
+                    spec_knobs, split_knob)
 from .schedules import Schedule
 
-__all__ = ["RunSpec", "WIRES", "WRITE_BUFFER_SIZE", "WRITE_BUFFER_DELAY_US", "load_limit",
+__all__ = ["RunSpec", "takes_knob", "c_arm_mode", "WIRES", "WRITE_BUFFER_SIZE", "WRITE_BUFFER_DELAY_US", "load_limit",
            "option_range"]
 
-WIRES = ("grpc", "triple")
+#: The wires, as the core's ``triple.wire`` row names them.
+WIRES = tuple(_options.WIRES)
 # The C core's coalescing writer defaults (its table of channel options).
 WRITE_BUFFER_SIZE: int = core_default("write_buffer_size")
 WRITE_BUFFER_DELAY_US: int = core_default("write_buffer_delay_us")
@@ -39,6 +43,13 @@ class RunSpec:
     ``rate_schedule`` (an open loop whose rate follows it) and ``concurrency_schedule``
     (calls in flight over time, at most ``concurrency``) are ghz's load schedules
     (:mod:`.schedules`, C arms only).
+
+    ``channel`` sets any channel option by its name in ``_triple.CHANNEL_OPTIONS``
+    (``{"stream_window": 1 << 20}``; our client's arms: the C ones take every row, the
+    triple-py ones the rows with a key) and ``load`` any other keyword of
+    ``_triple.LOAD_OPTIONS`` by its name (``{"series_digits": 3}``; C arms): each is checked
+    against its row (:mod:`.knobs`). A channel option that is a field of its own here
+    (``write_buffer_size``, ``write_buffer_delay_us``, ``wire``) moves to its field.
     """
 
     arm: str
@@ -65,6 +76,13 @@ class RunSpec:
     connection: Dict[str, Any] = dataclasses.field(default_factory=dict)
     rate_schedule: Optional[Schedule] = None
     concurrency_schedule: Optional[Schedule] = None
+    channel: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    load: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.channel, self.load = dict(self.channel), dict(self.load)
+        for name in [n for n in self.channel if n in _CHANNEL_FIELDS]:
+            setattr(self, name, self.channel.pop(name))
 
     @property
     def streaming(self) -> bool:
@@ -101,8 +119,18 @@ class RunSpec:
         need(self.wire in kind.wires,
              f"--wire {self.wire}: the {self.mode} arm speaks only the "
              f"{'/'.join(kind.wires)} wire (streams are gRPC-framed on every wire)")
-        need(self.options.get("dialect", "auto") in DIALECTS,
-             f"dialect must be one of {sorted(DIALECTS)}, not {self.options.get('dialect')!r}")
+        if "dialect" in self.options:
+            check_channel("dialect", self.options["dialect"])
+        for name, value in self.channel.items():
+            check_channel(name, value)
+            need(takes_knob(self.mode, CHANNEL + name),
+                 f"channel.{name}: the {self.mode} arm does not take it (channel options: "
+                 f"fastpath, stream-path, bidi; triple-py-* those with a key)")
+        for name, value in self.load.items():
+            check_load(name, value)
+            need(takes_knob(self.mode, name),
+                 f"{name}: a keyword of the C load generator; the {self.mode} arm does not "
+                 f"take it (use fastpath, stream-path or bidi)")
         def within(value: Any, name: str, what: str, *, integer: bool = True,
                    low: Optional[float] = None, table: Callable = load_limit) -> None:
             lo, hi = table(name)
@@ -117,7 +145,7 @@ class RunSpec:
         # One call in flight costs a slot in the C load, a thread or a task in the Python
         # arms: the load generator's bound per connection (and for the Python arms, total).
         per_connection = load_limit("concurrency")[1]
-        c_arm = self.mode in ("fastpath", "stream-path", "bidi")
+        c_arm = c_arm_mode(self.mode)
         most = per_connection * (self.connections if c_arm and isinstance(
             self.connections, int) else 1)
         need(isinstance(self.concurrency, int) and 1 <= self.concurrency <= most,
@@ -160,6 +188,27 @@ class RunSpec:
         self.resolved_method()  # ConfigError for a malformed method
         return self
 
+    def channel_options(self) -> Dict[str, Any]:
+        """Every channel option of this run by the table's names: the call setup's
+        (``connection``), the fields that are channel options, then ``channel``."""
+        return {**self.connection, **self._own_channel()}
+
+    def channel_pairs(self) -> List[Tuple[str, Any]]:
+        """The channel options of this run (but the call setup's) as grpcio-style
+        ``(key, value)`` pairs, for the arms on triple_py's Python API."""
+        return [(channel_row(name).key, value) for name, value in self._own_channel().items()]
+
+    def _own_channel(self) -> Dict[str, Any]:
+        own = {name: getattr(self, name) for name in _CHANNEL_FIELDS}
+        if "dialect" in self.options:
+            own["dialect"] = self.options["dialect"]
+        return {**own, **self.channel}
+
+    def knobs(self) -> Dict[str, Any]:
+        """``channel`` and ``load`` as one dict of flat names (``channel.NAME``, ``NAME``):
+        what the results record of this run beyond the fields."""
+        return spec_knobs(self.channel, self.load)
+
     def result_fields(self) -> Dict[str, Any]:
         """The BenchResult fields that echo this spec."""
         size = round(sum(len(b) for b, _ in self.requests) / len(self.requests)) \
@@ -170,3 +219,24 @@ class RunSpec:
                 "stream_messages": self.stream_messages if self.streaming else 1,
                 "rate": self.rate, "duration_s": self.duration, "warmup_s": self.warmup,
                 "count": self.count, "wire": self.wire}
+
+
+def c_arm_mode(mode: str) -> bool:
+    """True for the kinds the C load generator runs (they take every load keyword)."""
+    return mode in ("fastpath", "stream-path", "bidi")
+
+
+def takes_knob(mode: str, key: str) -> bool:
+    """True when the arms of kind ``mode`` take the knob ``key`` (a flat name): the C
+    arms take every channel option and load keyword, the other arms of our client
+    (triple-py-*) the channel options that have a key, the reference arms none."""
+    kind, name = split_knob(key)
+    if c_arm_mode(mode):
+        return True
+    return kind == "channel" and kind_of(mode).ours and channel_row(name).key is not None
+
+
+#: Channel options that are RunSpec fields of their own.
+_CHANNEL_FIELDS = tuple(f.name for f in dataclasses.fields(RunSpec)
+                        if f.name in {o.name for o in _options.CORE_OPTIONS})
+assert FIELD_KEYWORDS <= {f.name for f in dataclasses.fields(RunSpec)} | {"driver_threads"}
