@@ -288,3 +288,36 @@ def test_channel_options_and_arms():
                 channel={"stream_window": 1 << 20}).validate()
     moved = RunSpec(arm="a", mode="fastpath", target="h:1", channel={"write_buffer_size": 0})
     assert (moved.write_buffer_size, moved.channel) == (0, {})
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--channel", "stream_window=0"],
+     "--channel stream_window=0: channel.stream_window must be 1..2147483647, not 0"),
+    (["--channel", "nope=1"], "--channel nope=1: channel.nope: the core has no such"),
+    (["--load", "series_digits=9"], "--load series_digits=9: series_digits must be 1..4"),
+    (["--load", "concurrency=9"], "concurrency: a setting of the harness's own"),
+    (["--load", "series_digits"], "--load 'series_digits': expected NAME=VALUE"),
+])
+def test_cli_knob_flags_check_by_the_tables(capsys, args, message):
+    from triple_py.bench.cli import main
+
+    assert main(["run", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+
+
+def test_cli_knob_flags_reach_run_load_and_the_csv(capsys, tmp_path, fake_load):
+    from triple_py.bench.cli import main
+
+    out = tmp_path / "r.csv"
+    assert main(["run", "--target", "127.0.0.1:1", "--no-check", "-z", "0.1", "--warmup",
+                 "0", "-c", "2", "--load", "series_digits=3", "--channel",
+                 "stream_window=64KiB", "--channel", "triple.max_frame_size=32768",
+                 "--csv", str(out)]) == 0
+    capsys.readouterr()
+    kw = fake_load.calls[-1]
+    assert (kw["series_digits"], kw["stream_window"], kw["max_frame_size"]) == (3, 65536,
+                                                                                 32768)
+    row = next(csv.DictReader(out.open()))
+    assert (row["series_digits"], row["channel.stream_window"],
+            row["channel.max_frame_size"]) == ("3", "65536", "32768")

@@ -33,7 +33,8 @@ from typing import Callable, Iterator, Optional, Sequence
 from .errors import BenchError, ConfigError
 from .spec.kinds import KINDS
 from .spec.matrix import BUILTIN
-from .spec.run_spec import WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE
+from .spec.knobs import channel_row, free_load_names, knob_dicts, parse_assignment
+from .spec.run_spec import WIRES, WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE
 from .units import parse_duration, parse_size
 
 __all__ = ["main"]
@@ -163,11 +164,11 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
                      help="server(s) to load: host:port, dns:, ipv4:a:p,b:p, ipv6:, unix:, "
                           "unix-abstract:, or a registered registry such as zookeeper:// "
                           "(default: start the embedded echo server)")
-    run.add_argument("--wire", choices=("grpc", "triple"), default="grpc",
+    run.add_argument("--wire", choices=WIRES, default="grpc",
                      help="wire protocol (grpc; triple: the C kinds fastpath, stream-path and "
                           "bidi, whose streams Triple frames as gRPC, and triple-py-sync, "
                           "triple-py-aio)")
-    run.add_argument("--dialect", choices=("auto", "go", "spec"), default="auto",
+    run.add_argument("--dialect", choices=channel_row("dialect").choices, default="auto",
                      help="Triple headers (triple.dialect): auto sends dubbo-go's and the "
                           "spec's (Java, dubbo-js); go or spec only one pair (auto)")
     run.add_argument("--stream-messages", type=POSITIVE, default=1,
@@ -193,6 +194,7 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
                      help="write the -O output there instead of stdout")
     add_call_flags(run)
     add_schedule_flags(run)
+    add_knob_flags(run)
 
     matrix = sub.add_parser("matrix", help="a benchmark matrix (TOML file or built-in)",
                             description="Run a benchmark matrix: a TOML file (format: "
@@ -250,6 +252,7 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
     cap.add_argument("--precision", type=float, default=0.05,
                      help="stop when passing and failing rates are this close (0.05)")
     cap.add_argument("--max-probes", type=POSITIVE, default=16, help="most probes (16)")
+    add_knob_flags(cap)
     cap.add_argument("--out", type=Path, metavar="DIR",
                      help="write capacity.txt, capacity.json and capacity.png there")
     add_call_flags(cap)
@@ -310,6 +313,26 @@ def add_call_flags(parser: argparse.ArgumentParser) -> None:
                    help="TLS accepting any server certificate (no chain or name check)")
     g.add_argument("--insecure", action="store_true",
                    help="plaintext (the default here; ghz defaults to TLS)")
+
+
+def add_knob_flags(parser: argparse.ArgumentParser) -> None:
+    """``--channel NAME=VALUE`` and ``--load NAME=VALUE``: any channel option or load
+    keyword by its name in the core's tables, checked by its row (see spec.knobs)."""
+    g = parser.add_argument_group("the core's tables (repeatable)")
+    g.add_argument("--channel", action="append", default=[], metavar="NAME=VALUE",
+                   type=_arg(lambda t: parse_assignment(t, "--channel", True), "NAME=VALUE"),
+                   help="a channel option by its name in _triple.CHANNEL_OPTIONS "
+                        "(stream_window=1MiB, max_frame_size=32768...; C and triple-py arms)")
+    g.add_argument("--load", action="append", default=[], metavar="NAME=VALUE",
+                   type=_arg(lambda t: parse_assignment(t, "--load", False), "NAME=VALUE"),
+                   help="a keyword of the C load generator by its name in "
+                        f"_triple.LOAD_OPTIONS ({', '.join(free_load_names())}; C arms)")
+
+
+def knobs_of(args: argparse.Namespace) -> dict:
+    """``RunSpec`` keywords ``channel`` and ``load`` from ``--channel`` and ``--load``."""
+    channel, load = knob_dicts(dict(getattr(args, "channel", []) + getattr(args, "load", [])))
+    return {"channel": channel, "load": load}
 
 
 def add_schedule_flags(parser: argparse.ArgumentParser) -> None:
@@ -399,7 +422,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                    count=args.total, rate=args.rps, stream_messages=args.stream_messages,
                    write_buffer_size=args.write_buffer,
                    write_buffer_delay_us=args.write_buffer_delay, timeout=args.timeout,
-                   wire=args.wire, options={"dialect": args.dialect})
+                   wire=args.wire, options={"dialect": args.dialect}, **knobs_of(args))
     spec.rate_schedule, spec.concurrency_schedule = schedules_of(args)
     spec.validate()
     for path, flag in ((args.output, "-o"), (args.json, "--json"), (args.csv, "--csv"),
@@ -667,7 +690,7 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
     spec = RunSpec(arm=args.mode, mode=args.mode, target=args.target or "127.0.0.1:0",
                    method=args.call, payload_size=args.payload, concurrency=args.concurrency,
                    connections=args.connections, duration=args.duration, warmup=args.warmup,
-                   timeout=args.timeout, rate=args.start_rate).validate()
+                   timeout=args.timeout, rate=args.start_rate, **knobs_of(args)).validate()
     dataclasses.replace(spec, rate=args.max_rate).validate()  # the highest rate it may try
     if not args.start_rate <= args.max_rate:
         raise ConfigError(f"--start-rate {args.start_rate:g} is above --max-rate "

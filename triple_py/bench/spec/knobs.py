@@ -52,23 +52,23 @@ _SCALAR_LOAD_TYPES = frozenset({"int", "float", "bool", "str", "choice"})
 Row = Union[_options.CoreOption, _load_options.LoadOption]
 
 
-def channel_row(name: str) -> _options.CoreOption:
+def channel_row(name: str, where: str = "") -> _options.CoreOption:
     """The row of the channel option ``name`` (``_triple.CHANNEL_OPTIONS``); ConfigError
     when the core has none by that name."""
     for row in _options.CORE_OPTIONS:
         if row.name == name:
             return row
-    raise ConfigError(f"{CHANNEL}{name}: the core has no such channel option (known: "
+    raise ConfigError(f"{where}{CHANNEL}{name}: the core has no such channel option (known: "
                       f"{', '.join(r.name for r in _options.CORE_OPTIONS)})")
 
 
-def load_row(name: str) -> _load_options.LoadOption:
+def load_row(name: str, where: str = "") -> _load_options.LoadOption:
     """The row of the load keyword ``name`` (``_triple.LOAD_OPTIONS``); ConfigError when
     the load generator has none by that name."""
     for row in _load_options.LOAD_OPTIONS:
         if row.name == name:
             return row
-    raise ConfigError(f"{name}: the load generator has no such keyword (known: "
+    raise ConfigError(f"{where}{name}: the load generator has no such keyword (known: "
                       f"{', '.join(free_load_names())})")
 
 
@@ -133,12 +133,12 @@ def _check_row(row: Row, value: Any, shown: str, where: str) -> Any:
 def check_channel(name: str, value: Any, where: str = "") -> Any:
     """``value`` of the channel option ``name``, checked by its row; ConfigError naming
     ``channel.NAME`` (prefixed by ``where``: a file, an arm, a flag)."""
-    return _check_row(channel_row(name), value, CHANNEL + name, where)
+    return _check_row(channel_row(name, where), value, CHANNEL + name, where)
 
 
 def check_load(name: str, value: Any, where: str = "") -> Any:
     """``value`` of the load keyword ``name``, checked by its row; ConfigError naming it."""
-    row = load_row(name)  # ConfigError naming the known ones when there is no such row
+    row = load_row(name, where)  # ConfigError naming the known ones when there is none
     if name in HARNESS_KEYWORDS or row.type not in _SCALAR_LOAD_TYPES:
         raise ConfigError(f"{where}{name}: set by the harness for each run, not a knob")
     if name in FIELD_KEYWORDS:
@@ -178,7 +178,7 @@ def knob_from_text(key: str, text: str, where: str = "") -> Any:
     """The value of a knob given as text (a command-line flag), read by its row's type
     (integers also as sizes: ``64KiB``), then checked."""
     kind, name = split_knob(key)
-    row: Row = channel_row(name) if kind == "channel" else load_row(name)
+    row: Row = channel_row(name, where) if kind == "channel" else load_row(name, where)
     value: Any = text
     try:
         if row.type == "bool":
@@ -196,18 +196,20 @@ def knob_from_text(key: str, text: str, where: str = "") -> Any:
         elif row.type in ("str", "pem") and text.lower() == "none":
             value = None
     except (ValueError, ConfigError):
-        raise ConfigError(f"{where}{key}: bad value {text!r} (expected a {row.type})") from None
+        raise ConfigError(f"{where}{key}: bad value {text!r} (its type: {row.type})") from None
     return check_knob(key, value, where)
 
 
 def parse_assignment(text: str, flag: str, channel: bool) -> Tuple[str, Any]:
-    """``NAME=VALUE`` of ``--channel`` (``channel`` True) or ``--load``: the knob's flat
-    name and its checked value."""
+    """``NAME=VALUE`` of ``--channel`` (``channel`` True; NAME may also be the option's key,
+    ``triple.stream_window``) or ``--load``: the knob's flat name and its checked value."""
     name, sep, value = text.partition("=")
     name = name.strip()
     if not sep or not name:
         raise ConfigError(f"{flag} {text!r}: expected NAME=VALUE")
-    name = name.removeprefix(CHANNEL) if channel else name
+    if channel:  # by its name, or by its key as channels take it (triple.stream_window)
+        name = name.removeprefix(CHANNEL)
+        name = next((r.name for r in _options.CORE_OPTIONS if r.key == name), name)
     key = CHANNEL + name if channel else name
     return key, knob_from_text(key, value.strip(), f"{flag} {text}: ")
 
