@@ -26,6 +26,7 @@ import dataclasses
 import importlib
 from typing import Callable, Dict, Tuple
 
+from ... import _options
 from ..errors import ConfigError
 
 __all__ = ["ArmKind", "KINDS", "ALIASES", "kind_of", "canonical_mode"]
@@ -53,16 +54,19 @@ class ArmKind:
         return arms.runner_of(self.name)
 
 
+#: Every wire of the core (its ``triple.wire`` row): what the arms of our client speak.
+WIRES: Tuple[str, ...] = tuple(_options.WIRES)
+
 KINDS: Dict[str, ArmKind] = {k.name: k for k in (
     ArmKind("fastpath", "C load generator, unary fast path",
-            open_loop=True, count=True, ours=True, wires=("grpc", "triple")),
+            open_loop=True, count=True, ours=True, wires=WIRES),
     ArmKind("stream-path",
             "C load generator, unary call through the streaming machinery (baseline)",
-            open_loop=True, count=True, ours=True, wires=("grpc", "triple")),
+            open_loop=True, count=True, ours=True, wires=WIRES),
     # On the Triple wire a stream is gRPC-framed (dubbo-go, Java and the Triple spec frame
     # streams as gRPC); the channel adds the Triple service headers it has.
     ArmKind("bidi", "C load generator, bidi streams of K messages",
-            streaming=True, open_loop=True, count=True, ours=True, wires=("grpc", "triple")),
+            streaming=True, open_loop=True, count=True, ours=True, wires=WIRES),
     ArmKind("grpcio-sync", "grpcio, Python threads, blocking unary calls"),
     ArmKind("grpcio-aio", "grpcio.aio, asyncio tasks, unary calls"),
     ArmKind("grpcio-aio-bidi", "grpcio.aio, asyncio tasks, stream_stream with K messages",
@@ -71,9 +75,9 @@ KINDS: Dict[str, ArmKind] = {k.name: k for k in (
     ArmKind("h2load-bidi", "h2load, K raw gRPC frames per request to StreamCall",
             streaming=True, count=True),
     ArmKind("triple-py-sync", "triple_py Python API, Python threads, blocking unary calls",
-            ours=True, wires=("grpc", "triple")),
+            ours=True, wires=WIRES),
     ArmKind("triple-py-aio", "triple_py.aio, asyncio tasks, unary calls", ours=True,
-            wires=("grpc", "triple")),
+            wires=WIRES),
     ArmKind("triple-py-bidi", "triple_py Python API, Python threads, bidi streams",
             streaming=True, ours=True),
 )}

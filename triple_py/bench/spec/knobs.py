@@ -130,10 +130,11 @@ def _check_row(row: Row, value: Any, shown: str, where: str) -> Any:
     return value
 
 
-def check_channel(name: str, value: Any, where: str = "") -> Any:
+def check_channel(name: str, value: Any, where: str = "", shown: Optional[str] = None) -> Any:
     """``value`` of the channel option ``name``, checked by its row; ConfigError naming
-    ``channel.NAME`` (prefixed by ``where``: a file, an arm, a flag)."""
-    return _check_row(channel_row(name, where), value, CHANNEL + name, where)
+    ``channel.NAME`` (or ``shown``: the key as the user wrote it), prefixed by ``where``
+    (a file, an arm, a flag)."""
+    return _check_row(channel_row(name, where), value, shown or CHANNEL + name, where)
 
 
 def check_load(name: str, value: Any, where: str = "") -> Any:

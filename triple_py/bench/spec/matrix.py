@@ -89,8 +89,8 @@ from ..units import format_size, parse_duration, parse_size
 from ..workload.call_setup import CallSetup
 from .capacity import CapacitySpec, parse_capacity
 from .kinds import KINDS, canonical_mode, kind_of
-from .knobs import (CHANNEL, check_knob, flat_knobs, free_load_names, knob_dicts,
-                    knob_from_text)
+from .knobs import (CHANNEL, check_channel, check_knob, flat_knobs, free_load_names,
+                    knob_dicts, knob_from_text)
 from .run_spec import WIRES, WRITE_BUFFER_DELAY_US, WRITE_BUFFER_SIZE, RunSpec, takes_knob
 
 __all__ = ["Matrix", "ArmSpec", "Scenario", "BUILTIN", "load_matrix", "parse_matrix",
@@ -531,12 +531,10 @@ def _axis_value(axis: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ConfigError(f"scenarios.rate: bad value {value!r} (calls/s, 0: closed loop)")
         return float(value)
-    if axis == "write_buffer_size":
-        if isinstance(value, str):
-            return parse_size(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if axis ==
-                                                                         "write_buffer_size"
-                                                                         else 1):
+    if axis == "write_buffer_size":  # a channel option: its range is the core's row
+        return check_channel(axis, parse_size(value) if isinstance(value, str) else value,
+                             "scenarios.", shown=axis)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"scenarios.{axis}: bad value {value!r} (expected a positive integer)")
     return value
 
