@@ -41,6 +41,10 @@ The format (every key but ``arms``/``mode`` and ``[scenarios]`` is optional)::
     stream_messages = [1]       # K, messages each way per stream (bidi kinds only)
     rate = [0]                  # open loop calls/s (C kinds only); 0: closed loop
     write_buffer_size = [65536] # C core coalescing writer watermark; 0: off
+    channel.stream_window = ["1MiB"]  # any channel option of the core, by its
+                                # name in _triple.CHANNEL_OPTIONS (our client's arms)
+    series_digits = [3]         # any other keyword of the C load generator, by its
+                                # name in _triple.LOAD_OPTIONS (C kinds)
 
     [arm.writer-off]            # a named arm: a kind plus overrides
     mode = "bidi"               # the arm kind (see triple_py.bench.arms)
@@ -55,7 +59,8 @@ The format (every key but ``arms``/``mode`` and ``[scenarios]`` is optional)::
                                 # unary_fast_path (triple-py-sync: false sends each
                                 # call through the streaming machinery),
                                 # dialect (wire = "triple": auto | go | spec, the
-                                # triple.dialect headers)
+                                # triple.dialect headers), channel.NAME and load
+                                # keywords as in [scenarios] (one value)
 
 ``arms`` lists arm kinds (``fastpath``, ``grpcio-aio``...: the arm is named after its kind)
 and names defined in ``[arm.<name>]`` tables; an entry may also be an inline table
@@ -67,7 +72,18 @@ must not end in ``-<digits>`` (Go's GOMAXPROCS suffix).
 
 The scenario label in the outputs joins the axes that matter: ``128B/c50``, ``128B/m512/c32``
 (``m``: stream messages, shown when an arm streams), ``/conn4`` (connections other than 1),
-``/rps2000`` (open loop), ``/wb0`` (a write_buffer_size axis).
+``/rps2000`` (open loop), ``/wb0`` (a write_buffer_size axis), ``/stream_window=65535``
+(a knob axis).
+
+Knobs (:mod:`.knobs`): ``channel.NAME`` is the channel option ``NAME`` of the core's table
+(``_triple.CHANNEL_OPTIONS``; a ``channel = {...}`` table is the same), and a key named
+like a keyword of ``_triple.LOAD_OPTIONS`` that the harness does not set itself is that
+load keyword; each value is checked against its row (type, range, choices), so a row
+added to either table is a key here without an edit of this module. An axis of them
+reaches the arms that take it (channel options: the C kinds, and the triple-py kinds for
+the options with a key; load keywords: the C kinds); an arm's key must suit its kind.
+The CSV, the entries of results.json (``knobs``) and the frames get a column per knob
+given, named as the key (``channel.stream_window``, ``series_digits``).
 
 Built-in matrices: ``headline`` (what ``make bench`` runs), ``seed-unary``, ``seed-unary-py``,
 ``seed-stream`` and ``concurrency-sweep``: TOML files in ``triple_py/bench/spec/matrices/``,
