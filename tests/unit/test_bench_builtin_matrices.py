@@ -4,6 +4,9 @@ text, and the wheel's package data and the sdist take every file."""
 from __future__ import annotations
 
 import fnmatch
+import shutil
+import subprocess
+import sys
 import tomllib
 from collections.abc import Mapping
 from importlib import resources
@@ -48,3 +51,21 @@ def test_the_wheel_and_the_sdist_take_every_matrix_file():
     for name in FILES:
         assert any(fnmatch.fnmatch(f"matrices/{name}", g) for g in globs), name
     assert "graft triple_py" in (ROOT / "MANIFEST.in").read_text(encoding="utf-8").split("\n")
+
+
+@pytest.mark.checkout("setup.py, pyproject.toml")
+def test_the_wheels_build_step_copies_every_matrix_file(tmp_path):
+    """setuptools' build_py (what a wheel holds besides the extension) on a copy of the
+    package copies each matrix file."""
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "triple_py", tree / "triple_py",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyc"))
+    for name in ("setup.py", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in"):
+        shutil.copy(ROOT / name, tree / name)
+    proc = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib",
+                           str(tmp_path / "lib")], cwd=tree, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    built = sorted(p.name for p in (tmp_path / "lib" / "triple_py" / "bench" / "spec" /
+                                    "matrices").glob("*.toml"))
+    assert built == FILES

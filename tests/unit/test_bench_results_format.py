@@ -256,3 +256,14 @@ def test_frames_come_from_the_model(matrix_run, tmp_path):
     assert loaded.runs.drop(columns=["target"]).equals(live.runs.drop(columns=["target"]))
     assert loaded.histograms.equals(live.histograms)
     assert loaded.document["version"] == VERSION
+
+
+OTHER_JSON = sorted(p for p in STORED.rglob("*.json") if p.name != "results.json")
+
+
+@pytest.mark.parametrize("path", OTHER_JSON, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_other_stored_json_files_are_refused_by_name(path):
+    """The rest of benchmarks/results/ (instruction counts, micro-benchmarks...) is not a
+    results document: the reader says so, naming the file."""
+    with pytest.raises(ResultsFormatError, match="not a triple_py.bench results document"):
+        read_results(path)
