@@ -267,3 +267,35 @@ def test_the_other_stored_json_files_are_refused_by_name(path):
     results document: the reader says so, naming the file."""
     with pytest.raises(ResultsFormatError, match="not a triple_py.bench results document"):
         read_results(path)
+
+
+KNOB_MATRIX = """
+name = "k"
+benchmark = "K"
+rounds = 2
+duration = 0.1
+warmup = 0
+arms = ["stream-path", "fastpath", "tuned"]
+[scenarios]
+payload = [128]
+concurrency = [50]
+channel.stream_window = [65535, "1MiB"]
+[arm.tuned]
+mode = "fastpath"
+series_digits = 3
+channel.max_frame_size = 32768
+"""
+
+
+def test_a_run_with_knobs_reads_back_the_same(tmp_path):
+    """Knob axes and an arm's knobs survive the document: the same document, CSV (a column
+    per knob) and summary from the read-back run."""
+    run = run_matrix(parse_matrix(KNOB_MATRIX), server_factory=FakeServers(),
+                     runner=FakeRunner(), check=False, capture_environment=False)
+    write_results(run, tmp_path / "live", comparison(run))
+    again = read_results(tmp_path / "live")
+    assert _plain(results_doc(again)) == _plain(results_doc(run))
+    write_reports(again, tmp_path / "read", comparison(again))
+    for name in COMPARED:
+        assert (tmp_path / "read" / name).read_bytes() == (tmp_path / "live" / name).read_bytes()
+    assert "channel.stream_window" in (tmp_path / "read" / "results.csv").read_text()

@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 from ... import __version__
 from ..errors import ConfigError
 from ..record.result import BenchResult
-from ..spec.matrix import ArmSpec, Matrix, Scenario, matrix_from_dict
+from ..spec.matrix import AXES, ArmSpec, Matrix, Scenario, matrix_from_dict
 from ..spec.slo import Slo
 from .capacity import CapacityResult, CapacityRun, Probe
 from .document import FORMAT, VERSION
@@ -173,8 +173,8 @@ def _arm_run(e: Mapping[str, Any], matrix: Matrix, by_label: Mapping[str, Scenar
              failed: bool) -> ArmRun:
     sc = dict(e.get("scenario") or {})
     label = sc.pop("label", None) or matrix.label(matrix.scenarios[0])
-    scenario = by_label.get(label) or Scenario(**{k: v for k, v in sc.items()
-                                                  if v is not None})
+    scenario = by_label.get(label) or Scenario(**{k: sc[k] for k in AXES
+                                                  if sc.get(k) is not None})
     try:
         arm = matrix.arm(e["arm"])
     except KeyError:
