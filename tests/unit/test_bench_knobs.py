@@ -321,3 +321,16 @@ def test_cli_knob_flags_reach_run_load_and_the_csv(capsys, tmp_path, fake_load):
     row = next(csv.DictReader(out.open()))
     assert (row["series_digits"], row["channel.stream_window"],
             row["channel.max_frame_size"]) == ("3", "65536", "32768")
+
+
+def test_knobs_survive_results_json_and_its_reader(fake_rows, fake_load):
+    """A saved run read back (what ``triple-bench report DIR`` does) gives the same CSV,
+    knob columns included."""
+    import json
+
+    from triple_py.bench.results.reader import run_from_document
+
+    run = _run(FAKE_MATRIX.replace('"grpcio-sync"', '"stream-path"'))
+    again = run_from_document(json.loads(json.dumps(results_doc(run))), "results.json")
+    assert csv_text(again) == csv_text(run)
+    assert "channel.fake_window" in csv_text(again).splitlines()[0]
