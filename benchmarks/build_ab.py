@@ -22,7 +22,10 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-from triple_py.bench.paired import compare_pairs, verdict_block
+from triple_py.bench.record.result import BenchResult
+from triple_py.bench.report.paired import verdict_block
+from triple_py.bench.results.paired import compare_pairs
+from triple_py.bench.results.reader import read_results
 from triple_py_testing.peers import start_peer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,23 +36,26 @@ SCENARIOS: Dict[str, List[str]] = {
 }
 
 
-def one_run(checkout: Path, target: str, args: List[str], duration: float) -> dict:
-    """The JSON result of one ``bench run`` by ``checkout``'s interpreter."""
+def one_run(checkout: Path, target: str, args: List[str], duration: float) -> BenchResult:
+    """The record of one ``bench run`` by ``checkout``'s interpreter (its JSON document,
+    of whichever format version that checkout writes, read back by this one's reader)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
         subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-m", "triple_py.bench",
                         "run", "--target", target, *args, "-z", str(duration),
                         "--warmup", "0.3", "-O", "json", "-o", str(out)],
                        cwd=checkout, check=True, capture_output=True, timeout=120)
-        return json.loads(out.read_text())
+        (arm_run,) = read_results(out).runs
+        if arm_run.result is None:
+            raise RuntimeError(f"the run failed: {arm_run.failed}")
+        return arm_run.result
 
 
-def figures(doc: dict) -> Tuple[float, float]:
-    """(QPS, client CPU µs per call) of one run's JSON (a one-run results document)."""
-    result = doc["results"][0]["result"]
-    if result["errors"]:
-        raise RuntimeError(f"{result['errors']} calls failed: {result['status_codes']}")
-    return result["qps"], result.get("cpu", {}).get("process_us_per_call") or 0.0
+def figures(result: BenchResult) -> Tuple[float, float]:
+    """(QPS, client CPU µs per call) of one run."""
+    if result.errors:
+        raise RuntimeError(f"{result.errors} calls failed: {result.status_codes}")
+    return result.qps, result.cpu.get("process_us_per_call") or 0.0
 
 
 def main(argv: List[str]) -> int:

@@ -13,11 +13,11 @@ alternating order; the figure is the median of the per-round ratios bundled / sy
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 from pathlib import Path
 
+from triple_py.bench.results.reader import read_results
 from triple_py_testing.peers import start_peer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +28,8 @@ def run_once(command: str, target: str, size: str, seconds: str, out: Path) -> f
     subprocess.run([command, "run", "--target", target, "-c", "50", "-z", seconds,
                     "--payload", size, "--json", str(out)], check=True,
                    stdout=subprocess.DEVNULL)
-    return float(json.loads(out.read_text())["results"][0]["result"]["qps"])
+    (arm_run,) = read_results(out).runs
+    return float(arm_run.result.qps)
 
 
 def main() -> None:
