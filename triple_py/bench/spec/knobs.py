@@ -29,7 +29,7 @@ from ..units import parse_size
 __all__ = ["CHANNEL", "HARNESS_KEYWORDS", "FIELD_KEYWORDS", "channel_row", "load_row",
            "free_load_names", "is_knob", "check_channel", "check_load", "check_knob",
            "split_knob", "flat_knobs", "knob_from_text", "parse_assignment", "knob_columns",
-           "spec_knobs", "knob_dicts", "optional_row"]
+           "spec_knobs", "knob_dicts"]
 
 #: The prefix of a channel option's flat name (``channel.stream_window``).
 CHANNEL = "channel."
@@ -243,11 +243,3 @@ def knob_dicts(flat: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]
         (channel if kind == "channel" else load)[name] = value
     return channel, load
 
-
-def optional_row(key: str) -> Optional[Row]:
-    """The row of a flat name, or None when neither table has it."""
-    try:
-        kind, name = split_knob(key)
-        return channel_row(name) if kind == "channel" else load_row(name)
-    except ConfigError:
-        return None
