@@ -33,6 +33,8 @@ CHANNEL_OPTIONS: Final[tuple[_OptionRow, ...]]
 LOAD_OPTIONS: Final[tuple[tuple[str, str, Optional[Union[int, float]],
                                 Optional[Union[int, float]], Any, tuple[str, ...], bool,
                                 str, str], ...]]
+#: run_load's result keys, in its dict's order: (name, type, unit, doc).
+LOAD_RESULTS: Final[tuple[tuple[str, str, str, str], ...]]
 #: The ranges run_load enforces, {keyword: (min, max)} ("concurrency" per connection).
 LOAD_LIMITS: Final[dict[str, tuple[float, float]]]
 
@@ -129,7 +131,7 @@ def run_load(host: str, port: Union[str, int], /, **options: Any) -> dict[str, A
     """The C load generator. ``options``: the load's own keywords (the rows of
     LOAD_OPTIONS, which give each one's type, range, default and whether it is
     required) and Channel()'s keywords (the names of CHANNEL_OPTIONS), given to every
-    connection. ``stop`` (asked every 50 ms) ends the run early with its figures so far
+    connection. The result has one key per row of LOAD_RESULTS. ``stop`` (asked every 50 ms) ends the run early with its figures so far
     (``interrupted``); a signal handler's exception carries them as ``load_result``."""
 def parse_wrapper_response(data: Buffer, /) -> tuple[str, bytes, str]: ...
 def library_versions() -> dict[str, dict[str, str]]: ...

@@ -168,6 +168,15 @@ const char *tri_py_load_mode_name(int mode);
 /* _triple.LOAD_OPTIONS: a tuple of (name, type, min, max, default, choices,
  * required, unit, doc) per row, in table order (a new reference). */
 PyObject *tri_py_load_options_table(void);
+/* run_load's result (load_results.c): a new dict with one key per row of
+ * the table, from the load's configuration and figures (`stopped`: ended
+ * early), or NULL with an exception set. */
+struct tri_load_result;
+PyObject *tri_py_load_result_dict(const struct tri_load_config *cfg,
+                                  const struct tri_load_result *r, int stopped);
+/* _triple.LOAD_RESULTS: a tuple of (name, type, unit, doc) per result key,
+ * in the dict's order (a new reference). */
+PyObject *tri_py_load_results_table(void);
 /* LOAD_LIMITS: {run_load keyword: (min, max)}, the ranges the load generator
  * enforces (tri_load_limits); a new dict, or NULL with an exception set. */
 PyObject *tri_py_load_limits(void);

@@ -6,7 +6,7 @@
  * PyErr_CheckSignals (so Ctrl-C stops the run: tri_load_stop, wait, and the
  * KeyboardInterrupt propagates, carrying the figures of the run until the stop
  * as its `load_result` attribute).  The figures are converted to a dict once
- * the threads are joined.
+ * the threads are joined, by the table of result keys (load_results.c).
  */
 #include "binding.h"
 
@@ -16,44 +16,6 @@
 
 #define WAIT_SLICE_NS (50 * 1000000LL)
 #define MAX_ENDPOINTS 256 /* tri_load_limits' "endpoints" */
-
-/* d[key] = v, stealing v; returns -1 (exception set) on failure. */
-static int put(PyObject *d, const char *key, PyObject *v) {
-  if (!v) return -1;
-  int rv = PyDict_SetItemString(d, key, v);
-  Py_DECREF(v);
-  return rv;
-}
-
-#define PUT_U64(d, k, v) put(d, k, PyLong_FromUnsignedLongLong((unsigned long long)(v)))
-#define PUT_I64(d, k, v) put(d, k, PyLong_FromLongLong((long long)(v)))
-#define PUT_F(d, k, v) put(d, k, PyFloat_FromDouble((double)(v)))
-
-/* {"count", "min", "max", "mean", "p50", ..., "p99.99", clamp counters}. */
-static PyObject *latency_dict(const tri_hist *h) {
-  static const struct {
-    const char *key;
-    double p;
-  } ps[] = {{"p50", 50}, {"p90", 90}, {"p99", 99}, {"p99.9", 99.9}, {"p99.99", 99.99}};
-  PyObject *d = PyDict_New();
-  if (!d) return NULL;
-  uint64_t below, above;
-  tri_hist_clamped(h, &below, &above);
-  if (PUT_U64(d, "count", tri_hist_count(h)) < 0 ||
-      PUT_I64(d, "min", tri_hist_min(h)) < 0 ||
-      PUT_F(d, "mean", tri_hist_mean(h)) < 0)
-    goto fail;
-  for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++)
-    if (PUT_I64(d, ps[i].key, tri_hist_percentile(h, ps[i].p)) < 0) goto fail;
-  if (PUT_I64(d, "max", tri_hist_max(h)) < 0 ||
-      PUT_U64(d, "clamped_below", below) < 0 ||
-      PUT_U64(d, "clamped_above", above) < 0)
-    goto fail;
-  return d;
-fail:
-  Py_DECREF(d);
-  return NULL;
-}
 
 /* [(value_ns, count), ...] over the non-empty buckets. */
 PyObject *tri_py_hist_pairs(const tri_hist *h) {
@@ -72,143 +34,6 @@ PyObject *tri_py_hist_pairs(const tri_hist *h) {
     Py_DECREF(t);
   }
   return l;
-}
-
-static PyObject *u64_list(const uint64_t *a, size_t n) {
-  PyObject *l = PyList_New((Py_ssize_t)n);
-  if (!l) return NULL;
-  for (size_t i = 0; i < n; i++) {
-    PyObject *x = PyLong_FromUnsignedLongLong(a[i]);
-    if (!x) {
-      Py_DECREF(l);
-      return NULL;
-    }
-    PyList_SET_ITEM(l, (Py_ssize_t)i, x);
-  }
-  return l;
-}
-
-static PyObject *i64_list(const int64_t *a, size_t n) {
-  PyObject *l = PyList_New((Py_ssize_t)n);
-  if (!l) return NULL;
-  for (size_t i = 0; i < n; i++) {
-    PyObject *x = PyLong_FromLongLong(a[i]);
-    if (!x) {
-      Py_DECREF(l);
-      return NULL;
-    }
-    PyList_SET_ITEM(l, (Py_ssize_t)i, x);
-  }
-  return l;
-}
-
-/* {name: value / per} for every counter; per == 0 gives 0.0. */
-static PyObject *ratios(const tri_load_result *r, double per) {
-  PyObject *d = PyDict_New();
-  if (!d) return NULL;
-  for (int i = 0; i < r->ncounters && tri_stats_names[i]; i++)
-    if (PUT_F(d, tri_stats_names[i], per > 0 ? (double)r->counters[i] / per : 0.0) < 0) {
-      Py_DECREF(d);
-      return NULL;
-    }
-  return d;
-}
-
-static PyObject *result_dict(const tri_load_config *cfg, const tri_load_result *r) {
-  PyObject *d = PyDict_New(), *x = NULL;
-  if (!d) return NULL;
-  double elapsed = (double)r->elapsed_ns / 1e9;
-  int bidi = cfg->mode == TRI_LOAD_BIDI;
-  const tri_channel_opts *ch = &cfg->channel;
-  double cpu = r->cpu_user_s + r->cpu_sys_s;
-
-  /* What ran. */
-  if (put(d, "mode", PyUnicode_FromString(tri_py_load_mode_name(cfg->mode))) < 0 ||
-      put(d, "target", PyUnicode_FromFormat("%s:%s", cfg->host, cfg->port)) < 0 ||
-      put(d, "path", PyUnicode_FromString(cfg->path)) < 0 ||
-      PUT_U64(d, "payload_size", cfg->payload_size) < 0 ||
-      PUT_I64(d, "connections", cfg->connections) < 0 ||
-      PUT_I64(d, "concurrency", cfg->concurrency) < 0 ||
-      PUT_I64(d, "stream_messages", bidi ? cfg->stream_messages : 1) < 0 ||
-      PUT_U64(d, "write_buffer_size", ch->write_buffer_size) < 0 ||
-      PUT_U64(d, "write_buffer_delay_us", ch->write_buffer_delay_us) < 0 ||
-      put(d, "open_loop", PyBool_FromLong(cfg->rate > 0)) < 0 ||
-      PUT_F(d, "target_rate", cfg->rate) < 0 ||
-      put(d, "shared_request", PyBool_FromLong(cfg->shared_request)) < 0 ||
-      PUT_I64(d, "hist_digits", tri_hist_sig_digits(r->latency)) < 0)
-    goto fail;
-
-  /* Counts and rates. */
-  if (PUT_F(d, "elapsed_s", elapsed) < 0 ||
-      PUT_F(d, "warmup_s", (double)r->warmup_ns / 1e9) < 0 ||
-      PUT_U64(d, "calls", r->calls) < 0 ||
-      PUT_U64(d, "errors", r->errors) < 0 ||
-      PUT_F(d, "qps", r->qps) < 0 ||
-      PUT_U64(d, "warmup_calls", r->warmup_calls) < 0 ||
-      PUT_U64(d, "warmup_errors", r->warmup_errors) < 0 ||
-      PUT_U64(d, "missed", r->missed) < 0 ||
-      PUT_U64(d, "response_bytes", r->response_bytes) < 0 ||
-      PUT_U64(d, "streams", bidi ? r->calls : 0) < 0 ||
-      PUT_U64(d, "messages_sent", r->messages_sent) < 0 ||
-      PUT_U64(d, "messages_received", r->messages_received) < 0 ||
-      PUT_F(d, "messages_per_s", elapsed > 0 ? (double)r->messages_received / elapsed : 0) < 0 ||
-      PUT_U64(d, "short_streams", r->short_streams) < 0 ||
-      PUT_I64(d, "start_monotonic_ns", r->start_ns) < 0 ||
-      PUT_I64(d, "late_ns", r->late_ns) < 0)
-    goto fail;
-
-  /* Latency. */
-  if (put(d, "latency_ns", latency_dict(r->latency)) < 0 ||
-      put(d, "latency_corrected_ns", latency_dict(r->latency_corrected)) < 0 ||
-      put(d, "warmup_latency_ns", latency_dict(r->warmup_latency)) < 0 ||
-      put(d, "warmup_latency_corrected_ns", latency_dict(r->warmup_latency_corrected)) < 0 ||
-      put(d, "histogram", tri_py_hist_pairs(r->latency)) < 0 ||
-      put(d, "histogram_corrected", tri_py_hist_pairs(r->latency_corrected)) < 0 ||
-      put(d, "warmup_histogram", tri_py_hist_pairs(r->warmup_latency)) < 0 ||
-      put(d, "warmup_histogram_corrected", tri_py_hist_pairs(r->warmup_latency_corrected)) < 0)
-    goto fail;
-
-  /* The one-second series. */
-  if (!(x = PyDict_New())) goto fail;
-  if (put(x, "calls", u64_list(r->series_calls, r->seconds)) < 0 ||
-      put(x, "errors", u64_list(r->series_errors, r->seconds)) < 0 ||
-      put(x, "p99_ns", i64_list(r->series_p99_ns, r->seconds)) < 0) {
-    Py_DECREF(x);
-    goto fail;
-  }
-  if (put(d, "series", x) < 0) goto fail;
-
-  /* Status codes: a list indexed by code. */
-  if (put(d, "status_codes", u64_list(r->codes, TRI_LOAD_CODES)) < 0) goto fail;
-
-  /* CPU. */
-  if (!(x = PyDict_New())) goto fail;
-  if (PUT_F(x, "process_user_s", r->cpu_user_s) < 0 ||
-      PUT_F(x, "process_sys_s", r->cpu_sys_s) < 0 ||
-      PUT_F(x, "process_s", cpu) < 0 ||
-      PUT_F(x, "driver_s", r->driver_cpu_s) < 0 ||
-      PUT_F(x, "process_us_per_call", r->calls ? cpu * 1e6 / (double)r->calls : 0) < 0 ||
-      PUT_F(x, "process_cores", elapsed > 0 ? cpu / elapsed : 0) < 0) {
-    Py_DECREF(x);
-    goto fail;
-  }
-  if (put(d, "cpu", x) < 0) goto fail;
-
-  /* Counters over the measured part, and per operation. */
-  if (!(x = PyDict_New())) goto fail;
-  for (int i = 0; i < r->ncounters && tri_stats_names[i]; i++)
-    if (PUT_U64(x, tri_stats_names[i], r->counters[i]) < 0) {
-      Py_DECREF(x);
-      goto fail;
-    }
-  if (put(d, "counters", x) < 0 ||
-      put(d, "per_call", ratios(r, (double)r->calls)) < 0 ||
-      put(d, "per_message", ratios(r, (double)r->messages_sent)) < 0)
-    goto fail;
-  return d;
-fail:
-  Py_DECREF(d);
-  return NULL;
 }
 
 /* Stops the load and waits for its threads (the GIL released). */
@@ -307,9 +132,8 @@ static void keep_partial(tri_load *l) {
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
   PyErr_NormalizeException(&type, &value, &tb);
-  PyObject *d = result_dict(tri_load_config_of(l), r);
-  if (d && value && PUT_I64(d, "interrupted", 1) == 0)
-    PyObject_SetAttrString(value, "load_result", d);
+  PyObject *d = tri_py_load_result_dict(tri_load_config_of(l), r, 1);
+  if (d && value) PyObject_SetAttrString(value, "load_result", d);
   Py_XDECREF(d);
   PyErr_Clear();
   PyErr_Restore(type, value, tb);
@@ -392,8 +216,8 @@ static PyObject *run_config(tri_load_config *cfg, PyObject *requests,
                                        : PyExc_RuntimeError,
                  "run_load: %s", why);
   } else {
-    result = result_dict(tri_load_config_of(l), tri_load_results(l));
-    if (result && stopped && PUT_I64(result, "interrupted", 1) < 0) Py_CLEAR(result);
+    result = tri_py_load_result_dict(tri_load_config_of(l), tri_load_results(l),
+                                     stopped);
   }
   del_released(l);
   return result;
@@ -441,11 +265,12 @@ const char tri_run_load_doc[] =
     "intended send time (the *_corrected figures).  requests: call i of the\n"
     "run sends entry i mod len(requests), body and metadata (\"-bin\" values\n"
     "raw; tri_ring.h).  Schedules: tri_sched.h.\n"
-    "Returns every figure: counts, qps, latency percentiles in ns,\n"
-    "one-second series, status_codes (indexed by code), cpu, counters and\n"
-    "per-call ratios, and the raw histograms as [(value_ns, count), ...].\n"
+    "Returns every figure, one key per row of LOAD_RESULTS (name, type,\n"
+    "unit, doc): counts, qps, latency percentiles in ns, one-second series,\n"
+    "status_codes (indexed by code), cpu, counters and per-call ratios, and\n"
+    "the raw histograms as [(value_ns, count), ...].\n"
     "Raises ValueError for a bad configuration and ConnectionError when the\n"
     "target is unavailable.  A signal handler's exception (KeyboardInterrupt)\n"
     "stops the run and propagates with the figures until then as its\n"
-    "load_result attribute (the dict above, with interrupted=1); so does a\n"
+    "load_result attribute (the dict above, with interrupted True); so does a\n"
     "true answer of `stop`, asked every 50 ms from the calling thread.";

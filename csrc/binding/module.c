@@ -203,6 +203,11 @@ static int mod_exec(PyObject *m) {
     Py_XDECREF(load);
     return -1;
   }
+  PyObject *results = tri_py_load_results_table();
+  if (!results || PyModule_AddObject(m, "LOAD_RESULTS", results) < 0) {
+    Py_XDECREF(results);
+    return -1;
+  }
   PyObject *limits = tri_py_load_limits();
   if (!limits || PyModule_AddObject(m, "LOAD_LIMITS", limits) < 0) {
     Py_XDECREF(limits);

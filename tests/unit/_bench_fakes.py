@@ -1,11 +1,16 @@
 """Fakes shared by the test_bench_* tests: a runner that records what it was asked to run."""
 from __future__ import annotations
 
+import ast
 import contextlib
+from pathlib import Path
 from typing import Iterator, List
 
 from triple_py.bench.record.result import BenchResult, Latency
 from triple_py.bench.spec.run_spec import RunSpec
+
+#: The harness's package directory.
+BENCH = Path(__file__).resolve().parents[2] / "triple_py" / "bench"
 
 
 def two_arm_matrix(rounds: int) -> str:
@@ -72,3 +77,27 @@ class FakeServers:
             yield address
         finally:
             self.live -= 1
+
+
+def named_in_code(name: str) -> List[str]:
+    """The harness's modules whose code (not docstrings or comments) names ``name``: as an
+    identifier, an attribute, a keyword or in a string."""
+    found = []
+    for path in sorted(BENCH.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                           ast.AsyncFunctionDef)) and node.body
+                      and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            named = (isinstance(node, ast.Name) and node.id == name) or (
+                isinstance(node, ast.Attribute) and node.attr == name) or (
+                isinstance(node, ast.keyword) and node.arg == name) or (
+                isinstance(node, ast.arg) and node.arg == name) or (
+                isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and id(node) not in docstrings and name in node.value)
+            if named:
+                found.append(str(path.relative_to(BENCH)))
+                break
+    return found

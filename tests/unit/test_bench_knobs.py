@@ -12,14 +12,13 @@ real channel option.
 """
 from __future__ import annotations
 
-import ast
 import csv
 import io
-from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 
+from _bench_fakes import named_in_code as _named_in_code
 from triple_py import _load_options, _options, _triple
 from triple_py.bench.arms.loadgen import run_c_spec
 from triple_py.bench.errors import ConfigError
@@ -30,9 +29,6 @@ from triple_py.bench.running.runner import spec_of
 from triple_py.bench.spec.knobs import parse_assignment
 from triple_py.bench.spec.matrix import parse_matrix
 from triple_py.bench.spec.run_spec import RunSpec
-
-BENCH = Path(__file__).resolve().parents[2] / "triple_py" / "bench"
-
 
 class FakeLoad:
     """Stands in for ``_triple.run_load``: records its keywords, returns a small result."""
@@ -97,30 +93,6 @@ channel.fake_window = 900
 def _run(text: str):
     return run_matrix(parse_matrix(text, source="m.toml"), target="127.0.0.1:1", check=False,
                       capture_environment=False)
-
-
-def _named_in_code(name: str) -> List[str]:
-    """The harness's modules whose code (not docstrings or comments) names ``name``: as an
-    identifier, an attribute, a keyword or in a string."""
-    found = []
-    for path in sorted(BENCH.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
-                                           ast.AsyncFunctionDef)) and node.body
-                      and isinstance(node.body[0], ast.Expr)
-                      and isinstance(node.body[0].value, ast.Constant)}
-        for node in ast.walk(tree):
-            named = (isinstance(node, ast.Name) and node.id == name) or (
-                isinstance(node, ast.Attribute) and node.attr == name) or (
-                isinstance(node, ast.keyword) and node.arg == name) or (
-                isinstance(node, ast.arg) and node.arg == name) or (
-                isinstance(node, ast.Constant) and isinstance(node.value, str)
-                and id(node) not in docstrings and name in node.value)
-            if named:
-                found.append(str(path.relative_to(BENCH)))
-                break
-    return found
 
 
 def test_the_harness_names_neither_fake_row():

@@ -47,7 +47,8 @@ ones below it, never a higher one, with no import circles and no imports inside 
                  metadata, call_setup                          what is sent
     spec/        run_spec (RunSpec), kinds (by capability), matrix, capacity, slo,
                  target, schedules                             what to run
-    record/      result (BenchResult, Latency), html_tables    what one arm run produces
+    record/      result (BenchResult, Latency), load_figures, html_tables
+                                                               what one arm run produces
     results/     model (MatrixRun, ArmRun), capacity, environment, document
                  (results.json), reader (it, read back), frames (pandas Results),
                  summary, benchmark_units, paired, statistics, views

@@ -13,6 +13,7 @@ from ... import _options, _triple
 from ..._resolver import parse_target
 from ..errors import ConfigError, TargetError
 from ..interrupts import mark, signal_of
+from ..record.load_figures import extra_figures
 from ..record.result import BenchResult, Latency, status_name
 from ..spec.run_spec import RunSpec
 from ..spec.schedules import Schedule
@@ -147,7 +148,9 @@ def run_c_spec(spec: RunSpec, mode: Optional[str] = None, *, start_at_ns: int = 
 
 def result_from_load(raw: Mapping[str, Any], *, arm: str, mode: str, target: str
                      ) -> BenchResult:
-    """A BenchResult holding every figure of a ``run_load`` result dict."""
+    """A BenchResult holding every figure of a ``run_load`` result dict: the keys it has
+    fields for in them, every other row of ``_triple.LOAD_RESULTS`` in ``extra``
+    (:mod:`~triple_py.bench.record.load_figures`)."""
     histogram = [tuple(p) for p in raw.get("histogram", [])]
     histogram_corrected = [tuple(p) for p in raw.get("histogram_corrected", [])]
     codes = {status_name(i): n for i, n in enumerate(raw.get("status_codes", [])) if n}
@@ -158,9 +161,7 @@ def result_from_load(raw: Mapping[str, Any], *, arm: str, mode: str, target: str
         "latency_corrected_ns": raw.get("warmup_latency_corrected_ns"),
         "histogram": [list(p) for p in raw.get("warmup_histogram", [])],
         "histogram_corrected": [list(p) for p in raw.get("warmup_histogram_corrected", [])]}
-    extra = {k: raw[k] for k in ("missed", "response_bytes", "short_streams", "shared_request",
-                                 "hist_digits", "write_buffer_delay_us", "open_loop",
-                                 "target_rate", "start_monotonic_ns", "late_ns") if k in raw}
+    extra = extra_figures(raw)  # every figure of the table that BenchResult has no field for
     extra["c_mode"] = raw.get("mode")
     return BenchResult(
         arm=arm, mode=mode, target=target, method=raw.get("path", ""),

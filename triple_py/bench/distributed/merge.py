@@ -28,6 +28,7 @@ import statistics
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ... import _triple
+from ..record.load_figures import summed_figures
 from ..record.result import PERCENTILES, BenchResult, Histogram, Latency, _hist_stdev
 
 __all__ = ["Part", "merge_histograms", "merge_latency", "merge_series", "merge_parts",
@@ -35,8 +36,6 @@ __all__ = ["Part", "merge_histograms", "merge_latency", "merge_series", "merge_p
 
 #: cpu figures that are sums of seconds (the rates are derived again from the sums).
 CPU_SECONDS = ("process_user_s", "process_sys_s", "process_s", "driver_s")
-#: extra figures that add up across parts.
-SUMMED_EXTRA = ("missed", "response_bytes", "short_streams")
 
 
 @dataclasses.dataclass
@@ -197,9 +196,10 @@ def merge_parts(parts: Sequence[Part], *, arm: Optional[str] = None,
         messages_per_s=messages_received / elapsed if elapsed > 0 else 0.0,
         histogram=histogram, histogram_corrected=histogram_corrected,
         warmup=_merge_warmup(results, digits))
+    summed = summed_figures()  # the counters of the load generator's table in extra
     merged.extra = {k: v for k, v in first.extra.items()
-                    if k not in SUMMED_EXTRA + ("start_monotonic_ns", "late_ns")}
-    for key in SUMMED_EXTRA:
+                    if k not in summed and k not in ("start_monotonic_ns", "late_ns")}
+    for key in summed:
         if any(key in r.extra for r in results):
             merged.extra[key] = sum(r.extra.get(key, 0) for r in results)
     if merged.rate:

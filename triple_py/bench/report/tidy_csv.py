@@ -8,13 +8,14 @@ import io
 from pathlib import Path
 from typing import Any, Dict, List
 
+from ..record.load_figures import figure_columns
 from ..record.result import client_cpu
 from ..results.model import ArmRun, MatrixRun
 from ..results.paired import PAIRED_COLUMNS, headline_ratios, paired_ratios
 from ..results.summary import _ms
 from ..spec.knobs import knob_columns
 
-__all__ = ["CSV_COLUMNS", "csv_knob_columns", "csv_rows", "csv_text", "write_csv", "write_paired_csv"]
+__all__ = ["CSV_COLUMNS", "csv_knob_columns", "csv_figure_columns", "csv_rows", "csv_text", "write_csv", "write_paired_csv"]
 
 
 CSV_COLUMNS = [
@@ -28,7 +29,8 @@ CSV_COLUMNS = [
     "failed", "target", "triple_py"]
 
 
-def _csv_row(run: MatrixRun, r: ArmRun, columns: List[str]) -> Dict[str, Any]:
+def _csv_row(run: MatrixRun, r: ArmRun, columns: List[str], figures: List[str]
+             ) -> Dict[str, Any]:
     res = r.result
     s = r.scenario
     row: Dict[str, Any] = {
@@ -57,6 +59,8 @@ def _csv_row(run: MatrixRun, r: ArmRun, columns: List[str]) -> Dict[str, Any]:
             "server_cpu_us_per_call": res.server_cpu_us_per_call,
             "status": ";".join(f"{k}={v}" for k, v in sorted(res.status_codes.items()))})
     row.update(run.knobs_of(r))
+    if res is not None:
+        row.update({name: res.extra.get(name) for name in figures})
     return {k: ("" if row.get(k) is None else row.get(k, "")) for k in columns}
 
 
@@ -67,16 +71,29 @@ def csv_knob_columns(run: MatrixRun) -> List[str]:
     return knob_columns((run.knobs_of(r) for r in run.runs), CSV_COLUMNS)
 
 
+def csv_figure_columns(run: MatrixRun) -> List[str]:
+    """The columns after the knob columns: one per figure of the C load generator's table
+    that the results keep in ``extra`` (:func:`~..record.load_figures.figure_columns`);
+    none when no result has one."""
+    known = CSV_COLUMNS + csv_knob_columns(run)
+    return figure_columns((r.result.extra for r in run.runs if r.result is not None), known)
+
+
+def _columns(run: MatrixRun) -> List[str]:
+    return CSV_COLUMNS + csv_knob_columns(run) + csv_figure_columns(run)
+
+
 def csv_rows(run: MatrixRun) -> List[Dict[str, Any]]:
-    """One dict per arm run, keyed by CSV_COLUMNS and then the knob columns."""
-    columns = CSV_COLUMNS + csv_knob_columns(run)
-    return [_csv_row(run, r, columns) for r in run.runs]
+    """One dict per arm run, keyed by CSV_COLUMNS, then the knob columns, then the figure
+    columns."""
+    columns, figures = _columns(run), csv_figure_columns(run)
+    return [_csv_row(run, r, columns, figures) for r in run.runs]
 
 
 def csv_text(run: MatrixRun) -> str:
     """The tidy CSV as text."""
     buf = io.StringIO(newline="")
-    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS + csv_knob_columns(run))
+    writer = csv.DictWriter(buf, fieldnames=_columns(run))
     writer.writeheader()
     writer.writerows(csv_rows(run))
     return buf.getvalue()

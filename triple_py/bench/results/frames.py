@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ... import benchstat
 from ..record.html_tables import results_html
+from ..record.load_figures import figure_columns, figure_type
 from ..record.result import client_cpu
 from ..spec.kinds import kind_of
 from ..spec.knobs import knob_columns
@@ -91,7 +92,9 @@ class Results:
     """One harness output, loaded (see :func:`load_results`).
 
     ``runs``: one row per arm, scenario and round (columns :data:`RUN_COLUMNS`, then one
-    per knob the runs were given: ``channel.NAME``, load keywords; runs that
+    per knob the runs were given: ``channel.NAME``, load keywords, then one per figure of
+    the C load generator's table the results have in ``extra``
+    (:func:`~..record.load_figures.figure_columns`); runs that
     raised have ``failed`` set and no figures). ``histograms``: the latency histogram of
     every run in long format (``scenario, arm, round, value_ns, count``; the corrected one,
     i.e. the one the percentiles in ``runs`` come from). ``timeseries``: per second of each
@@ -392,7 +395,13 @@ def _frames(doc: Mapping[str, Any], json_path: Path, baseline: Optional[str]) ->
     rows = [_run_row(e, matrix, doc.get("config") or {}, scenarios, arms, baseline)
             for e in entries]
     knobs = knob_columns((e.get("knobs") or {} for e in entries), RUN_COLUMNS)
-    runs = pd.DataFrame.from_records(rows, columns=RUN_COLUMNS + knobs)
+    figures = figure_columns((_extra(e) for e in entries), RUN_COLUMNS + knobs)
+    for row, e in zip(rows, entries):
+        row.update({name: _extra(e).get(name) for name in figures})
+    runs = pd.DataFrame.from_records(rows, columns=RUN_COLUMNS + knobs + figures)
+    for c in figures:
+        runs[c] = pd.to_numeric(runs[c], errors="coerce").astype(
+            "Int64" if figure_type(c) in ("count", "int") else float)
     for c in _FLOAT_COLUMNS:
         runs[c] = pd.to_numeric(runs[c], errors="coerce").astype(float)
     for c in _INT_COLUMNS:
@@ -408,6 +417,10 @@ def _frames(doc: Mapping[str, Any], json_path: Path, baseline: Optional[str]) ->
                        doc.get("environment") or {}), matrix=matrix,
                    config=dict(doc.get("config") or {}), scenarios=scenarios, arms=arms,
                    baseline=baseline, document=doc)
+
+
+def _extra(e: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (e.get("result") or {}).get("extra") or {}
 
 
 def _kind_ours(mode: Optional[str]) -> Optional[bool]:
