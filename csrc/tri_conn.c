@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "tri_error.h"
+#include "tri_handoff.h"
 #include "tri_h2.h"
 #include "tri_thread.h"
 #include "tri_wire.h"
@@ -1411,6 +1412,8 @@ static int conn_timeout(tri_conn *conn) {
   int timeout = next_timeout_ms(conn);
   if (conn->hook_ms >= 0 && (timeout < 0 || conn->hook_ms < timeout))
     timeout = conn->hook_ms;
+  int handoff_ms = tri_handoff_tick(); /* callers left queued by a turn's holder */
+  if (handoff_ms >= 0 && (timeout < 0 || handoff_ms < timeout)) timeout = handoff_ms;
   return timeout;
 }
 

@@ -76,6 +76,9 @@ struct tri_call {
   _Atomic int refs;       /* caller + I/O thread + queued ops */
   _Atomic int done;       /* futex word: 1 once results are published */
   _Atomic int waiters;    /* threads sleeping on `done` */
+  int handoff;            /* set before start: waiters woken by tri_handoff */
+  _Atomic uint32_t hstate; /* TRI_HS_* of tri_handoff.h */
+  tri_call *hnext;        /* tri_handoff's queue link (under its lock) */
   _Atomic int cancel_req; /* cancel already queued */
   int cancel_code;        /* written before cancel_req is set */
   const char *cancel_msg;
