@@ -95,7 +95,7 @@ class _Call(abstract.Call):
         self._waiters: list[asyncio.Future] = []
         self._channel_gone = False
         self._cancelled = False  # cancel() was called and took effect
-        reactor.register(core_call, self)
+        reactor._calls[id(core_call)] = self  # reactor.register, without its frame
 
     # -- events from the reactor ------------------------------------------------
     def _on_event(self) -> None:
@@ -151,7 +151,7 @@ class _Call(abstract.Call):
         writing behave in grpc.aio; waits for metadata or status leave it running."""
         if self._channel_gone:
             raise asyncio.InvalidStateError("the channel was closed")
-        fut = self._reactor.loop.create_future()
+        fut = self._reactor._loop.create_future()
         self._waiters.append(fut)
         try:
             await fut
@@ -280,6 +280,10 @@ class UnaryResponseCall(_Call):
     """A call with one response: awaiting it gives the response or raises."""
 
     _UNSET = object()
+    _response: Any = _UNSET  # deserialized once: the same object every await
+    # The deserializer reads the response in place (see _codec.reads_in_place): set
+    # by the multi-callable, which asks once.
+    _in_place = False
 
     def __await__(self) -> Generator[Any, None, Any]:
         """Awaiting the call gives the response or raises.  The common case (one
@@ -288,7 +292,7 @@ class UnaryResponseCall(_Call):
         retry, a failure, a cancel, a closed channel) goes through ``_result``."""
         core = self._core
         if not core.done() and not self._channel_gone:
-            fut = self._reactor.loop.create_future()
+            fut = self._reactor._loop.create_future()
             self._waiters.append(fut)
             try:
                 yield from fut
@@ -319,13 +323,16 @@ class UnaryResponseCall(_Call):
         owner = self._owner
         if owner is not None and (owner._throttle is not None or self._kept is not None):
             self._ended_ok()  # nothing to do for a plain unary call without a throttle
-        response = getattr(self, "_response", self._UNSET)
+        response = self._response
         if response is self._UNSET:  # deserialized once, the same object every await
             core, codec = self._core, self._deserialize
+            if codec is None:
+                response = self._response = core.response()
+                return response
             # A protobuf parser reads the response in place: no copy into bytes.
-            raw = memoryview(core) if codec is not None and reads_in_place(codec) \
-                else core.response()
-            response = self._response = deserialize(self._deserialize, raw, local_error)
+            in_place = self._in_place or reads_in_place(codec)
+            raw = memoryview(core) if in_place else core.response()
+            response = self._response = deserialize(codec, raw, local_error)
         return response
 
 
