@@ -41,7 +41,7 @@ lat = []
 
 def usage():
     r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_nvcsw, r.ru_nivcsw, r.ru_utime + r.ru_stime, time.monotonic()
+    return r.ru_nvcsw, r.ru_nivcsw, r.ru_utime + r.ru_stime, time.monotonic(), r.ru_stime
 
 if arm == "sync":
     ch = triple_py.insecure_channel(address)
@@ -84,6 +84,7 @@ print("RESULT " + json.dumps({
     "vcsw_per_call": (after[0] - before[0]) / n,
     "ivcsw_per_call": (after[1] - before[1]) / n,
     "cpu_us_per_call": (after[2] - before[2]) / n * 1e6,
+    "sys_us_per_call": (after[4] - before[4]) / n * 1e6,
     "qps": n / (after[3] - before[3]),
     "p50_us": lat[n // 2] * 1e6, "p99_us": lat[int(n * 0.99)] * 1e6,
     **getattr(triple_py._triple, "handoff_stats", dict)()}))
@@ -108,7 +109,7 @@ def run(root: Path, arm: str, address: str, threads: int, calls: int, size: int,
             for line in trace.read_text().splitlines():
                 cols = line.split()
                 if len(cols) >= 5 and cols[-1] in ("futex", "epoll_wait", "write", "read",
-                                                   "sendmsg", "getpid"):
+                                                   "sendmsg", "getpid", "epoll_ctl", "recvmsg", "poll"):
                     result[f"{cols[-1]}_per_call"] = int(cols[3]) / result["calls"]
     return result
 

@@ -7,30 +7,36 @@
  * wakes every finished caller; a woken caller finds the lock held by another
  * running thread and sleeps again on that lock: two sleeps, two wake-ups and
  * their context switches per call.  With it, the caller woken last holds the
- * "turn" until it goes back to its own code: meanwhile the I/O thread queues
- * finished calls (those in hand-off mode, tri_call_set_handoff) instead of
- * waking their waiters.  The holder, as it returns (tri_handoff_yield: it has
- * the lock and is about to run the code that made the call, which may block
- * anywhere), wakes the head of the queue and hands it the turn; with nothing
- * queued the turn ends.  Only when no turn is live does the I/O thread wake a
- * caller itself, which starts a turn.  So a burst of completions is woken one
- * at a time, each as the previous caller is done with its share of the
- * lock's work in this library, and a holder never keeps a turn while it runs
- * code that may block where this module cannot see it.
+ * "turn": meanwhile the I/O thread queues finished calls (those in hand-off
+ * mode, tri_call_set_handoff) instead of waking their waiters.  The holder
+ * hands the turn to the head of the queue (waking it) when it next blocks in
+ * the library, having let go of the lock (tri_handoff_yield, also called by
+ * tri_call_wait before it sleeps); with nothing queued the turn ends.  Only
+ * when no turn is live does the I/O thread wake a caller itself, which
+ * starts a turn.
+ *
+ * Between its wait and its next call the holder runs its own code, which may
+ * block where this module cannot see (another lock, a sleep, a read) with
+ * callers queued behind it.  So when it goes back to its own code
+ * (tri_handoff_leave) it keeps the turn only if, the last time, it came back
+ * to block in the library within TRI_HANDOFF_BACK_SOON_NS (a thread making
+ * calls in a loop); otherwise it hands the turn on right there.  A kept turn
+ * lapses after TRI_HANDOFF_LAPSE_NS away: a call finishing then starts a new
+ * turn with a wake from the I/O thread (the old turn is void), and the tick
+ * below starts one for callers already queued.
  *
  * Invariant (under the module's lock, which guards the queue, `live` and the
  * generation): when no turn is live, no queued call can still be claimed
  * (every one was woken, or its waiter left by itself).  It holds because a
- * call is queued and, when no turn is live, a new turn starts by waking the
- * head in the same critical section; and a turn ends only when its holder, in
- * the lock, finds no claimable call to hand it to.  So every queued caller is
- * woken by the I/O thread, by a hand-off, or leaves by itself.  A holder that
- * stops handing on (a thread that never calls tri_handoff_yield after a wait,
- * or one killed in between) is covered twice:
+ * call is queued and, when no turn is live (or it lapsed), a new turn starts
+ * by waking the head in the same critical section; and a turn ends only when
+ * its holder, in the lock, finds no claimable call to hand it to.  So every
+ * queued caller is woken by the I/O thread, by a hand-off, or leaves by
+ * itself.  A holder that stops handing on is covered twice:
  *  - tri_handoff_tick, which every I/O loop runs each turn, starts a new turn
- *    at the head once the queue made no progress for TRI_HANDOFF_STALL_NS
- *    (the old turn is void), and asks its loop to come back within 1 ms while
- *    anything is queued;
+ *    at the head once the live one lapsed or the queue made no progress for
+ *    TRI_HANDOFF_STALL_NS (the old turn is void), and asks its loop to come
+ *    back within 1 ms while anything is queued;
  *  - a waiter wakes by itself at the end of its timed wait (tri_call_wait's
  *    timeout; the Python binding waits in 50 ms slices) and then claims its
  *    own queue entry, which the hand-off skips.
@@ -53,6 +59,13 @@ typedef struct tri_call tri_call;
  * head itself (a turn holder that went on with other work). */
 #define TRI_HANDOFF_STALL_NS (500 * 1000LL)
 
+/* A thread that came back to block in the library within this long after it
+ * last went back to its own code keeps its turn when it next goes back. */
+#define TRI_HANDOFF_BACK_SOON_NS (100 * 1000LL)
+
+/* How long a kept turn stays live while its holder is away. */
+#define TRI_HANDOFF_LAPSE_NS (200 * 1000LL)
+
 /* A response at least this long is not queued: its caller is woken at once
  * (it spends long enough copying and parsing it that another caller may as
  * well wait for the lock meanwhile). */
@@ -67,10 +80,15 @@ void tri__handoff_push(tri_call *c);
  * milliseconds the loop may sleep before calling it again (-1: no limit). */
 int tri_handoff_tick(void);
 
-/* A caller thread that waited goes back to its own code, or is about to
- * block: hands its turn, if it has the live one, to the next queued caller
- * (or ends the turn).  Cheap (no lock) when the thread has no turn. */
+/* A caller thread is about to block in the library (the shared lock let
+ * go): hands its turn, if it has the live one, to the next queued caller (or
+ * ends the turn).  Cheap (no lock) when the thread has no turn. */
 void tri_handoff_yield(void);
+
+/* A caller thread that waited goes back to its own code (the shared lock
+ * held): keeps its turn if it came back soon last time, else hands it on as
+ * tri_handoff_yield.  Reads the clock; no lock unless it hands on. */
+void tri_handoff_leave(void);
 
 /* A caller thread whose wait on hand-off call `c` saw it done: takes the turn
  * the hand-off gave it, or claims its own queue entry (it runs without a
@@ -87,9 +105,10 @@ enum {
 };
 
 /* Counters for tests and benchmarks: calls queued; of those woken, by a
- * hand-off from a caller, by the I/O thread with no turn live, by the tick. */
+ * hand-off from a caller, by the I/O thread with no turn live, by the I/O
+ * thread with the live turn lapsed, by the tick. */
 typedef struct {
-  uint64_t queued, handed, started, restarted;
+  uint64_t queued, handed, started, lapsed, restarted;
 } tri_handoff_stats;
 void tri_handoff_stats_get(tri_handoff_stats *out);
 

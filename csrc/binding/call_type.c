@@ -38,7 +38,7 @@ static void call_dealloc(CallObject *self) {
       Py_BEGIN_ALLOW_THREADS
       tri_call_release(call);
       Py_END_ALLOW_THREADS
-      tri_handoff_yield();
+      tri_handoff_leave();
     }
   }
   if (self->request.obj) PyBuffer_Release(&self->request);

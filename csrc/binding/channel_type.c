@@ -257,7 +257,7 @@ static PyObject *channel_call(ChannelObject *self, PyObject *const *args,
   if (wait) {
     if (!done && tri_wait_interruptible(call, -1) < 0) goto fail;
     tri_call_object_release_request(co);
-    if (done) tri_handoff_yield(); /* back to Python: the next caller's turn */
+    if (done) tri_handoff_leave(); /* back to Python code (tri_handoff.h) */
   }
   return (PyObject *)co;
 fail:

@@ -52,7 +52,7 @@ int tri_wait_interruptible(tri_call *call, double timeout) {
     Py_BEGIN_ALLOW_THREADS
     tri_call_wait(call, -1);
     Py_END_ALLOW_THREADS
-    tri_handoff_yield();
+    tri_handoff_leave();
   }
   return rv;
 }
@@ -76,7 +76,7 @@ int tri_wait_sliced(tri_call *call, tri_slice_wait wait, size_t arg, int64_t tim
     rv = wait(call, arg, step);
     Py_END_ALLOW_THREADS
     if (rv == 0) {
-      tri_handoff_yield(); /* back to Python code: the next caller's turn */
+      tri_handoff_leave(); /* back to Python code (tri_handoff.h) */
       return 1;
     }
     if (tri_refuse_orphaned(call) < 0) return -1;
@@ -168,17 +168,19 @@ static PyObject *mod_handoff_stats(PyObject *m, PyObject *unused) {
   (void)unused;
   tri_handoff_stats st;
   tri_handoff_stats_get(&st);
-  return Py_BuildValue("{sKsKsKsK}", "queued", (unsigned long long)st.queued,
+  return Py_BuildValue("{sKsKsKsKsK}", "queued", (unsigned long long)st.queued,
                        "handed", (unsigned long long)st.handed, "started",
-                       (unsigned long long)st.started, "restarted",
+                       (unsigned long long)st.started, "lapsed",
+                       (unsigned long long)st.lapsed, "restarted",
                        (unsigned long long)st.restarted);
 }
 
 static PyMethodDef mod_methods[] = {
     {"handoff_stats", mod_handoff_stats, METH_NOARGS,
-     "handoff_stats() -> {'queued', 'handed', 'started', 'restarted'}: finished blocking "
-     "calls whose waiter was queued, then woken by a returning caller's hand-off, by the "
-     "I/O thread (no turn live), or by the I/O thread's stall check."},
+     "handoff_stats() -> {'queued', 'handed', 'started', 'lapsed', 'restarted'}: "
+     "finished blocking calls whose waiter was queued, then woken by a caller's "
+     "hand-off, by the I/O thread (no turn live, or its holder away too long), or by "
+     "the I/O thread's stall check."},
     {"run_load", (PyCFunction)(void (*)(void))tri_py_run_load,
      METH_VARARGS | METH_KEYWORDS, tri_run_load_doc},
     {"parse_wrapper_response", mod_parse_wrapper, METH_O,
