@@ -15,6 +15,9 @@ from typing import Any, Optional, Protocol
 # How many times this process is a fork's child: a loop that seems to run on this
 # thread after a fork ran in the parent (see Reactor.runs_here).
 _forks = [0]
+# True while a reactor's reader callback drains completions, outside any task
+# (Reactor._on_readable): a _calls._Wakeup completed then steps its task at once.
+step_now = [False]
 os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
 
 
@@ -38,7 +41,7 @@ class Reactor:
         self._calls: dict[int, EventSink] = {}
         self._closed = False
         self._forks = _forks[0]
-        loop.add_reader(self._fd, self._drain)
+        loop.add_reader(self._fd, self._on_readable)
 
     def runs_here(self, _get_ident: Any = threading.get_ident) -> bool:
         """True when this reactor's loop is the one running on the calling thread, told
@@ -58,21 +61,41 @@ class Reactor:
         """Routes ``core_call``'s events to ``sink`` until the call is done."""
         self._calls[id(core_call)] = sink
 
+    def _on_readable(self) -> None:
+        """The loop's reader callback: drains with tasks stepped at once (see
+        ``_calls._Wakeup``).  A callback of the loop runs outside any task."""
+        step_now[0] = True
+        try:
+            self._drain()
+        finally:
+            step_now[0] = False
+
     def _drain(self) -> None:
         while True:
             calls: Optional[list] = self._core.poll_completions(0)
             if calls is None:  # channel closed and every event delivered
                 self.close()
                 return
-            for call in calls:
-                sink = self._calls.get(id(call))
-                if sink is None:
-                    continue
-                if call.done():
-                    del self._calls[id(call)]
-                sink._on_event()
+            self._deliver(calls)
             if len(calls) < self.BATCH:
                 return
+
+    def _deliver(self, calls: list) -> None:
+        """Tells the sinks of ``calls`` (polled from the core) of their events.  A task
+        stepped from here that raises past its step (SystemExit, KeyboardInterrupt)
+        leaves the rest for the next turn of the loop, not lost."""
+        for i, call in enumerate(calls):
+            sink = self._calls.get(id(call))
+            if sink is None:
+                continue
+            if call.done():
+                del self._calls[id(call)]
+            try:
+                sink._on_event()
+            except BaseException:
+                if i + 1 < len(calls):
+                    self._loop.call_soon(self._deliver, calls[i + 1:])
+                raise
 
     def close(self) -> None:
         """Stops watching the channel; waiting calls learn the channel is gone.  When
