@@ -176,6 +176,10 @@ static PyObject *mod_handoff_stats(PyObject *m, PyObject *unused) {
 }
 
 static PyMethodDef mod_methods[] = {
+    {"wakeup_step_now", tri_py_wakeup_step_now, METH_O,
+     "wakeup_step_now(flag) -> bool (the previous flag): while set (the aio reactor "
+     "draining from its reader callback, outside any task), Wakeup.set_result steps "
+     "the awaiting task at once instead of scheduling it."},
     {"handoff_stats", mod_handoff_stats, METH_NOARGS,
      "handoff_stats() -> {'queued', 'handed', 'started', 'lapsed', 'restarted'}: "
      "finished blocking calls whose waiter was queued, then woken by a caller's "
@@ -207,6 +211,7 @@ static int mod_exec(PyObject *m) {
   if (tri_server_type_init(m, st) < 0) return -1;
   if (tri_hist_type_init(m, st) < 0) return -1;
   if (tri_ioloop_type_init(m, st) < 0) return -1;
+  if (tri_wakeup_type_init(m, st) < 0) return -1;
   if (PyModule_AddStringConstant(m, "CORE_VERSION", TRIPLE_VERSION) < 0 ||
       PyModule_AddStringConstant(m, "USER_AGENT", TRI_USER_AGENT) < 0 ||
       PyModule_AddIntConstant(m, "CLIENT_STREAMING", TRI_CALL_CLIENT_STREAMING) < 0 ||
@@ -254,6 +259,7 @@ static int mod_traverse(PyObject *m, visitproc visit, void *arg) {
   Py_VISIT(st->echo_server_type);
   Py_VISIT(st->hist_type);
   Py_VISIT(st->ioloop_type);
+  Py_VISIT(st->wakeup_type);
   return 0;
 }
 
@@ -264,6 +270,7 @@ static int mod_clear(PyObject *m) {
   Py_CLEAR(st->echo_server_type);
   Py_CLEAR(st->hist_type);
   Py_CLEAR(st->ioloop_type);
+  Py_CLEAR(st->wakeup_type);
   return 0;
 }
 

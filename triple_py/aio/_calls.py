@@ -6,12 +6,12 @@ import logging
 from typing import Any, AsyncIterator, Callable, Generator, Optional
 
 from .. import _triple
+from .._triple import Wakeup as _Wakeup
 from .._codec import deserialize, reads_in_place, serialize
 from .._errors import RpcError
 from .._replay import KeptRequests
 from .._status import StatusCode, code_from_int
 from . import _types as abstract
-from ._reactor import step_now
 
 Serializer = Optional[Callable[[Any], bytes]]
 Deserializer = Optional[Callable[[bytes], Any]]
@@ -72,93 +72,6 @@ class AioRpcError(RpcError):
                 f"\tdetails = \"{self._details}\"\n>")
 
 
-class _Wakeup:
-    """What a task awaiting a unary call waits on, in place of an ``asyncio.Future``:
-    it speaks the protocol a Task expects of a future it awaits
-    (``_asyncio_future_blocking``, ``_loop``, ``add_done_callback``, ``result``,
-    ``cancel``; no ``get_loop``: the task then reads ``_loop``, without a call), and the reactor's ``set_result`` steps the task at once, in the
-    reactor's callback, instead of scheduling the step for the next turn of the loop
-    (a ``call_soon`` and its handle per call) when the reactor drains from its
-    reader callback (``_reactor.step_now``); anywhere else (inside a running task:
-    the channel closing) the step is scheduled as a future's would be.  Only a task awaits
-    it; a cancelled task cancels it, which wakes the task with ``CancelledError`` on
-    the next turn.  Made with ``_Wakeup()`` then ``_loop`` set: the defaults are class
-    attributes, so there is no ``__init__`` frame per call."""
-
-    _asyncio_future_blocking = False
-    _loop: asyncio.AbstractEventLoop
-    _step: Optional[Callable[[Any], None]] = None
-    _context: Any = None
-    _state = 0  # 0 pending, 1 done, 2 cancelled
-
-    def add_done_callback(self, fn: Callable[[Any], None], *, context: Any = None) -> None:
-        """The awaiting task's step (one at a time)."""
-        if self._state:
-            self._loop.call_soon(fn, self, context=context)
-        else:
-            self._step, self._context = fn, context
-
-    def remove_done_callback(self, fn: Callable[[Any], None]) -> int:
-        """Forgets ``fn`` (the task's step); 1 if it was there."""
-        if self._step is not fn:
-            return 0
-        self._step = self._context = None
-        return 1
-
-    def done(self) -> bool:
-        """True once completed or cancelled."""
-        return self._state != 0
-
-    def cancelled(self) -> bool:
-        """True once cancelled."""
-        return self._state == 2
-
-    def result(self) -> None:
-        """None; CancelledError once cancelled."""
-        if self._state == 2:
-            raise asyncio.CancelledError()
-
-    def exception(self) -> None:
-        """None; CancelledError once cancelled."""
-        self.result()
-
-    def cancel(self, msg: Any = None) -> bool:
-        """The awaiting task was cancelled: it wakes on the next turn of the loop."""
-        if self._state:
-            return False
-        self._state = 2
-        self._wake(True)
-        return True
-
-    def set_result(self, _value: None) -> None:
-        """The call had an event: the task goes on now (on the next turn when this runs
-        inside a task)."""
-        if not self._state:
-            self._state = 1
-            step = self._step
-            if step is None:
-                return
-            if not step_now[0]:
-                self._wake(True)
-                return
-            context, self._step, self._context = self._context, None, None
-            step_now[0] = False  # a task runs: anything it completes waits for the loop
-            try:
-                context.run(step, self)
-            finally:
-                step_now[0] = True
-
-    def _wake(self, later: bool) -> None:
-        step, context = self._step, self._context
-        if step is None:
-            return
-        self._step = self._context = None
-        if later:
-            self._loop.call_soon(step, self, context=context)
-        else:
-            context.run(step, self)
-
-
 def local_error(code: StatusCode, details: str) -> AioRpcError:
     """An AioRpcError made on this side (a serializer failed): no metadata."""
     return AioRpcError(code, (), (), details)
@@ -188,7 +101,7 @@ class _Call(abstract.Call):
     # -- events from the reactor ------------------------------------------------
     def _on_event(self) -> None:
         waiters, self._waiters = self._waiters, []
-        # The done callbacks first: a waiter's task may run inside set_result (_Wakeup).
+        # The done callbacks first: a waiter's task may run inside set_result (Wakeup).
         if self._done_callbacks is not None:
             self._ended_attempt(bool(waiters))
         for w in waiters:
@@ -381,8 +294,9 @@ class UnaryResponseCall(_Call):
         retry, a failure, a cancel, a closed channel) goes through ``_result``."""
         core = self._core
         if not core.done() and not self._channel_gone:
-            fut = _Wakeup()
-            fut._loop = self._reactor._loop
+            # Not an asyncio.Future: the reactor steps this task at once (see
+            # csrc/binding/wakeup_type.c).
+            fut = _Wakeup(self._reactor._loop)
             self._waiters.append(fut)
             try:
                 fut._asyncio_future_blocking = True

@@ -12,12 +12,11 @@ import os
 import threading
 from typing import Any, Optional, Protocol
 
+from .. import _triple
+
 # How many times this process is a fork's child: a loop that seems to run on this
 # thread after a fork ran in the parent (see Reactor.runs_here).
 _forks = [0]
-# True while a reactor's reader callback drains completions, outside any task
-# (Reactor._on_readable): a _calls._Wakeup completed then steps its task at once.
-step_now = [False]
 os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
 
 
@@ -63,12 +62,12 @@ class Reactor:
 
     def _on_readable(self) -> None:
         """The loop's reader callback: drains with tasks stepped at once (see
-        ``_calls._Wakeup``).  A callback of the loop runs outside any task."""
-        step_now[0] = True
+        ``_triple.Wakeup``).  A callback of the loop runs outside any task."""
+        previous = _triple.wakeup_step_now(True)
         try:
             self._drain()
         finally:
-            step_now[0] = False
+            _triple.wakeup_step_now(previous)
 
     def _drain(self) -> None:
         while True:
