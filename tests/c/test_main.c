@@ -36,6 +36,7 @@ void test_sched(void);
 void test_failmalloc(void);
 void test_options(void);
 void test_loop(void);
+void test_handoff(void);
 
 static const struct {
   const char *name;
@@ -68,7 +69,8 @@ static const struct {
               {"sched", test_sched},
               {"failmalloc", test_failmalloc},
               {"options", test_options},
-              {"loop", test_loop}};
+              {"loop", test_loop},
+              {"handoff", test_handoff}};
 
 /* Runs every suite, or only those named on the command line. */
 int main(int argc, char **argv) {
