@@ -22,6 +22,7 @@
 #include "tri_error.h"
 #include "tri_handoff.h"
 #include "tri_h2.h"
+#include "tri_resp_check.h"
 #include "tri_thread.h"
 #include "tri_wire.h"
 
@@ -292,6 +293,17 @@ static tri_call *stream_call(tri_conn *conn, int32_t stream_id) {
   return nghttp2_session_get_stream_user_data(conn->sess, stream_id);
 }
 
+/* stream_call for the receive callbacks, which come in runs for one stream
+ * (a header block's fields, a frame's chunks): the last stream's call is
+ * remembered until that stream closes (on_stream_close). */
+static tri_call *recv_call(tri_conn *conn, int32_t stream_id) {
+  if (stream_id != conn->rx_sid) {
+    conn->rx_call = stream_call(conn, stream_id);
+    conn->rx_sid = stream_id;
+  }
+  return conn->rx_call;
+}
+
 static ssize_t unary_read(nghttp2_session *s, int32_t stream_id, uint8_t *buf,
                           size_t length, uint32_t *flags,
                           nghttp2_data_source *src, void *user) {
@@ -391,7 +403,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame,
                             void *user) {
   (void)s;
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
-  tri_call *c = stream_call(user, frame->hd.stream_id);
+  tri_call *c = recv_call(user, frame->hd.stream_id);
   if (c) c->block_bytes = 0; /* a new block: initial metadata or trailers */
   return 0;
 }
@@ -421,14 +433,35 @@ static int over_metadata_limit(tri_conn *conn, tri_call *c,
   return 1;
 }
 
+/* The response on `c`'s stream broke an HTTP/2 message rule (tri_resp_check):
+ * a stream error.  The stream is reset with PROTOCOL_ERROR and nghttp2 drops
+ * the rest of it; the call ends as the reset ends it (stream_closed), as when
+ * nghttp2 itself applied the rules. */
+static void reset_malformed(tri_conn *conn, tri_call *c, int32_t sid) {
+  c->malformed = 1;
+  nghttp2_submit_rst_stream(conn->sess, NGHTTP2_FLAG_NONE, sid,
+                            NGHTTP2_PROTOCOL_ERROR);
+}
+
 static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
                      const uint8_t *name, size_t namelen, const uint8_t *value,
                      size_t valuelen, uint8_t flags, void *user) {
   (void)s, (void)flags;
   tri_conn *conn = user;
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
-  tri_call *c = stream_call(conn, frame->hd.stream_id);
+  tri_call *c = recv_call(conn, frame->hd.stream_id);
   if (!c) return 0;
+  int first = frame->headers.cat == NGHTTP2_HCAT_RESPONSE;
+  int verdict =
+      conn->nghttp2_rules
+          ? TRI_RESP_FIELD_OK
+          : tri_resp_check_field(&c->rcheck, name, namelen, value, valuelen,
+                                 !first && tri_resp_check_trailer(&c->rcheck));
+  if (verdict == TRI_RESP_FIELD_DROP) return 0;
+  if (verdict == TRI_RESP_FIELD_BAD) {
+    reset_malformed(conn, c, frame->hd.stream_id);
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the rest of the block */
+  }
   if (!c->completed && over_metadata_limit(conn, c, frame, namelen, valuelen))
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   if (tri__call_on_header(c, frame, name, namelen, value, valuelen)) {
@@ -457,9 +490,13 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t sid,
                          const uint8_t *data, size_t len, void *user) {
   (void)s, (void)flags;
   tri_conn *conn = user;
-  tri_call *c = stream_call(conn, sid);
+  tri_call *c = recv_call(conn, sid);
   credit(conn, c, sid, len);
-  if (!c) return 0;
+  if (!c || c->malformed) return 0; /* the rest of a frame after a fault */
+  if (!conn->nghttp2_rules && tri_resp_check_data(&c->rcheck, len)) {
+    reset_malformed(conn, c, sid);
+    return 0;
+  }
   if (tri__call_on_data(c, data, len, conn->ch->opts.max_recv_bytes))
     nghttp2_submit_rst_stream(conn->sess, NGHTTP2_FLAG_NONE, sid,
                               NGHTTP2_CANCEL);
@@ -483,9 +520,25 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
     conn->peer_goaway_error = frame->goaway.error_code;
     atomic_store(&conn->unusable, 1);
   }
+  if (!conn->nghttp2_rules && (frame->hd.type == NGHTTP2_HEADERS ||
+                               (frame->hd.type == NGHTTP2_DATA &&
+                                (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)))) {
+    /* The rules that look at a whole header block or at the end of the
+     * stream; a fault leaves the frame unseen, as if never received. */
+    tri_call *c = recv_call(conn, frame->hd.stream_id);
+    int end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    if (c &&
+        (frame->hd.type == NGHTTP2_HEADERS
+             ? tri_resp_check_block(
+                   &c->rcheck, frame->headers.cat == NGHTTP2_HCAT_RESPONSE, end)
+             : tri_resp_check_data_end(&c->rcheck))) {
+      reset_malformed(conn, c, frame->hd.stream_id);
+      return 0;
+    }
+  }
   if (frame->hd.type == NGHTTP2_HEADERS &&
       frame->headers.cat == NGHTTP2_HCAT_RESPONSE) {
-    tri_call *c = stream_call(conn, frame->hd.stream_id);
+    tri_call *c = recv_call(conn, frame->hd.stream_id);
     if (c) {
       /* Not trailers-only: the response has begun (tri_call_response_started). */
       c->response_started = !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
@@ -499,7 +552,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
      * the close only when both sides are done, so complete now and end our
      * side with RST_STREAM(NO_ERROR), as RFC 9113 §8.1 allows. */
     int32_t sid = frame->hd.stream_id;
-    tri_call *c = stream_call(conn, sid);
+    tri_call *c = recv_call(conn, sid);
     if (c && !c->completed) {
       tri__call_on_close(c, NGHTTP2_NO_ERROR);
       if (!nghttp2_session_get_stream_local_close(conn->sess, sid))
@@ -515,6 +568,15 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
 static int nghttp2_oom(const tri_conn *conn) { return conn->arena.failed; }
 
 static void stream_closed(tri_conn *conn, tri_call *c, uint32_t error_code) {
+  if (c->malformed && error_code == NGHTTP2_NO_ERROR) {
+    /* A malformed response that ended the stream (END_STREAM) closes it
+     * before our RST_STREAM has gone out.  The call waits for the reset
+     * (on_frame_send), or for the connection's end, as it would had the
+     * stream stayed open until then: the outcome does not depend on it. */
+    c->reset_unsent = 1;
+    conn->resets_unsent++;
+    return;
+  }
   if (nghttp2_oom(conn) && error_code != NGHTTP2_NO_ERROR)
     tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "%s", OOM_HTTP2);
   tri__call_on_close(c, error_code);
@@ -531,7 +593,8 @@ static int on_stream_close(nghttp2_session *s, int32_t sid, uint32_t err,
                            void *user) {
   (void)s;
   tri_conn *conn = user;
-  tri_call *c = stream_call(conn, sid);
+  tri_call *c = recv_call(conn, sid);
+  conn->rx_sid = 0; /* the stream and its data are gone */
   if (c) stream_closed(conn, c, err);
   return 0;
 }
@@ -544,6 +607,16 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *frame,
     conn->local_goaway_error = frame->goaway.error_code;
   if (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA)
     conn->pings_without_data = 0; /* grpc.http2.max_pings_without_data */
+  if (frame->hd.type == NGHTTP2_RST_STREAM && conn->resets_unsent) {
+    for (tri_call *c = conn->inflight; c; c = c->io_next) {
+      if (c->reset_unsent && c->stream_id == frame->hd.stream_id) {
+        c->reset_unsent = 0;
+        conn->resets_unsent--;
+        stream_closed(conn, c, frame->rst_stream.error_code); /* see there */
+        break;
+      }
+    }
+  }
   return 0;
 }
 
@@ -1303,6 +1376,9 @@ static int start_session(tri_conn *conn) {
     return TRI_ERR_NOMEM;
   }
   nghttp2_option_set_no_auto_window_update(opt, 1); /* see credit() */
+  /* The message rules of a response are ours (tri_resp_check, on_header):
+   * nghttp2's cost as much again per field. */
+  nghttp2_option_set_no_http_messaging(opt, !conn->nghttp2_rules);
   nghttp2_option_set_max_send_header_block_length(opt, 2 * MAX_HEADER_LIST);
   tri_h2_set_max_continuations(opt, conn->ch->opts.max_metadata_size);
   tri_h2_mem_init(&conn->mem, &conn->arena); /* nghttp2 allocates from the arena */
@@ -1644,10 +1720,13 @@ static void *detached_main(void *arg) {
   return NULL;
 }
 
+int tri__conn_nghttp2_rules;
+
 int tri__conn_new_detached(tri_conn **out, tri_channel *ch) {
   tri_conn *conn = conn_alloc(ch);
   if (!conn) return TRI_ERR_NOMEM;
   conn->detached = 1;
+  conn->nghttp2_rules = tri__conn_nghttp2_rules;
   if (!conn->out.e || !conn->out.staging || start_session(conn)) {
     tri__channel_spare_put(ch, TRI_SPARE_OUT, conn->out.e);
     tri_pool_put(&ch->pool, conn->out.staging);

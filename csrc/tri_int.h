@@ -22,6 +22,7 @@
 #include "tri_hpack_filter.h"
 #include "tri_mem.h"
 #include "tri_mpsc.h"
+#include "tri_resp_check.h"
 #include "tri_stats.h"
 #include "tri_wire.h"
 #include "tri_writer.h"
@@ -128,6 +129,7 @@ struct tri_call {
   int http_status;
   int grpc_status;      /* -1 none, -2 unparsable */
   uint32_t block_bytes; /* HPACK size of the header block being received */
+  tri_resp_check rcheck; /* the response's HTTP/2 message rules so far */
   char bad_ct[40];      /* gRPC wire: the start of a content-type that is not
                            application/grpc*, for the error message */
   unsigned completed : 1;   /* final status decided */
@@ -146,6 +148,11 @@ struct tri_call {
   unsigned msg_compressed : 1;   /* the message being received has flag 0x01 */
   unsigned discard : 1;     /* TRI_CALL_DISCARD_BODY on a unary response */
   unsigned counting : 1;    /* the message in progress is counted, not kept */
+  unsigned malformed : 1;   /* the response broke a message rule (rcheck): its
+                               stream is reset with PROTOCOL_ERROR and the rest
+                               of it ignored */
+  unsigned reset_unsent : 1; /* ...and the stream closed before that reset went
+                                out: still in flight until it does */
   unsigned unprocessed : 2; /* TRI_UNPROCESSED_* (tri_call_unprocessed): set
                                before `done`, by whoever completes the call */
 

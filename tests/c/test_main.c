@@ -20,6 +20,8 @@ void test_dial(void);
 void test_fork(void);
 void test_tjson(void);
 void test_session(void);
+void test_h2_rules(void);
+void test_resp_check(void);
 void test_hist(void);
 void test_load(void);
 void test_backoff(void);
@@ -54,6 +56,8 @@ static const struct {
               {"fork", test_fork},
               {"tjson", test_tjson},
               {"session", test_session},
+              {"h2_rules", test_h2_rules},
+              {"resp_check", test_resp_check},
               {"hist", test_hist},
               {"load", test_load},
               {"backoff", test_backoff},
