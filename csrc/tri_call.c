@@ -1198,7 +1198,7 @@ static size_t format_size(size_t v, char out[24]) {
 }
 
 size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
-                         tri_hpack_filter *filter) {
+                         tri_hpack_filter *filter, tri_timeout_memo *memo) {
   static const nghttp2_nv method = NV_STATIC(":method", "POST");
   static const nghttp2_nv scheme = NV_STATIC(":scheme", "http");
   static const nghttp2_nv scheme_tls = NV_STATIC(":scheme", "https");
@@ -1214,6 +1214,8 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
   static const nghttp2_nv content_enc_deflate = NV_STATIC("content-encoding", "deflate");
   const tri_channel_opts *o = &c->ch->opts;
   int gz = c->compress != TRI_COMPRESS_NONE, deflate = c->compress == TRI_COMPRESS_DEFLATE;
+  tri_timeout_memo none = {0};
+  if (!memo) memo = &none;
   size_t n = 0;
   if (cap < 16) return 0;
   nva[n++] = method;
@@ -1237,11 +1239,13 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
     if (spec) nva[n++] = spec_version;
     nva[n++] = accept;
     if (gz) nva[n++] = deflate ? content_enc_deflate : content_enc;
-    int tl = c->deadline ? tri_triple_timeout_encode(c->deadline - tri__now(),
-                                                     c->timeout)
-                         : 0;
-    /* Both names carry the same decimal milliseconds (dubbo-go:
-     * triple-timeout-ms; Java and dubbo-js: tri-service-timeout). */
+    /* Rounded up, as grpc-timeout below.  Both names carry the same decimal
+     * milliseconds (dubbo-go: triple-timeout-ms; Java and dubbo-js:
+     * tri-service-timeout). */
+    int tl = c->deadline
+                 ? tri_timeout_memo_text(memo, TRI_TIMEOUT_TRIPLE,
+                                         c->deadline - tri__now(), c->timeout)
+                 : 0;
     if (tl && go) nva[n++] = nv_make("triple-timeout-ms", 17, c->timeout, (size_t)tl);
     if (tl && spec) nva[n++] = nv_make("tri-service-timeout", 19, c->timeout, (size_t)tl);
   } else { /* §3.1 */
@@ -1251,8 +1255,8 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
     if (gz) nva[n++] = deflate ? grpc_enc_deflate : grpc_enc;
     if (c->deadline) {
       /* Rounded up: one value for every call with this timeout (HPACK). */
-      int tl = tri_grpc_timeout_encode(
-          tri_timeout_round_up(c->deadline - tri__now()), c->timeout);
+      int tl = tri_timeout_memo_text(memo, TRI_TIMEOUT_GRPC,
+                                     c->deadline - tri__now(), c->timeout);
       nva[n++] = nv_make("grpc-timeout", 12, c->timeout, (size_t)tl);
     }
   }

@@ -708,7 +708,7 @@ static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
     return;
   }
   size_t n = tri__call_headers(c, nva, cap > MAX_HEADERS ? cap : MAX_HEADERS,
-                               &conn->hpack_filter);
+                               &conn->hpack_filter, &conn->timeout_memo);
   if (!header_list_fits(conn, c, nva, n)) {
     if (nva != stack_nva) tri_mem_free(nva);
     io_release(conn, c);

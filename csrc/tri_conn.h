@@ -122,6 +122,7 @@ struct tri_conn {
                               spare (TRI_SPARE_OUT); the queue never grows */
   tri_deadlines deadlines; /* of the calls that have one */
   tri_hpack_filter hpack_filter; /* which request metadata to index */
+  tri_timeout_memo timeout_memo; /* the last request timeout value */
   int resets_unsent;             /* calls waiting for their RST_STREAM to go out
                                     (stream_closed: reset_unsent) */
   int nghttp2_rules;             /* test hook (tri__conn_nghttp2_rules): nghttp2

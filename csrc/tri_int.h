@@ -222,9 +222,10 @@ void tri__call_on_close(tri_call *c, uint32_t error_code);
 void tri__call_headers_done(tri_call *c);
 /* Builds the request header block into nva (capacity cap).  Returns count.
  * The call's metadata that `filter` has not seen recently is marked not to be
- * indexed (tri_hpack_filter.h); NULL indexes all of it. */
+ * indexed (tri_hpack_filter.h); NULL indexes all of it.  The timeout value
+ * comes through `memo` (tri_timeout_memo; NULL: none kept). */
 size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
-                         tri_hpack_filter *filter);
+                         tri_hpack_filter *filter, tri_timeout_memo *memo);
 size_t tri__call_header_count(const tri_call *c);
 
 /* Channel: invoked by calls. */
