@@ -30,6 +30,7 @@
 #define PULL_MAX_BYTES (4u << 20)  /* stop pulling frames beyond this */
 #define RBUF_SIZE (256u << 10)
 #define FEED_SLICE 4096u           /* bytes handed to nghttp2 at a time (see feed) */
+#define FEED_SLICE_MAX (64u << 10) /* ...at most, when responses are large */
 #define PIPELINE_MIN_CALLS 8       /* fewest completions worth a write mid-read */
 #define MAX_HEADERS 64             /* header fields on the stack; more are allocated */
 /* Request header lists (HPACK's size: name + value + 32 per field) over this,
@@ -201,6 +202,7 @@ static void inflight_add(tri_conn *conn, tri_call *c) {
 static void inflight_remove(tri_conn *conn, tri_call *c) {
   conn->inflight_n--;
   conn->closed_since_flush++;
+  conn->closed_total++;
   if (c->io_prev) c->io_prev->io_next = c->io_next;
   else conn->inflight = c->io_next;
   if (c->io_next) c->io_next->io_prev = c->io_prev;
@@ -1065,7 +1067,8 @@ static void flush(tri_conn *conn) {
 static void after_events(tri_conn *conn);
 static int dial_more(tri_conn *conn);
 
-/* Hands `n` received bytes to nghttp2, FEED_SLICE at a time.  When a slice
+/* Hands `n` received bytes to nghttp2, a slice at a time (4 KiB or more:
+ * see the end).  When a slice
  * has closed a quarter of the calls in flight (at least PIPELINE_MIN_CALLS),
  * the loop's work runs before the next slice: the I/O hook starts the
  * replacements of the calls just completed, queued ops are submitted, and
@@ -1078,8 +1081,9 @@ static int dial_more(tri_conn *conn);
  * busy anyway (grpc-go) sees no change.  Returns 0, or -1 when the
  * connection died (a protocol error from the peer: INTERNAL). */
 static int feed(tri_conn *conn, const uint8_t *p, size_t n) {
+  size_t total = n, closed_before = conn->closed_total;
   while (n) {
-    size_t k = n < FEED_SLICE ? n : FEED_SLICE;
+    size_t k = n < conn->feed_slice ? n : conn->feed_slice;
     ssize_t rv = nghttp2_session_mem_recv(conn->sess, p, k);
     if (rv < 0) {
       /* nghttp2 found the server's bytes invalid: our finding, not the
@@ -1099,6 +1103,16 @@ static int feed(tri_conn *conn, const uint8_t *p, size_t n) {
       if (conn->dead) return -1;
     }
   }
+  /* The slice for the next read: about two responses' bytes, as this read
+   * had them (all of it when no stream closed), within FEED_SLICE and
+   * FEED_SLICE_MAX.  Small responses keep 4 KiB slices, so the check above
+   * comes often enough; large ones reach nghttp2 and the call in fewer,
+   * larger pieces (each piece costs a callback, a window credit and an
+   * envelope-decoder step: 256 of them per 1 MiB response in 4 KiB slices). */
+  size_t closed = conn->closed_total - closed_before;
+  size_t per = closed ? total / closed : total;
+  size_t slice = per > FEED_SLICE_MAX / 2 ? FEED_SLICE_MAX : 2 * per;
+  conn->feed_slice = slice < FEED_SLICE ? FEED_SLICE : slice;
   return 0;
 }
 
@@ -1618,6 +1632,7 @@ static tri_conn *conn_alloc(tri_channel *ch) {
   conn->fd = conn->evfd = conn->tfd = conn->epfd = -1;
   tri_dial_init(&conn->dial);
   conn->hook_ms = -1;
+  conn->feed_slice = FEED_SLICE;
   conn->attempt_start = conn->last_read = tri__now();
   conn->detached_budget = -1;
   atomic_init(&conn->refs, 1);

@@ -134,6 +134,8 @@ struct tri_conn {
   tri_call *inflight;      /* calls the session knows, linked io_next */
   size_t inflight_n;       /* how many */
   size_t closed_since_flush; /* streams closed since the last flush */
+  size_t closed_total;       /* streams closed, ever */
+  size_t feed_slice;         /* bytes handed to nghttp2 at a time (feed) */
   int self_pushed;         /* ops pushed by this thread: do not sleep */
   int hook_ms;             /* the I/O hook's longest sleep (-1: none) */
   tri_call *held, *held_tail; /* calls not yet submitted: no SETTINGS yet or
