@@ -52,6 +52,7 @@ static void *waiter(void *arg) {
     if (tri_call_new(ch, &c, "/s/M", 4, -1, 0)) break;
     atomic_fetch_add(&made, 1);
     tri_call_set_handoff(c);
+    atomic_fetch_add(&c->refs, 1); /* the "I/O thread's" reference */
     post(c);
     pthread_mutex_unlock(&gil); /* the call waits without the "GIL" */
     int rv = tri_call_wait(c, 2000000000LL);
@@ -88,7 +89,10 @@ static void *completer(void *arg) {
     for (int k = 0; k < n; k++) batch[k] = box.calls[k];
     box.n = 0;
     pthread_mutex_unlock(&box.lock);
-    for (int k = 0; k < n; k++) complete(batch[k]);
+    for (int k = 0; k < n; k++) {
+      complete(batch[k]);
+      tri__call_unref(batch[k]); /* as the I/O thread lets go after completing */
+    }
     tri_handoff_tick();
     seed = seed * 1103515245u + 12345u;
     usleep(5 + (seed >> 16) % 40); /* a loop turn: calls pile up meanwhile */
