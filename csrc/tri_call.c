@@ -17,6 +17,7 @@
 
 #include "tri_conn.h"
 #include "tri_error.h"
+#include "tri_handoff.h"
 #include "tri_int.h"
 #include "tri_wire.h"
 #include "tri_writer.h"
@@ -309,10 +310,18 @@ int tri_call_response_started(const tri_call *c) {
   return atomic_load(&c->headers_done) && c->response_started;
 }
 
+void tri_call_set_handoff(tri_call *c) {
+  c->handoff = !(c->flags & (TRI_CALL_CLIENT_STREAMING | TRI_CALL_SERVER_STREAMING));
+}
+
 int tri_call_wait(tri_call *c, int64_t timeout_ns) {
-  if (tri_call_done(c)) return 0;
+  if (tri_call_done(c)) {
+    if (c->handoff) tri__handoff_resumed(c);
+    return 0;
+  }
   int64_t end = timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
   atomic_fetch_add(&c->waiters, 1);
+  if (c->handoff) tri_handoff_yield(); /* about to sleep: the next caller's turn */
   while (!atomic_load(&c->done)) {
     struct timespec ts, *tsp = NULL;
     if (timeout_ns >= 0) {
@@ -325,7 +334,9 @@ int tri_call_wait(tri_call *c, int64_t timeout_ns) {
     syscall(SYS_futex, &c->done, FUTEX_WAIT_PRIVATE, 0, tsp, NULL, 0);
   }
   atomic_fetch_sub(&c->waiters, 1);
-  return atomic_load(&c->done) ? 0 : TRI_ERR_TIMEOUT;
+  if (!atomic_load(&c->done)) return TRI_ERR_TIMEOUT;
+  if (c->handoff) tri__handoff_resumed(c);
+  return 0;
 }
 
 int tri_call_cancel(tri_call *c, int code, const char *message) {
@@ -452,13 +463,20 @@ void tri__call_complete(tri_call *c, int code, const char *fmt, ...) {
     c->resp = NULL;
   }
   if (c->conn) tri__conn_call_finished(c->conn, c);
+  /* Decided before `done` is published: a waiter that sees done sees it.  A
+   * large response's caller is woken at once: its copy and parse are long,
+   * and another caller may run meanwhile. */
+  int handoff = c->handoff && tri__conn_on_io_thread() &&
+                !(c->resp && c->resp->len >= TRI_HANDOFF_DIRECT_BYTES);
+  if (handoff) atomic_store(&c->hstate, TRI_HS_QUEUED);
   atomic_store(&c->done, 1);
   /* Readers and writers blocked on this call see the end. */
   bump(&c->recv_seq, &c->recv_waiters);
   bump(&c->send_seq, &c->send_waiters);
   notify_event(c, TRI_EV_DONE);
-  if (atomic_load(&c->waiters))
-    syscall(SYS_futex, &c->done, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+  if (!atomic_load(&c->waiters)) return;
+  if (handoff) tri__handoff_push(c); /* woken in turn (tri_handoff.h) */
+  else syscall(SYS_futex, &c->done, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
 }
 
 static int name_is(const uint8_t *n, size_t nl, const char *lit) {
@@ -1180,7 +1198,7 @@ static size_t format_size(size_t v, char out[24]) {
 }
 
 size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
-                         tri_hpack_filter *filter) {
+                         tri_hpack_filter *filter, tri_timeout_memo *memo) {
   static const nghttp2_nv method = NV_STATIC(":method", "POST");
   static const nghttp2_nv scheme = NV_STATIC(":scheme", "http");
   static const nghttp2_nv scheme_tls = NV_STATIC(":scheme", "https");
@@ -1196,6 +1214,8 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
   static const nghttp2_nv content_enc_deflate = NV_STATIC("content-encoding", "deflate");
   const tri_channel_opts *o = &c->ch->opts;
   int gz = c->compress != TRI_COMPRESS_NONE, deflate = c->compress == TRI_COMPRESS_DEFLATE;
+  tri_timeout_memo none = {0};
+  if (!memo) memo = &none;
   size_t n = 0;
   if (cap < 16) return 0;
   nva[n++] = method;
@@ -1219,11 +1239,13 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
     if (spec) nva[n++] = spec_version;
     nva[n++] = accept;
     if (gz) nva[n++] = deflate ? content_enc_deflate : content_enc;
-    int tl = c->deadline ? tri_triple_timeout_encode(c->deadline - tri__now(),
-                                                     c->timeout)
-                         : 0;
-    /* Both names carry the same decimal milliseconds (dubbo-go:
-     * triple-timeout-ms; Java and dubbo-js: tri-service-timeout). */
+    /* Rounded up, as grpc-timeout below.  Both names carry the same decimal
+     * milliseconds (dubbo-go: triple-timeout-ms; Java and dubbo-js:
+     * tri-service-timeout). */
+    int tl = c->deadline
+                 ? tri_timeout_memo_text(memo, TRI_TIMEOUT_TRIPLE,
+                                         c->deadline - tri__now(), c->timeout)
+                 : 0;
     if (tl && go) nva[n++] = nv_make("triple-timeout-ms", 17, c->timeout, (size_t)tl);
     if (tl && spec) nva[n++] = nv_make("tri-service-timeout", 19, c->timeout, (size_t)tl);
   } else { /* §3.1 */
@@ -1233,8 +1255,8 @@ size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
     if (gz) nva[n++] = deflate ? grpc_enc_deflate : grpc_enc;
     if (c->deadline) {
       /* Rounded up: one value for every call with this timeout (HPACK). */
-      int tl = tri_grpc_timeout_encode(
-          tri_timeout_round_up(c->deadline - tri__now()), c->timeout);
+      int tl = tri_timeout_memo_text(memo, TRI_TIMEOUT_GRPC,
+                                     c->deadline - tri__now(), c->timeout);
       nva[n++] = nv_make("grpc-timeout", 12, c->timeout, (size_t)tl);
     }
   }

@@ -156,6 +156,14 @@ int tri_call_unprocessed(const tri_call *c);
  * (A6) commits a call at that point: no retry policy may start it again. */
 int tri_call_response_started(const tri_call *c);
 
+/* Puts a unary call (no streaming flag; no effect otherwise) in hand-off
+ * mode, for callers that all need one lock to go on (Python's GIL): its
+ * waiters are woken one at a time as running callers block again, not all
+ * by the I/O thread (tri_handoff.h).  A thread that waits on such calls
+ * calls tri_handoff_yield whenever it blocks elsewhere.  Only before
+ * tri_call_start. */
+void tri_call_set_handoff(tri_call *c);
+
 /* Waits up to timeout_ns (< 0: forever) for completion.  Returns 0 when done,
  * TRI_ERR_TIMEOUT otherwise.  Safe from any number of threads. */
 int tri_call_wait(tri_call *c, int64_t timeout_ns);

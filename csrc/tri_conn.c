@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include "tri_error.h"
+#include "tri_handoff.h"
 #include "tri_h2.h"
+#include "tri_resp_check.h"
 #include "tri_thread.h"
 #include "tri_wire.h"
 
@@ -28,6 +30,7 @@
 #define PULL_MAX_BYTES (4u << 20)  /* stop pulling frames beyond this */
 #define RBUF_SIZE (256u << 10)
 #define FEED_SLICE 4096u           /* bytes handed to nghttp2 at a time (see feed) */
+#define FEED_SLICE_MAX (64u << 10) /* ...at most, when responses are large */
 #define PIPELINE_MIN_CALLS 8       /* fewest completions worth a write mid-read */
 #define MAX_HEADERS 64             /* header fields on the stack; more are allocated */
 /* Request header lists (HPACK's size: name + value + 32 per field) over this,
@@ -199,6 +202,7 @@ static void inflight_add(tri_conn *conn, tri_call *c) {
 static void inflight_remove(tri_conn *conn, tri_call *c) {
   conn->inflight_n--;
   conn->closed_since_flush++;
+  conn->closed_total++;
   if (c->io_prev) c->io_prev->io_next = c->io_next;
   else conn->inflight = c->io_next;
   if (c->io_next) c->io_next->io_prev = c->io_prev;
@@ -289,6 +293,17 @@ static const char *target_name(const tri_channel_opts *o, char *buf, size_t n) {
 
 static tri_call *stream_call(tri_conn *conn, int32_t stream_id) {
   return nghttp2_session_get_stream_user_data(conn->sess, stream_id);
+}
+
+/* stream_call for the receive callbacks, which come in runs for one stream
+ * (a header block's fields, a frame's chunks): the last stream's call is
+ * remembered until that stream closes (on_stream_close). */
+static tri_call *recv_call(tri_conn *conn, int32_t stream_id) {
+  if (stream_id != conn->rx_sid) {
+    conn->rx_call = stream_call(conn, stream_id);
+    conn->rx_sid = stream_id;
+  }
+  return conn->rx_call;
 }
 
 static ssize_t unary_read(nghttp2_session *s, int32_t stream_id, uint8_t *buf,
@@ -390,7 +405,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame,
                             void *user) {
   (void)s;
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
-  tri_call *c = stream_call(user, frame->hd.stream_id);
+  tri_call *c = recv_call(user, frame->hd.stream_id);
   if (c) c->block_bytes = 0; /* a new block: initial metadata or trailers */
   return 0;
 }
@@ -420,14 +435,35 @@ static int over_metadata_limit(tri_conn *conn, tri_call *c,
   return 1;
 }
 
+/* The response on `c`'s stream broke an HTTP/2 message rule (tri_resp_check):
+ * a stream error.  The stream is reset with PROTOCOL_ERROR and nghttp2 drops
+ * the rest of it; the call ends as the reset ends it (stream_closed), as when
+ * nghttp2 itself applied the rules. */
+static void reset_malformed(tri_conn *conn, tri_call *c, int32_t sid) {
+  c->malformed = 1;
+  nghttp2_submit_rst_stream(conn->sess, NGHTTP2_FLAG_NONE, sid,
+                            NGHTTP2_PROTOCOL_ERROR);
+}
+
 static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
                      const uint8_t *name, size_t namelen, const uint8_t *value,
                      size_t valuelen, uint8_t flags, void *user) {
   (void)s, (void)flags;
   tri_conn *conn = user;
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
-  tri_call *c = stream_call(conn, frame->hd.stream_id);
+  tri_call *c = recv_call(conn, frame->hd.stream_id);
   if (!c) return 0;
+  int first = frame->headers.cat == NGHTTP2_HCAT_RESPONSE;
+  int verdict =
+      conn->nghttp2_rules
+          ? TRI_RESP_FIELD_OK
+          : tri_resp_check_field(&c->rcheck, name, namelen, value, valuelen,
+                                 !first && tri_resp_check_trailer(&c->rcheck));
+  if (verdict == TRI_RESP_FIELD_DROP) return 0;
+  if (verdict == TRI_RESP_FIELD_BAD) {
+    reset_malformed(conn, c, frame->hd.stream_id);
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the rest of the block */
+  }
   if (!c->completed && over_metadata_limit(conn, c, frame, namelen, valuelen))
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   if (tri__call_on_header(c, frame, name, namelen, value, valuelen)) {
@@ -456,9 +492,13 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t sid,
                          const uint8_t *data, size_t len, void *user) {
   (void)s, (void)flags;
   tri_conn *conn = user;
-  tri_call *c = stream_call(conn, sid);
+  tri_call *c = recv_call(conn, sid);
   credit(conn, c, sid, len);
-  if (!c) return 0;
+  if (!c || c->malformed) return 0; /* the rest of a frame after a fault */
+  if (!conn->nghttp2_rules && tri_resp_check_data(&c->rcheck, len)) {
+    reset_malformed(conn, c, sid);
+    return 0;
+  }
   if (tri__call_on_data(c, data, len, conn->ch->opts.max_recv_bytes))
     nghttp2_submit_rst_stream(conn->sess, NGHTTP2_FLAG_NONE, sid,
                               NGHTTP2_CANCEL);
@@ -482,9 +522,25 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
     conn->peer_goaway_error = frame->goaway.error_code;
     atomic_store(&conn->unusable, 1);
   }
+  if (!conn->nghttp2_rules && (frame->hd.type == NGHTTP2_HEADERS ||
+                               (frame->hd.type == NGHTTP2_DATA &&
+                                (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)))) {
+    /* The rules that look at a whole header block or at the end of the
+     * stream; a fault leaves the frame unseen, as if never received. */
+    tri_call *c = recv_call(conn, frame->hd.stream_id);
+    int end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    if (c &&
+        (frame->hd.type == NGHTTP2_HEADERS
+             ? tri_resp_check_block(
+                   &c->rcheck, frame->headers.cat == NGHTTP2_HCAT_RESPONSE, end)
+             : tri_resp_check_data_end(&c->rcheck))) {
+      reset_malformed(conn, c, frame->hd.stream_id);
+      return 0;
+    }
+  }
   if (frame->hd.type == NGHTTP2_HEADERS &&
       frame->headers.cat == NGHTTP2_HCAT_RESPONSE) {
-    tri_call *c = stream_call(conn, frame->hd.stream_id);
+    tri_call *c = recv_call(conn, frame->hd.stream_id);
     if (c) {
       /* Not trailers-only: the response has begun (tri_call_response_started). */
       c->response_started = !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
@@ -498,7 +554,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
      * the close only when both sides are done, so complete now and end our
      * side with RST_STREAM(NO_ERROR), as RFC 9113 §8.1 allows. */
     int32_t sid = frame->hd.stream_id;
-    tri_call *c = stream_call(conn, sid);
+    tri_call *c = recv_call(conn, sid);
     if (c && !c->completed) {
       tri__call_on_close(c, NGHTTP2_NO_ERROR);
       if (!nghttp2_session_get_stream_local_close(conn->sess, sid))
@@ -514,6 +570,15 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
 static int nghttp2_oom(const tri_conn *conn) { return conn->arena.failed; }
 
 static void stream_closed(tri_conn *conn, tri_call *c, uint32_t error_code) {
+  if (c->malformed && error_code == NGHTTP2_NO_ERROR) {
+    /* A malformed response that ended the stream (END_STREAM) closes it
+     * before our RST_STREAM has gone out.  The call waits for the reset
+     * (on_frame_send), or for the connection's end, as it would had the
+     * stream stayed open until then: the outcome does not depend on it. */
+    c->reset_unsent = 1;
+    conn->resets_unsent++;
+    return;
+  }
   if (nghttp2_oom(conn) && error_code != NGHTTP2_NO_ERROR)
     tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "%s", OOM_HTTP2);
   tri__call_on_close(c, error_code);
@@ -530,7 +595,8 @@ static int on_stream_close(nghttp2_session *s, int32_t sid, uint32_t err,
                            void *user) {
   (void)s;
   tri_conn *conn = user;
-  tri_call *c = stream_call(conn, sid);
+  tri_call *c = recv_call(conn, sid);
+  conn->rx_sid = 0; /* the stream and its data are gone */
   if (c) stream_closed(conn, c, err);
   return 0;
 }
@@ -543,6 +609,16 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *frame,
     conn->local_goaway_error = frame->goaway.error_code;
   if (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA)
     conn->pings_without_data = 0; /* grpc.http2.max_pings_without_data */
+  if (frame->hd.type == NGHTTP2_RST_STREAM && conn->resets_unsent) {
+    for (tri_call *c = conn->inflight; c; c = c->io_next) {
+      if (c->reset_unsent && c->stream_id == frame->hd.stream_id) {
+        c->reset_unsent = 0;
+        conn->resets_unsent--;
+        stream_closed(conn, c, frame->rst_stream.error_code); /* see there */
+        break;
+      }
+    }
+  }
   return 0;
 }
 
@@ -634,7 +710,7 @@ static void submit_call(tri_conn *conn, tri_call *c, int may_hold) {
     return;
   }
   size_t n = tri__call_headers(c, nva, cap > MAX_HEADERS ? cap : MAX_HEADERS,
-                               &conn->hpack_filter);
+                               &conn->hpack_filter, &conn->timeout_memo);
   if (!header_list_fits(conn, c, nva, n)) {
     if (nva != stack_nva) tri_mem_free(nva);
     io_release(conn, c);
@@ -991,7 +1067,8 @@ static void flush(tri_conn *conn) {
 static void after_events(tri_conn *conn);
 static int dial_more(tri_conn *conn);
 
-/* Hands `n` received bytes to nghttp2, FEED_SLICE at a time.  When a slice
+/* Hands `n` received bytes to nghttp2, a slice at a time (4 KiB or more:
+ * see the end).  When a slice
  * has closed a quarter of the calls in flight (at least PIPELINE_MIN_CALLS),
  * the loop's work runs before the next slice: the I/O hook starts the
  * replacements of the calls just completed, queued ops are submitted, and
@@ -1004,8 +1081,9 @@ static int dial_more(tri_conn *conn);
  * busy anyway (grpc-go) sees no change.  Returns 0, or -1 when the
  * connection died (a protocol error from the peer: INTERNAL). */
 static int feed(tri_conn *conn, const uint8_t *p, size_t n) {
+  size_t total = n, closed_before = conn->closed_total;
   while (n) {
-    size_t k = n < FEED_SLICE ? n : FEED_SLICE;
+    size_t k = n < conn->feed_slice ? n : conn->feed_slice;
     ssize_t rv = nghttp2_session_mem_recv(conn->sess, p, k);
     if (rv < 0) {
       /* nghttp2 found the server's bytes invalid: our finding, not the
@@ -1025,6 +1103,16 @@ static int feed(tri_conn *conn, const uint8_t *p, size_t n) {
       if (conn->dead) return -1;
     }
   }
+  /* The slice for the next read: about two responses' bytes, as this read
+   * had them (all of it when no stream closed), within FEED_SLICE and
+   * FEED_SLICE_MAX.  Small responses keep 4 KiB slices, so the check above
+   * comes often enough; large ones reach nghttp2 and the call in fewer,
+   * larger pieces (each piece costs a callback, a window credit and an
+   * envelope-decoder step: 256 of them per 1 MiB response in 4 KiB slices). */
+  size_t closed = conn->closed_total - closed_before;
+  size_t per = closed ? total / closed : total;
+  size_t slice = per > FEED_SLICE_MAX / 2 ? FEED_SLICE_MAX : 2 * per;
+  conn->feed_slice = slice < FEED_SLICE ? FEED_SLICE : slice;
   return 0;
 }
 
@@ -1302,6 +1390,9 @@ static int start_session(tri_conn *conn) {
     return TRI_ERR_NOMEM;
   }
   nghttp2_option_set_no_auto_window_update(opt, 1); /* see credit() */
+  /* The message rules of a response are ours (tri_resp_check, on_header):
+   * nghttp2's cost as much again per field. */
+  nghttp2_option_set_no_http_messaging(opt, !conn->nghttp2_rules);
   nghttp2_option_set_max_send_header_block_length(opt, 2 * MAX_HEADER_LIST);
   tri_h2_set_max_continuations(opt, conn->ch->opts.max_metadata_size);
   tri_h2_mem_init(&conn->mem, &conn->arena); /* nghttp2 allocates from the arena */
@@ -1411,6 +1502,8 @@ static int conn_timeout(tri_conn *conn) {
   int timeout = next_timeout_ms(conn);
   if (conn->hook_ms >= 0 && (timeout < 0 || conn->hook_ms < timeout))
     timeout = conn->hook_ms;
+  int handoff_ms = tri_handoff_tick(); /* callers left queued by a turn's holder */
+  if (handoff_ms >= 0 && (timeout < 0 || handoff_ms < timeout)) timeout = handoff_ms;
   return timeout;
 }
 
@@ -1539,6 +1632,7 @@ static tri_conn *conn_alloc(tri_channel *ch) {
   conn->fd = conn->evfd = conn->tfd = conn->epfd = -1;
   tri_dial_init(&conn->dial);
   conn->hook_ms = -1;
+  conn->feed_slice = FEED_SLICE;
   conn->attempt_start = conn->last_read = tri__now();
   conn->detached_budget = -1;
   atomic_init(&conn->refs, 1);
@@ -1641,10 +1735,13 @@ static void *detached_main(void *arg) {
   return NULL;
 }
 
+int tri__conn_nghttp2_rules;
+
 int tri__conn_new_detached(tri_conn **out, tri_channel *ch) {
   tri_conn *conn = conn_alloc(ch);
   if (!conn) return TRI_ERR_NOMEM;
   conn->detached = 1;
+  conn->nghttp2_rules = tri__conn_nghttp2_rules;
   if (!conn->out.e || !conn->out.staging || start_session(conn)) {
     tri__channel_spare_put(ch, TRI_SPARE_OUT, conn->out.e);
     tri_pool_put(&ch->pool, conn->out.staging);

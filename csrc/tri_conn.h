@@ -122,9 +122,20 @@ struct tri_conn {
                               spare (TRI_SPARE_OUT); the queue never grows */
   tri_deadlines deadlines; /* of the calls that have one */
   tri_hpack_filter hpack_filter; /* which request metadata to index */
+  tri_timeout_memo timeout_memo; /* the last request timeout value */
+  int resets_unsent;             /* calls waiting for their RST_STREAM to go out
+                                    (stream_closed: reset_unsent) */
+  int nghttp2_rules;             /* test hook (tri__conn_nghttp2_rules): nghttp2
+                                    applies the message rules, not tri_resp_check */
+  int32_t rx_sid; /* the stream of the receive callbacks' last lookup
+                     (0: none); rx_call is its call, borrowed from
+                     nghttp2's stream data until the stream closes */
+  tri_call *rx_call;
   tri_call *inflight;      /* calls the session knows, linked io_next */
   size_t inflight_n;       /* how many */
   size_t closed_since_flush; /* streams closed since the last flush */
+  size_t closed_total;       /* streams closed, ever */
+  size_t feed_slice;         /* bytes handed to nghttp2 at a time (feed) */
   int self_pushed;         /* ops pushed by this thread: do not sleep */
   int hook_ms;             /* the I/O hook's longest sleep (-1: none) */
   tri_call *held, *held_tail; /* calls not yet submitted: no SETTINGS yet or
@@ -185,7 +196,12 @@ void tri__conn_call_finished(tri_conn *conn, tri_call *c);
  *  - tri__conn_tick: one loop iteration without socket events (ops, flush
  *    timers, deadlines, watchdogs, output), as after an epoll timeout.
  *  - tri__conn_set_write_budget: makes the fake socket take `budget` more
- *    bytes and then block like a full socket (-1: take everything). */
+ *    bytes and then block like a full socket (-1: take everything).
+ *  - tri__conn_nghttp2_rules: nonzero when tri__conn_new_detached runs, that
+ *    connection leaves the HTTP/2 message rules of responses to nghttp2 (its
+ *    HTTP messaging on) instead of applying tri_resp_check: the reference the
+ *    differential tests and the session fuzzer hold our rules to. */
+extern int tri__conn_nghttp2_rules;
 int tri__conn_new_detached(tri_conn **out, tri_channel *ch);
 void tri__conn_run_ops(tri_conn *conn);
 int tri__conn_feed(tri_conn *conn, const uint8_t *data, size_t len);

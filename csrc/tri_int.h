@@ -22,6 +22,7 @@
 #include "tri_hpack_filter.h"
 #include "tri_mem.h"
 #include "tri_mpsc.h"
+#include "tri_resp_check.h"
 #include "tri_stats.h"
 #include "tri_wire.h"
 #include "tri_writer.h"
@@ -76,6 +77,9 @@ struct tri_call {
   _Atomic int refs;       /* caller + I/O thread + queued ops */
   _Atomic int done;       /* futex word: 1 once results are published */
   _Atomic int waiters;    /* threads sleeping on `done` */
+  int handoff;            /* set before start: waiters woken by tri_handoff */
+  _Atomic uint32_t hstate; /* TRI_HS_* of tri_handoff.h */
+  tri_call *hnext;        /* tri_handoff's queue link (under its lock) */
   _Atomic int cancel_req; /* cancel already queued */
   int cancel_code;        /* written before cancel_req is set */
   const char *cancel_msg;
@@ -125,6 +129,7 @@ struct tri_call {
   int http_status;
   int grpc_status;      /* -1 none, -2 unparsable */
   uint32_t block_bytes; /* HPACK size of the header block being received */
+  tri_resp_check rcheck; /* the response's HTTP/2 message rules so far */
   char bad_ct[40];      /* gRPC wire: the start of a content-type that is not
                            application/grpc*, for the error message */
   unsigned completed : 1;   /* final status decided */
@@ -143,6 +148,11 @@ struct tri_call {
   unsigned msg_compressed : 1;   /* the message being received has flag 0x01 */
   unsigned discard : 1;     /* TRI_CALL_DISCARD_BODY on a unary response */
   unsigned counting : 1;    /* the message in progress is counted, not kept */
+  unsigned malformed : 1;   /* the response broke a message rule (rcheck): its
+                               stream is reset with PROTOCOL_ERROR and the rest
+                               of it ignored */
+  unsigned reset_unsent : 1; /* ...and the stream closed before that reset went
+                                out: still in flight until it does */
   unsigned unprocessed : 2; /* TRI_UNPROCESSED_* (tri_call_unprocessed): set
                                before `done`, by whoever completes the call */
 
@@ -212,9 +222,10 @@ void tri__call_on_close(tri_call *c, uint32_t error_code);
 void tri__call_headers_done(tri_call *c);
 /* Builds the request header block into nva (capacity cap).  Returns count.
  * The call's metadata that `filter` has not seen recently is marked not to be
- * indexed (tri_hpack_filter.h); NULL indexes all of it. */
+ * indexed (tri_hpack_filter.h); NULL indexes all of it.  The timeout value
+ * comes through `memo` (tri_timeout_memo; NULL: none kept). */
 size_t tri__call_headers(tri_call *c, nghttp2_nv *nva, size_t cap,
-                         tri_hpack_filter *filter);
+                         tri_hpack_filter *filter, tri_timeout_memo *memo);
 size_t tri__call_header_count(const tri_call *c);
 
 /* Channel: invoked by calls. */

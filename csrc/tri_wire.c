@@ -3,17 +3,48 @@
 #include <stdint.h>
 #include <string.h>
 
-int64_t tri_timeout_round_up(int64_t ns) {
-  if (ns <= 0) return ns;
+/* The power of ten tri_timeout_round_up rounds ns (> 0) to a multiple of. */
+static int64_t round_step(int64_t ns) {
   int64_t step = 1, top = 1000; /* ns / step has three digits: ns < top */
   while (ns >= top && top <= INT64_MAX / 10) {
     step *= 10;
     top *= 10;
   }
   if (ns >= top) step *= 10; /* beyond the last power of ten that fits */
+  return step;
+}
+
+int64_t tri_timeout_round_up(int64_t ns) {
+  if (ns <= 0) return ns;
+  int64_t step = round_step(ns);
   int64_t q = ns / step + (ns % step != 0);
   if (q > INT64_MAX / step) return ns;
   return q * step;
+}
+
+int tri_timeout_memo_text(tri_timeout_memo *m, int kind, int64_t ns,
+                          char out[TRI_TIMEOUT_MAX]) {
+  if (kind == TRI_TIMEOUT_TRIPLE && ns < 1000000) return 0; /* none left */
+  if (kind == TRI_TIMEOUT_GRPC && ns <= 0)
+    return tri_grpc_timeout_encode(ns, out);
+  if (m->kind == kind + 1 && ns > m->lo && ns <= m->hi) {
+    memcpy(out, m->text, (size_t)m->len + 1);
+    return m->len;
+  }
+  int64_t r = tri_timeout_round_up(ns);
+  int len = kind == TRI_TIMEOUT_GRPC ? tri_grpc_timeout_encode(r, out)
+                                     : tri_triple_timeout_encode(r, out);
+  /* Rounding is monotonic: when both ends of (lo, r] round to r, all of it
+   * does. */
+  int64_t lo = r - round_step(r > 1 ? r - 1 : 1);
+  if (tri_timeout_round_up(lo + 1) == r && tri_timeout_round_up(r) == r) {
+    m->kind = kind + 1;
+    m->lo = lo;
+    m->hi = r;
+    m->len = len;
+    memcpy(m->text, out, (size_t)len + 1);
+  }
+  return len;
 }
 
 int tri_grpc_timeout_encode(int64_t ns, char out[TRI_TIMEOUT_MAX]) {

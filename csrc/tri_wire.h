@@ -48,6 +48,28 @@ int tri_grpc_timeout_encode(int64_t ns, char out[TRI_TIMEOUT_MAX]);
  * only a hint.  Values <= 0 are returned unchanged. */
 int64_t tri_timeout_round_up(int64_t ns);
 
+/* The timeout value of a request header, remembered for the requests that
+ * follow: calls made with one timeout round (tri_timeout_round_up) to the
+ * same value, which the memo then gives without redoing the rounding and
+ * the digits.  Plain value type; all-zero bytes are an empty memo.  Not
+ * thread-safe: one per I/O thread. */
+typedef struct tri_timeout_memo {
+  int kind;       /* 1 + TRI_TIMEOUT_* of `text`; 0: empty */
+  int64_t lo, hi; /* remaining times in (lo, hi] give `text` */
+  int len;
+  char text[TRI_TIMEOUT_MAX];
+} tri_timeout_memo;
+
+#define TRI_TIMEOUT_GRPC 0   /* grpc-timeout */
+#define TRI_TIMEOUT_TRIPLE 1 /* triple-timeout-ms, tri-service-timeout */
+
+/* The header value for `ns` left, rounded up by tri_timeout_round_up:
+ * tri_grpc_timeout_encode of it (TRI_TIMEOUT_GRPC; "0n" for ns <= 0), or
+ * tri_triple_timeout_encode of it (TRI_TIMEOUT_TRIPLE; 0, the header left
+ * out, for less than 1 ms).  Returns the length; `out` is NUL-terminated. */
+int tri_timeout_memo_text(tri_timeout_memo *m, int kind, int64_t ns,
+                          char out[TRI_TIMEOUT_MAX]);
+
 /* Parses a grpc-timeout value into nanoseconds.  Returns 0, or -1 when the
  * value is malformed (no digits, more than 8 digits, unknown unit).  Hours
  * that overflow give INT64_MAX ("no timeout"). */

@@ -198,6 +198,8 @@ class UnaryUnaryMultiCallable(_MultiCallable, abstract.UnaryUnaryMultiCallable):
         self._fast_path = channel._options.unary_fast_path  # fixed for the channel
         # The fast path with nothing to do first (no channel call credentials): fixed too.
         self._direct = self._fast_path and not self._has_plugins
+        # ... and nothing to do to the request (no serializer): __call__ starts it itself.
+        self._bare = self._direct and serializer is None
 
     def _start(self, request: Any, timeout: Optional[float], metadata: MetadataType,
                wait: bool, notify: int, compression: Any) -> Any:
@@ -260,9 +262,16 @@ class UnaryUnaryMultiCallable(_MultiCallable, abstract.UnaryUnaryMultiCallable):
         The GIL is released while the call is in flight; Ctrl-C cancels it.
         """
         if credentials is None and not wait_for_ready and self._plain:
-            core_call = self._start(request, timeout, metadata, True, False, compression)
+            if self._bare and compression is None:  # _start's work, in this frame
+                core_call = self._core.call(self._method, request, timeout, metadata,
+                                            wait=True)
+            else:
+                core_call = self._start(request, timeout, metadata, True, False, compression)
             if core_call.code() == 0 and self._throttle is None:  # the common case, inline
-                return deserialize(self._deserialize, memoryview(core_call)
+                codec = self._deserialize
+                if codec is None:
+                    return core_call.response()
+                return deserialize(codec, memoryview(core_call)
                                    if self._in_place else core_call.response())
             return self._response(self._finished(core_call, request, metadata, None, None,
                                                  compression))

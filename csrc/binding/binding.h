@@ -17,6 +17,7 @@ typedef struct {
   PyTypeObject *echo_server_type; /* server_type.c */
   PyTypeObject *hist_type;        /* hist_type.c */
   PyTypeObject *ioloop_type;      /* ioloop_type.c */
+  PyTypeObject *wakeup_type;      /* wakeup_type.c */
   tri_stats retired; /* counters of channels already deallocated */
 } tri_module_state;
 
@@ -43,6 +44,10 @@ int tri_call_type_init(PyObject *module, tri_module_state *st);
 int tri_server_type_init(PyObject *module, tri_module_state *st);
 int tri_hist_type_init(PyObject *module, tri_module_state *st);
 int tri_ioloop_type_init(PyObject *module, tri_module_state *st);
+int tri_wakeup_type_init(PyObject *module, tri_module_state *st);
+/* _triple.wakeup_step_now(flag) -> the previous flag: whether a Wakeup's
+ * set_result steps its task at once (wakeup_type.c). */
+PyObject *tri_py_wakeup_step_now(PyObject *m, PyObject *arg);
 /* The tri_loop of an IoLoop (borrowed from it), or NULL with an exception. */
 struct tri_loop;
 struct tri_loop *tri_py_ioloop(tri_module_state *st, PyObject *obj);

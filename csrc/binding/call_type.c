@@ -3,6 +3,8 @@
 
 #include "../tri_clock.h"
 
+#include "../tri_handoff.h"
+
 CallObject *tri_call_object_new(tri_module_state *st, PyObject *channel,
                                 tri_call *call) {
   CallObject *co = PyObject_New(CallObject, st->call_type);
@@ -36,6 +38,7 @@ static void call_dealloc(CallObject *self) {
       Py_BEGIN_ALLOW_THREADS
       tri_call_release(call);
       Py_END_ALLOW_THREADS
+      tri_handoff_leave();
     }
   }
   if (self->request.obj) PyBuffer_Release(&self->request);
@@ -259,6 +262,7 @@ static PyObject *call_read(CallObject *self, PyObject *args) {
     for (;;) {
       int64_t step = left < 0 || left > slice ? slice : left;
       Py_BEGIN_ALLOW_THREADS
+      tri_handoff_yield(); /* about to block: a finished caller may run */
       rv = tri_call_read(self->call, step, &m);
       Py_END_ALLOW_THREADS
       if (rv != TRI_ERR_TIMEOUT) break;

@@ -1,6 +1,7 @@
 /* channel_type.c: _triple.Channel, a thin owner of a tri_channel. */
 #include "binding.h"
 #include "../tri_connectivity.h"
+#include "../tri_handoff.h"
 
 /* Channel(host, port, /, io_loop=None, **options): the options are the rows
  * of the table (csrc/tri_options.h, _triple.CHANNEL_OPTIONS), by name; None
@@ -213,6 +214,7 @@ static PyObject *channel_call(ChannelObject *self, PyObject *const *args,
     return NULL;
   }
   if (compress >= 0) tri_call_set_compression(call, compress);
+  tri_call_set_handoff(call); /* Python threads wake in turn for the GIL */
   tri_module_state *st = tri_get_state_from_type(Py_TYPE(self));
   CallObject *co = tri_call_object_new(st, (PyObject *)self, call);
   if (!co) return NULL;
@@ -255,6 +257,7 @@ static PyObject *channel_call(ChannelObject *self, PyObject *const *args,
   if (wait) {
     if (!done && tri_wait_interruptible(call, -1) < 0) goto fail;
     tri_call_object_release_request(co);
+    if (done) tri_handoff_leave(); /* back to Python code (tri_handoff.h) */
   }
   return (PyObject *)co;
 fail:
@@ -329,6 +332,7 @@ static PyObject *channel_generic(ChannelObject *self, PyObject *a, PyObject *kw)
     goto out;
   }
   tri_call_set_request_buf(call, req);
+  tri_call_set_handoff(call);
   tri_module_state *st = tri_get_state_from_type(Py_TYPE(self));
   CallObject *co = tri_call_object_new(st, (PyObject *)self, call);
   if (!co) goto out;
@@ -378,6 +382,7 @@ static PyObject *channel_poll(ChannelObject *self, PyObject *args) {
   int n;
   int64_t ns = timeout < 0 ? -1 : (int64_t)(timeout * 1e9);
   Py_BEGIN_ALLOW_THREADS
+  tri_handoff_yield(); /* about to block: a finished caller may run */
   n = tri_channel_poll_completions(self->ch, tokens, 256, ns);
   Py_END_ALLOW_THREADS
   if (n < 0) Py_RETURN_NONE; /* closed and drained */

@@ -1,6 +1,7 @@
 /* module.c: the triple_py._triple extension module. */
 #include "binding.h"
 
+#include "../tri_handoff.h"
 #include "../tri_libs.h"
 #include "../tri_wire.h"
 
@@ -51,6 +52,7 @@ int tri_wait_interruptible(tri_call *call, double timeout) {
     Py_BEGIN_ALLOW_THREADS
     tri_call_wait(call, -1);
     Py_END_ALLOW_THREADS
+    tri_handoff_leave();
   }
   return rv;
 }
@@ -70,9 +72,13 @@ int tri_wait_sliced(tri_call *call, tri_slice_wait wait, size_t arg, int64_t tim
     int64_t step = left < 0 || left > slice ? slice : left;
     int rv;
     Py_BEGIN_ALLOW_THREADS
+    tri_handoff_yield(); /* about to block: a finished caller may run */
     rv = wait(call, arg, step);
     Py_END_ALLOW_THREADS
-    if (rv == 0) return 1;
+    if (rv == 0) {
+      tri_handoff_leave(); /* back to Python code (tri_handoff.h) */
+      return 1;
+    }
     if (tri_refuse_orphaned(call) < 0) return -1;
     if (PyErr_CheckSignals() < 0) {
       tri_call_cancel(call, TRI_CODE_CANCELLED, "Cancelled by a signal");
@@ -155,7 +161,30 @@ static PyObject *mod_metadata_legal(PyObject *m, PyObject *args) {
   return PyBool_FromLong(tri_md_value_valid(v, (size_t)vn));
 }
 
+/* handoff_stats() -> {queued, handed, started, restarted}: the process's
+ * wake-ups of finished blocking callers (tri_handoff.h). */
+static PyObject *mod_handoff_stats(PyObject *m, PyObject *unused) {
+  (void)m;
+  (void)unused;
+  tri_handoff_stats st;
+  tri_handoff_stats_get(&st);
+  return Py_BuildValue("{sKsKsKsKsK}", "queued", (unsigned long long)st.queued,
+                       "handed", (unsigned long long)st.handed, "started",
+                       (unsigned long long)st.started, "lapsed",
+                       (unsigned long long)st.lapsed, "restarted",
+                       (unsigned long long)st.restarted);
+}
+
 static PyMethodDef mod_methods[] = {
+    {"wakeup_step_now", tri_py_wakeup_step_now, METH_O,
+     "wakeup_step_now(flag) -> bool (the previous flag): while set (the aio reactor "
+     "draining from its reader callback, outside any task), Wakeup.set_result steps "
+     "the awaiting task at once instead of scheduling it."},
+    {"handoff_stats", mod_handoff_stats, METH_NOARGS,
+     "handoff_stats() -> {'queued', 'handed', 'started', 'lapsed', 'restarted'}: "
+     "finished blocking calls whose waiter was queued, then woken by a caller's "
+     "hand-off, by the I/O thread (no turn live, or its holder away too long), or by "
+     "the I/O thread's stall check."},
     {"run_load", (PyCFunction)(void (*)(void))tri_py_run_load,
      METH_VARARGS | METH_KEYWORDS, tri_run_load_doc},
     {"parse_wrapper_response", mod_parse_wrapper, METH_O,
@@ -182,6 +211,7 @@ static int mod_exec(PyObject *m) {
   if (tri_server_type_init(m, st) < 0) return -1;
   if (tri_hist_type_init(m, st) < 0) return -1;
   if (tri_ioloop_type_init(m, st) < 0) return -1;
+  if (tri_wakeup_type_init(m, st) < 0) return -1;
   if (PyModule_AddStringConstant(m, "CORE_VERSION", TRIPLE_VERSION) < 0 ||
       PyModule_AddStringConstant(m, "USER_AGENT", TRI_USER_AGENT) < 0 ||
       PyModule_AddIntConstant(m, "CLIENT_STREAMING", TRI_CALL_CLIENT_STREAMING) < 0 ||
@@ -239,6 +269,7 @@ static int mod_traverse(PyObject *m, visitproc visit, void *arg) {
   Py_VISIT(st->echo_server_type);
   Py_VISIT(st->hist_type);
   Py_VISIT(st->ioloop_type);
+  Py_VISIT(st->wakeup_type);
   return 0;
 }
 
@@ -249,6 +280,7 @@ static int mod_clear(PyObject *m) {
   Py_CLEAR(st->echo_server_type);
   Py_CLEAR(st->hist_type);
   Py_CLEAR(st->ioloop_type);
+  Py_CLEAR(st->wakeup_type);
   return 0;
 }
 

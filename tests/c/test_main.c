@@ -20,6 +20,8 @@ void test_dial(void);
 void test_fork(void);
 void test_tjson(void);
 void test_session(void);
+void test_h2_rules(void);
+void test_resp_check(void);
 void test_hist(void);
 void test_load(void);
 void test_backoff(void);
@@ -36,6 +38,7 @@ void test_sched(void);
 void test_failmalloc(void);
 void test_options(void);
 void test_loop(void);
+void test_handoff(void);
 
 static const struct {
   const char *name;
@@ -53,6 +56,8 @@ static const struct {
               {"fork", test_fork},
               {"tjson", test_tjson},
               {"session", test_session},
+              {"h2_rules", test_h2_rules},
+              {"resp_check", test_resp_check},
               {"hist", test_hist},
               {"load", test_load},
               {"backoff", test_backoff},
@@ -68,7 +73,8 @@ static const struct {
               {"sched", test_sched},
               {"failmalloc", test_failmalloc},
               {"options", test_options},
-              {"loop", test_loop}};
+              {"loop", test_loop},
+              {"handoff", test_handoff}};
 
 /* Runs every suite, or only those named on the command line. */
 int main(int argc, char **argv) {

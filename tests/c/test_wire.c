@@ -66,6 +66,60 @@ static void triple_timeouts(void) {
   CHECK_STR(b, n, "2999");
 }
 
+/* What the memo must give for `ns`: the encoding of the rounded value. */
+static int memo_expected(int kind, int64_t ns, char out[TRI_TIMEOUT_MAX]) {
+  if (kind == TRI_TIMEOUT_TRIPLE)
+    return ns < 1000000
+               ? 0
+               : tri_triple_timeout_encode(tri_timeout_round_up(ns), out);
+  return tri_grpc_timeout_encode(tri_timeout_round_up(ns), out);
+}
+
+/* The memo gives exactly the uncached value, whatever the sequence of
+ * remaining times: a countdown (the usual case: one timeout, later calls),
+ * jumps, both kinds in turn, powers of ten and their neighbours, and values
+ * near the 1 ms edge of the Triple encoding. */
+static void timeout_memo(void) {
+  tri_timeout_memo m;
+  memset(&m, 0, sizeof(m));
+  char got[TRI_TIMEOUT_MAX], want[TRI_TIMEOUT_MAX];
+  int wrong = 0, checked = 0;
+  uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 200000; i++) {
+    int64_t ns;
+    int kind = (i / 1000) % 2;
+    if (i % 3 == 0) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      ns = (int64_t)(x % 100000000000ull) >> (x % 37);
+    } else if (i % 3 == 1) {
+      int64_t p = 1;
+      for (int k = 0; k < i % 19; k++) p *= 10;
+      ns = p + (i % 7) - 3;
+    } else {
+      ns = 10000000000LL - (int64_t)i * 997; /* a 10 s timeout counting down */
+    }
+    if (i % 11 == 0) ns = 1000000 + (i % 5) - 2;
+    int n = tri_timeout_memo_text(&m, kind, ns, got);
+    int w = memo_expected(kind, ns, want);
+    checked++;
+    if (n != w || (n && memcmp(got, want, (size_t)n + 1))) wrong++;
+  }
+  CHECK_EQ_INT(wrong, 0);
+  CHECK(checked == 200000);
+  /* Zero and below: "0n" on gRPC, nothing on Triple. */
+  CHECK_EQ_INT(tri_timeout_memo_text(&m, TRI_TIMEOUT_GRPC, 0, got), 2);
+  CHECK_STR(got, 2, "0n");
+  CHECK_EQ_INT(tri_timeout_memo_text(&m, TRI_TIMEOUT_TRIPLE, -1, got), 0);
+  CHECK_EQ_INT(tri_timeout_memo_text(&m, TRI_TIMEOUT_TRIPLE, 999999, got), 0);
+  /* 9.9995 s left: rounded up to 10 s. */
+  CHECK_EQ_INT(tri_timeout_memo_text(&m, TRI_TIMEOUT_TRIPLE, 9999500000LL, got),
+               5);
+  CHECK_STR(got, 5, "10000");
+  CHECK_EQ_INT(tri_timeout_memo_text(&m, TRI_TIMEOUT_GRPC, 9999500000LL, got),
+               9);
+  CHECK_STR(got, 9, "10000000u");
+}
+
 static void percent(void) {
   char out[64];
   size_t n = tri_percent_decode("caf%C3%A9 %25 done", 18, out);
@@ -153,6 +207,7 @@ void test_wire(void) {
   grpc_timeouts();
   timeout_rounding();
   triple_timeouts();
+  timeout_memo();
   percent();
   status_maps();
   metadata_rules();

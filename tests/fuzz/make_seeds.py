@@ -39,6 +39,26 @@ def session_seeds() -> None:
          + frame(0, 1, 5, envelope(b"x" * 100)[50:]) + frame(8, 0, 5, struct.pack(">I", 1000)))
 
 
+def session_rule_seeds() -> None:
+    """Responses at the edges of the HTTP/2 message rules (tri_resp_check.h)."""
+    enc = hpack.Encoder()
+    ok = [(":status", "200"), ("content-type", "application/grpc")]
+    msg = envelope(b"\x0a\x03abc")
+    t0 = enc.encode([("grpc-status", "0")])
+    save("session", frame(1, 4, 1, enc.encode(ok + [("content-length", str(len(msg)))]))
+         + frame(0, 0, 1, msg) + frame(1, 5, 1, t0))
+    save("session", frame(1, 4, 1, enc.encode(ok + [("content-length", "3")]))
+         + frame(0, 1, 1, msg))
+    save("session", frame(1, 4, 1, enc.encode([(":status", "103"), ("link", "</x>")]))
+         + frame(1, 4, 1, enc.encode(ok + [("te", "trailers")])) + frame(0, 0, 1, msg)
+         + frame(1, 5, 1, t0))
+    save("session", frame(1, 4, 1, enc.encode([("content-type", "application/grpc"),
+                                                (":status", "200")]))
+         + frame(1, 4, 3, enc.encode(ok + [("connection", "close")]))
+         + frame(1, 4, 5, enc.encode(ok)) + frame(1, 4, 5, enc.encode([("x-t", "1")]))
+         + frame(0, 1, 5, msg))
+
+
 def other_seeds() -> None:
     save("frame", b"\x03" + envelope(b"hello") + envelope(b"") + envelope(b"zz", 1))
     save("gzip", gzip.compress(b"hello " * 100))
@@ -108,5 +128,6 @@ def server_seeds() -> None:
 
 if __name__ == "__main__":
     session_seeds()
+    session_rule_seeds()
     other_seeds()
     server_seeds()

@@ -6,6 +6,7 @@ import logging
 from typing import Any, AsyncIterator, Callable, Generator, Optional
 
 from .. import _triple
+from .._triple import Wakeup as _Wakeup
 from .._codec import deserialize, reads_in_place, serialize
 from .._errors import RpcError
 from .._replay import KeptRequests
@@ -95,16 +96,17 @@ class _Call(abstract.Call):
         self._waiters: list[asyncio.Future] = []
         self._channel_gone = False
         self._cancelled = False  # cancel() was called and took effect
-        reactor.register(core_call, self)
+        reactor._calls[id(core_call)] = self  # reactor.register, without its frame
 
     # -- events from the reactor ------------------------------------------------
     def _on_event(self) -> None:
         waiters, self._waiters = self._waiters, []
+        # The done callbacks first: a waiter's task may run inside set_result (Wakeup).
+        if self._done_callbacks is not None:
+            self._ended_attempt(bool(waiters))
         for w in waiters:
             if not w.done():
                 w.set_result(None)
-        if self._done_callbacks is not None:
-            self._ended_attempt(bool(waiters))
 
     # -- add_done_callback ------------------------------------------------------
     # The callbacks waiting for the end of the call, and whether they ran (class
@@ -151,7 +153,7 @@ class _Call(abstract.Call):
         writing behave in grpc.aio; waits for metadata or status leave it running."""
         if self._channel_gone:
             raise asyncio.InvalidStateError("the channel was closed")
-        fut = self._reactor.loop.create_future()
+        fut = self._reactor._loop.create_future()
         self._waiters.append(fut)
         try:
             await fut
@@ -280,6 +282,10 @@ class UnaryResponseCall(_Call):
     """A call with one response: awaiting it gives the response or raises."""
 
     _UNSET = object()
+    _response: Any = _UNSET  # deserialized once: the same object every await
+    # The deserializer reads the response in place (see _codec.reads_in_place): set
+    # by the multi-callable, which asks once.
+    _in_place = False
 
     def __await__(self) -> Generator[Any, None, Any]:
         """Awaiting the call gives the response or raises.  The common case (one
@@ -288,10 +294,13 @@ class UnaryResponseCall(_Call):
         retry, a failure, a cancel, a closed channel) goes through ``_result``."""
         core = self._core
         if not core.done() and not self._channel_gone:
-            fut = self._reactor.loop.create_future()
+            # Not an asyncio.Future: the reactor steps this task at once (see
+            # csrc/binding/wakeup_type.c).
+            fut = _Wakeup(self._reactor._loop)
             self._waiters.append(fut)
             try:
-                yield from fut
+                fut._asyncio_future_blocking = True
+                yield fut  # a cancelled task's step raises CancelledError here
             except asyncio.CancelledError:
                 self.cancel()  # as grpc.aio: cancelling the awaiting task cancels the RPC
                 raise
@@ -319,13 +328,16 @@ class UnaryResponseCall(_Call):
         owner = self._owner
         if owner is not None and (owner._throttle is not None or self._kept is not None):
             self._ended_ok()  # nothing to do for a plain unary call without a throttle
-        response = getattr(self, "_response", self._UNSET)
+        response = self._response
         if response is self._UNSET:  # deserialized once, the same object every await
             core, codec = self._core, self._deserialize
+            if codec is None:
+                response = self._response = core.response()
+                return response
             # A protobuf parser reads the response in place: no copy into bytes.
-            raw = memoryview(core) if codec is not None and reads_in_place(codec) \
-                else core.response()
-            response = self._response = deserialize(self._deserialize, raw, local_error)
+            in_place = self._in_place or reads_in_place(codec)
+            raw = memoryview(core) if in_place else core.response()
+            response = self._response = deserialize(codec, raw, local_error)
         return response
 
 

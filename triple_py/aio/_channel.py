@@ -9,7 +9,7 @@ from .._channel import Channel as _SyncChannel
 from .._channel import (_compression, _config_wait_for_ready, _method_settings,
                         _min_timeout, _queue_check)
 from .._retry import Retries, deadline_of
-from .._codec import serialize
+from .._codec import reads_in_place, serialize
 from .._connectivity import ChannelConnectivity, state_of, wait_for_change, wait_ready_async
 from .._credentials import ChannelCredentials
 from ._calls import (STREAM_EVENTS, Deserializer, Serializer, StreamedUnaryUnaryCall,
@@ -23,6 +23,7 @@ from . import _types as abstract
 # (key, value) pairs, or a triple_py.aio.Metadata (which iterates as its pairs).
 MetadataType = Optional[Union[abstract.Metadata, Sequence[tuple[str, Any]]]]
 Options = Optional[Iterable[tuple[str, Any]]]
+_EV_DONE = _triple.EV_DONE
 
 
 class _MultiCallable:
@@ -142,6 +143,10 @@ class UnaryUnaryMultiCallable(_MultiCallable, abstract.UnaryUnaryMultiCallable):
         # Fixed too; a method whose service config says waitForReady never takes it.
         self._direct = (self._fast_path and not self._deferred_always
                         and not self._cfg_wait_for_ready)
+        # The fast path with nothing to add to the request (no serializer, no configured
+        # timeout): __call__ starts it itself.
+        self._bare = self._direct and serializer is None and self._cfg_timeout is None
+        self._in_place = deserializer is not None and reads_in_place(deserializer)
 
     def __call__(self, request: Any, *, timeout: Optional[float] = None,
                  metadata: MetadataType = None, credentials: Any = None,
@@ -150,6 +155,13 @@ class UnaryUnaryMultiCallable(_MultiCallable, abstract.UnaryUnaryMultiCallable):
         """``await`` it for the response."""
         if self._direct and credentials is None and not wait_for_ready and \
                 (self._queues is None or not self._queues()):  # the fast path
+            if self._bare and compression is None:  # _unary's work, with nothing to add
+                reactor = self._channel._reactor_obj
+                if reactor is None or not reactor.runs_here():
+                    reactor = self._channel._reactor()
+                return self._wrap(reactor, self._core.call(self._method, request, timeout,
+                                                           metadata, notify=_EV_DONE),
+                                  request, metadata, None)
             return self._unary(request, timeout, metadata, compression)
         return _MultiCallable.__call__(self, request, timeout=timeout, metadata=metadata,
                                        credentials=credentials, wait_for_ready=wait_for_ready,
@@ -171,12 +183,17 @@ class UnaryUnaryMultiCallable(_MultiCallable, abstract.UnaryUnaryMultiCallable):
         """A fast-path call, with its retries unless they are off (see _retry)."""
         if self._cfg_timeout is not None:
             timeout = _min_timeout(timeout, self._cfg_timeout)
-        call = UnaryUnaryCall(self._channel._reactor(),
-                              self._start(request, timeout, metadata, compression, 0,
-                                          _triple.EV_DONE), None, self._deserialize)
+        return self._wrap(self._channel._reactor(),
+                          self._start(request, timeout, metadata, compression, 0, _EV_DONE),
+                          request, metadata, compression)
+
+    def _wrap(self, reactor: Reactor, core_call: Any, request: Any, metadata: MetadataType,
+              compression: Any) -> UnaryUnaryCall:
+        """The awaitable of a started fast-path call, with what its retries need."""
+        call = UnaryUnaryCall(reactor, core_call, None, self._deserialize)
+        call._in_place = self._in_place
         if self._retries:
-            call._owner, call._again = self, (request, metadata, compression, 0,
-                                              _triple.EV_DONE)
+            call._owner, call._again = self, (request, metadata, compression, 0, _EV_DONE)
         return call
 
 

@@ -12,6 +12,8 @@ import os
 import threading
 from typing import Any, Optional, Protocol
 
+from .. import _triple
+
 # How many times this process is a fork's child: a loop that seems to run on this
 # thread after a fork ran in the parent (see Reactor.runs_here).
 _forks = [0]
@@ -38,7 +40,7 @@ class Reactor:
         self._calls: dict[int, EventSink] = {}
         self._closed = False
         self._forks = _forks[0]
-        loop.add_reader(self._fd, self._drain)
+        loop.add_reader(self._fd, self._on_readable)
 
     def runs_here(self, _get_ident: Any = threading.get_ident) -> bool:
         """True when this reactor's loop is the one running on the calling thread, told
@@ -58,21 +60,41 @@ class Reactor:
         """Routes ``core_call``'s events to ``sink`` until the call is done."""
         self._calls[id(core_call)] = sink
 
+    def _on_readable(self) -> None:
+        """The loop's reader callback: drains with tasks stepped at once (see
+        ``_triple.Wakeup``).  A callback of the loop runs outside any task."""
+        previous = _triple.wakeup_step_now(True)
+        try:
+            self._drain()
+        finally:
+            _triple.wakeup_step_now(previous)
+
     def _drain(self) -> None:
         while True:
             calls: Optional[list] = self._core.poll_completions(0)
             if calls is None:  # channel closed and every event delivered
                 self.close()
                 return
-            for call in calls:
-                sink = self._calls.get(id(call))
-                if sink is None:
-                    continue
-                if call.done():
-                    del self._calls[id(call)]
-                sink._on_event()
+            self._deliver(calls)
             if len(calls) < self.BATCH:
                 return
+
+    def _deliver(self, calls: list) -> None:
+        """Tells the sinks of ``calls`` (polled from the core) of their events.  A task
+        stepped from here that raises past its step (SystemExit, KeyboardInterrupt)
+        leaves the rest for the next turn of the loop, not lost."""
+        for i, call in enumerate(calls):
+            sink = self._calls.get(id(call))
+            if sink is None:
+                continue
+            if call.done():
+                del self._calls[id(call)]
+            try:
+                sink._on_event()
+            except BaseException:
+                if i + 1 < len(calls):
+                    self._loop.call_soon(self._deliver, calls[i + 1:])
+                raise
 
     def close(self) -> None:
         """Stops watching the channel; waiting calls learn the channel is gone.  When
