@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -25,17 +26,17 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List
 
-ROOT = Path(__file__).resolve().parents[1]
-from triple_py.bench.messages import UNARY_METHOD  # noqa: E402
-from triple_py_testing.peers import start_peer  # noqa: E402
+from triple_py.bench.workload.messages import UNARY_METHOD
+from triple_py_testing.peers import start_peer
+
+ROOT = Path(__file__).resolve().parents[1]  # --root: the checkout whose triple_py runs
 
 CHILD = r"""
 import asyncio, json, resource, sys, threading, time
-sys.path.insert(0, sys.argv[1])
 import triple_py, triple_py.aio
-arm, address, method = sys.argv[2], sys.argv[3], sys.argv[4]
-from triple_py.bench.messages import benchmark_request
-threads, calls, payload = int(sys.argv[5]), int(sys.argv[6]), benchmark_request(int(sys.argv[7]))
+arm, address, method = sys.argv[1], sys.argv[2], sys.argv[3]
+from triple_py.bench.workload.messages import benchmark_request
+threads, calls, payload = int(sys.argv[4]), int(sys.argv[5]), benchmark_request(int(sys.argv[6]))
 per = calls // threads
 lat = []
 
@@ -94,13 +95,16 @@ print("RESULT " + json.dumps({
 def run(root: Path, arm: str, address: str, threads: int, calls: int, size: int,
         strace: bool) -> Dict[str, float]:
     """One child run; its figures (with ``futex_per_call`` etc. under ``strace``)."""
-    cmd = [sys.executable, "-c", CHILD, str(root), arm, address, UNARY_METHOD,
+    cmd = [sys.executable, "-c", CHILD, arm, address, UNARY_METHOD,
            str(threads), str(calls), str(size)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(  # the checkout's triple_py first
+        p for p in (str(root), os.environ.get("PYTHONPATH")) if p)}
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "strace.out"
         if strace:
             cmd = ["strace", "-f", "-c", "-o", str(trace)] + cmd
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=root)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=root,
+                              env=env)
         found = re.search(r"^RESULT (.*)$", proc.stdout, re.M)
         if proc.returncode or not found:
             raise RuntimeError(f"run failed: {(proc.stdout + proc.stderr)[-600:]}")
