@@ -14,6 +14,7 @@
 #include "tri_conn.h"
 #include "tri_error.h"
 #include "tri_fork.h"
+#include "tri_handoff.h"
 #include "tri_loop.h"
 #include "tri_int.h"
 #include "tri_options.h"
@@ -269,6 +270,9 @@ void tri_channel_close(tri_channel *ch) {
 
 void tri_channel_del(tri_channel *ch) {
   tri_channel_close(ch);
+  /* In a fork child the queue started empty: the parent's count means
+   * nothing there. */
+  if (!tri_channel_inherited(ch)) tri__handoff_forget_channel(ch);
   while (ch->retired) {
     tri_conn *c = ch->retired;
     ch->retired = c->next_retired;

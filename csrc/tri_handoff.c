@@ -3,6 +3,7 @@
 
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -83,17 +84,25 @@ static tri_call *take_claimable(uint32_t gen, tri_call **drop) {
   return NULL;
 }
 
+/* Drops the queue's reference to `c`, then its channel's count of them. */
+static void drop_ref(tri_call *c) {
+  tri_channel *ch = c->ch;
+  tri__call_unref(c);
+  atomic_fetch_sub(&ch->handoff_refs, 1); /* last: ch may be freed after it */
+}
+
 /* After the lock: wakes `woken`'s waiter (it holds the queue's reference
  * until after the wake) and drops the references of skipped calls. */
+
 static void wake_and_drop(tri_call *woken, tri_call *drop) {
   if (woken) {
     syscall(SYS_futex, &woken->done, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL,
             0);
-    tri__call_unref(woken);
+    drop_ref(woken);
   }
   while (drop) {
     tri_call *next = drop->hnext;
-    tri__call_unref(drop);
+    drop_ref(drop);
     drop = next;
   }
 }
@@ -101,6 +110,7 @@ static void wake_and_drop(tri_call *woken, tri_call *drop) {
 void tri__handoff_push(tri_call *c) {
   tri_call *woken = NULL, *drop = NULL;
   pthread_once(&fork_once, install);
+  atomic_fetch_add(&c->ch->handoff_refs, 1);
   atomic_fetch_add(&c->refs, 1);
   c->hnext = NULL;
   pthread_mutex_lock(&H.lock);
@@ -179,6 +189,30 @@ void tri__handoff_resumed(tri_call *c) {
       return;
     }
   }
+}
+
+void tri__handoff_forget_channel(tri_channel *ch) {
+  if (!atomic_load(&ch->handoff_refs)) return;
+  tri_call *drop = NULL;
+  pthread_mutex_lock(&H.lock);
+  tri_call **link = &H.head, *last = NULL;
+  while (*link) {
+    tri_call *c = *link;
+    if (c->ch == ch) {
+      *link = c->hnext;
+      atomic_fetch_sub(&H.queued, 1);
+      c->hnext = drop;
+      drop = c;
+    } else {
+      last = c;
+      link = &c->hnext;
+    }
+  }
+  H.tail = last;
+  pthread_mutex_unlock(&H.lock);
+  wake_and_drop(NULL, drop);
+  /* Another thread may be between its wake and its drop of one of ours. */
+  while (atomic_load(&ch->handoff_refs)) sched_yield();
 }
 
 int tri_handoff_tick(void) {

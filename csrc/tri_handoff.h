@@ -41,7 +41,9 @@
  *    timeout; the Python binding waits in 50 ms slices) and then claims its
  *    own queue entry, which the hand-off skips.
  * Each queued call holds a reference of its own, dropped when it leaves the
- * queue; the futex wake happens before that drop, outside the lock.
+ * queue; the futex wake happens before that drop, outside the lock.  The
+ * channel counts those references (tri_channel.handoff_refs, decremented
+ * after the drop), so that tri_channel_del can wait for the last one.
  *
  * Turns belong to threads: a thread's turn is a thread-local generation,
  * valid while it equals the live one.  The state is process-wide (one lock
@@ -54,6 +56,7 @@
 #include <stdint.h>
 
 typedef struct tri_call tri_call;
+typedef struct tri_channel tri_channel;
 
 /* How long a queue may go without a hand-off before the I/O thread wakes its
  * head itself (a turn holder that went on with other work). */
@@ -75,6 +78,13 @@ typedef struct tri_call tri_call;
  * hand-off state already TRI_HS_QUEUED) has a waiter.  Queues it with a
  * reference of its own; wakes it at once when no turn is live. */
 void tri__handoff_push(tri_call *c);
+
+/* tri_channel_del, before it frees `ch` (its connections joined): takes the
+ * channel's calls out of the queue (calls whose waiters left by themselves;
+ * a queued call pins its channel) and waits until no other thread is still
+ * letting go of one of them.  Without it the last reference to such a call,
+ * dropped later by any thread, would return it to a freed channel. */
+void tri__handoff_forget_channel(tri_channel *ch);
 
 /* Any I/O loop, once per turn: restarts a stalled queue.  Returns how many
  * milliseconds the loop may sleep before calling it again (-1: no limit). */

@@ -179,6 +179,7 @@ struct tri_channel {
   tri_conn *conn;        /* current connection or NULL */
   tri_conn *retired;     /* dead connections waiting to be joined/freed */
   _Atomic int closed;    /* written under lock; read without it */
+  _Atomic int handoff_refs; /* references tri_handoff's queue holds on its calls */
   unsigned fork_gen;     /* tri_fork_generation() at creation (tri_fork.h) */
   tri_backoff backoff;   /* under lock: consecutive failed attempts */
   int64_t next_attempt;  /* under lock: no attempt before this (ns); 0: none */

@@ -129,3 +129,36 @@ void test_handoff(void) {
   tri_channel_close(ch);
   tri_channel_del(ch);
 }
+
+/* A call whose waiter left the wait by itself stays queued (claimed) until a
+ * hand-off skips it, holding the queue's reference: deleting its channel
+ * meanwhile must take it out, or that later drop returns the call to a freed
+ * channel (a use after free under ASan; it hung a benchmark run on a
+ * destroyed lock). */
+void test_handoff_channel_gone(void) {
+  tri_channel_opts o;
+  tri_channel_opts_init(&o);
+  o.host = "127.0.0.1";
+  o.port = "1";
+  tri_channel *gone;
+  CHECK_EQ_INT(tri_channel_new(&gone, &o), 0);
+  tri_call *first, *left;
+  CHECK_EQ_INT(tri_call_new(gone, &first, "/s/M", 4, -1, 0), 0);
+  CHECK_EQ_INT(tri_call_new(gone, &left, "/s/M", 4, -1, 0), 0);
+  tri_call_set_handoff(first);
+  tri_call_set_handoff(left);
+  atomic_store(&first->waiters, 1); /* as if a thread were waiting on each */
+  atomic_store(&left->waiters, 1);
+  complete(first);             /* no turn live: woken at once, a turn starts */
+  complete(left);              /* queued behind the live turn */
+  tri__handoff_resumed(left);  /* its waiter leaves by itself: claimed */
+  tri__handoff_resumed(first); /* this thread takes the turn */
+  tri_call_release(first);
+  tri_call_release(left); /* the queue's reference is the last */
+  tri_channel_close(gone);
+  tri_channel_del(gone);
+  tri_handoff_yield(); /* hands the turn on: nothing of `gone` left queued */
+  tri_handoff_stats s;
+  tri_handoff_stats_get(&s);
+  CHECK(s.queued >= 2);
+}

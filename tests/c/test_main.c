@@ -39,6 +39,7 @@ void test_failmalloc(void);
 void test_options(void);
 void test_loop(void);
 void test_handoff(void);
+void test_handoff_channel_gone(void);
 
 static const struct {
   const char *name;
@@ -74,7 +75,8 @@ static const struct {
               {"failmalloc", test_failmalloc},
               {"options", test_options},
               {"loop", test_loop},
-              {"handoff", test_handoff}};
+              {"handoff", test_handoff},
+              {"handoff_channel_gone", test_handoff_channel_gone}};
 
 /* Runs every suite, or only those named on the command line. */
 int main(int argc, char **argv) {
