@@ -4,7 +4,7 @@ Kept in step with the binding by tests/unit/test_triple_stub.py: every public na
 the module is declared here and every name declared here exists in the module.
 """
 from _typeshed import ReadableBuffer as Buffer
-from typing import Any, Final, Optional, Sequence, Union
+from typing import Any, Callable, Final, Optional, Sequence, Union
 
 # Response and request metadata: (key, value) pairs; values of "-bin" keys are bytes.
 _Metadata = tuple[tuple[str, Union[str, bytes]], ...]
