@@ -22,6 +22,7 @@ from ..spec.run_spec import RunSpec
 from .recorders import STOP, STOP_GRACE, Recorder, StreamRecorder, thread_window
 
 __all__ = ["grpcio_sync_unary", "grpcio_aio_unary", "grpcio_aio_bidi", "run_threads",
+           "blocking_unary_calls",
            "aio_window", "aio_unary", "channel_options", "JOIN_GRACE"]
 
 JOIN_GRACE = 5.0  # seconds past the call timeout to wait for the workers
@@ -64,18 +65,25 @@ def run_threads(calls: List[Callable[[bytes], bytes]], request: bytes, concurren
     return recorder, delta
 
 
+def blocking_unary_calls(channels: List[Any], spec: RunSpec) -> List[Callable[[bytes], bytes]]:
+    """One blocking unary call function per channel (grpcio's or triple_py's): the spec's
+    method with its timeout."""
+    calls = []
+    for channel in channels:
+        multi_callable = channel.unary_unary(spec.resolved_method())
+        calls.append(lambda req, mc=multi_callable: mc(req, timeout=spec.timeout))
+    return calls
+
+
 def grpcio_sync_unary(spec: RunSpec) -> BenchResult:
     """``concurrency`` threads making blocking unary calls on ``connections`` grpc channels."""
     import grpc
 
-    method, request = spec.resolved_method(), spec.request_bytes()
+    request = spec.request_bytes()
     channels = [grpc.insecure_channel(spec.target, options=channel_options(spec.connections))
                 for _ in range(spec.connections)]
     try:
-        calls = []
-        for channel in channels:
-            multi_callable = channel.unary_unary(method)
-            calls.append(lambda req, mc=multi_callable: mc(req, timeout=spec.timeout))
+        calls = blocking_unary_calls(channels, spec)
         recorder, _ = run_threads(calls, request, spec.concurrency, spec.warmup,
                                   spec.duration, spec.timeout + JOIN_GRACE)
     finally:

@@ -25,7 +25,7 @@ import triple_py
 import triple_py.aio
 from ..record.result import BenchResult
 from ..spec.run_spec import RunSpec
-from .grpcio import JOIN_GRACE, aio_unary, run_threads
+from .grpcio import JOIN_GRACE, aio_unary, blocking_unary_calls, run_threads
 from .recorders import STOP, StreamRecorder, thread_window
 
 __all__ = ["triple_py_sync_unary", "triple_py_aio_unary", "triple_py_bidi", "DEFAULT_STREAM_THREADS", "split"]
@@ -62,14 +62,11 @@ def _apply_counters(result: BenchResult, delta: Dict[str, int], messages: int = 
 
 def triple_py_sync_unary(spec: RunSpec) -> BenchResult:
     """``concurrency`` Python threads making blocking unary calls on triple_py channels."""
-    method, request = spec.resolved_method(), spec.request_bytes()
+    request = spec.request_bytes()
     channels = [triple_py.insecure_channel(spec.target, options=_channel_options(spec))
                 for _ in range(spec.connections)]
     try:
-        calls = []
-        for channel in channels:
-            multi_callable = channel.unary_unary(method)
-            calls.append(lambda req, mc=multi_callable: mc(req, timeout=spec.timeout))
+        calls = blocking_unary_calls(channels, spec)
         recorder, delta = run_threads(calls, request, spec.concurrency, spec.warmup,
                                       spec.duration, spec.timeout + JOIN_GRACE,
                                       probe=lambda: _sum_stats(channels))
