@@ -1,9 +1,11 @@
 """Instructions per call of triple_py's *Python* API paths, counted by callgrind.
 
     .venv/bin/python benchmarks/python_instructions.py [--root DIR] [--arms sync,aio]
+        [--size 128]
 
 ``benchmarks/instructions.py`` counts the C load generator, which never runs the Python
-multi-callables; this counts them: a child process makes N sequential unary calls (128 B)
+multi-callables; this counts them: a child process makes N sequential unary calls (128 B,
+or ``--size`` payload bytes)
 through ``triple_py`` (``sync``: ``channel.unary_unary(m)(payload)``; ``aio``: ``await``
 the same on ``triple_py.aio``; ``sync-intercepted``: through one pass-through
 interceptor) to the embedded echo server (another process, not counted), under
@@ -34,14 +36,16 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--root", type=Path, action="append",
                         help="a checkout whose triple_py to count (repeatable; default: this)")
     parser.add_argument("--arms", default="sync,aio")
+    parser.add_argument("--size", type=int, default=128, help="payload bytes per call")
     args = parser.parse_args(argv)
     roots = args.root or [ROOT]
     with start_peer("embedded") as peer:
         for root in roots:
             for arm in args.arms.split(","):
                 value, totals = python_api_per_call(root.resolve(), arm, peer.address,
-                                                    UNARY_METHOD)
-                print(f"{str(root):<28} {arm:<18} {value:>12,.0f} instructions/call "
+                                                    UNARY_METHOD, size=args.size)
+                print(f"{str(root):<28} {arm:<18} {args.size:>8} B {value:>12,.0f} "
+                      "instructions/call "
                       f"(totals {totals[0]:,} / {totals[1]:,} for {COUNTS[0]} / {COUNTS[1]} "
                       "calls)", flush=True)
     return 0

@@ -2,17 +2,21 @@
 with many Python threads (the GIL-side wake-ups), load-independent counts.
 
     .venv/bin/python benchmarks/python_wakeups.py [--threads 50] [--calls 20000]
-        [--size 128] [--arm sync|aio] [--strace]
+        [--size 128] [--arm sync|aio|c] [--strace] [--peer embedded|go]
+    .venv/bin/python benchmarks/python_wakeups.py --base DIR [--rounds 6] [--arms c,sync,aio]
 
 A child process makes ``--calls`` unary calls of ``--size`` payload bytes to the
 embedded echo server (another process, not counted), from ``--threads`` Python threads
-(``sync``) or that many tasks of one event loop (``aio``), after a warm-up of one call
-per thread.  The child reads ``getrusage(RUSAGE_SELF)`` around the run (every thread,
-exited ones included), so the context switches per call (voluntary and involuntary) do
+(``sync``) or that many tasks of one event loop (``aio``), or the C load generator with
+that many calls in flight (``c``, the reference), after a warm-up of one call per thread.  The child reads ``getrusage(RUSAGE_SELF)`` around the run (every thread,
+exited ones included), so the context switches and minor page faults per call (voluntary and involuntary) do
 not depend on how busy the machine's cores are.  ``--strace`` also runs the child under
 ``strace -f -c`` and reports the system calls per call of the whole child (start-up
 included, and strace's stops change the threads' interleaving: a count for comparing
 two trees, not an absolute figure; the context switches of such a run mean nothing).
+``--base DIR`` runs every arm in this checkout and in DIR (built in place) in interleaved
+rounds against one server and reports the paired ratios: this / base, and each Python
+arm / the C generator within each tree.
 """
 from __future__ import annotations
 
@@ -24,12 +28,14 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
+from triple_py.bench.results.paired import compare_pairs
 from triple_py.bench.workload.messages import UNARY_METHOD
 from triple_py_testing.peers import start_peer
 
 ROOT = Path(__file__).resolve().parents[1]  # --root: the checkout whose triple_py runs
+ARMS = ("sync", "aio", "c")
 
 CHILD = r"""
 import asyncio, json, resource, sys, threading, time
@@ -42,7 +48,8 @@ lat = []
 
 def usage():
     r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_nvcsw, r.ru_nivcsw, r.ru_utime + r.ru_stime, time.monotonic(), r.ru_stime
+    return (r.ru_nvcsw, r.ru_nivcsw, r.ru_utime + r.ru_stime, time.monotonic(), r.ru_stime,
+            r.ru_minflt)
 
 if arm == "sync":
     ch = triple_py.insecure_channel(address)
@@ -64,6 +71,18 @@ if arm == "sync":
     for t in ts: t.join()
     after = usage()
     ch.close()
+elif arm == "c":  # the C load generator: the same calls, no Python per call
+    host, port = address.rsplit(":", 1)
+    triple_py._triple.run_load(host, int(port), path=method, mode="unary", connections=1, duration=0.0, warmup=0.0,
+                               payload_size=int(sys.argv[6]),
+                               concurrency=threads, count=threads)  # warm-up
+    before = usage()
+    triple_py._triple.run_load(host, int(port), path=method, mode="unary", connections=1, duration=0.0, warmup=0.0,
+                               payload_size=int(sys.argv[6]),
+                               concurrency=threads, count=calls, shared_request=True)
+    after = usage()
+    per = calls // threads
+    lat = [0.0] * calls  # the generator's own histogram is not read here
 else:
     async def main():
         async with triple_py.aio.insecure_channel(address) as ch:
@@ -86,6 +105,7 @@ print("RESULT " + json.dumps({
     "ivcsw_per_call": (after[1] - before[1]) / n,
     "cpu_us_per_call": (after[2] - before[2]) / n * 1e6,
     "sys_us_per_call": (after[4] - before[4]) / n * 1e6,
+    "minflt_per_call": (after[5] - before[5]) / n,
     "qps": n / (after[3] - before[3]),
     "p50_us": lat[n // 2] * 1e6, "p99_us": lat[int(n * 0.99)] * 1e6,
     **getattr(triple_py._triple, "handoff_stats", dict)()}))
@@ -118,16 +138,66 @@ def run(root: Path, arm: str, address: str, threads: int, calls: int, size: int,
     return result
 
 
+PAIRED = ("cpu_us_per_call", "qps", "vcsw_per_call", "minflt_per_call")
+
+
+def paired(this: Path, base: Path, arms: List[str], peer: str, rounds: int, threads: int,
+           calls: int, size: int) -> None:
+    """Interleaved rounds of every arm in two checkouts (order alternating by round): one
+    JSON line per child run (the raw data), then this / base per arm and, within each
+    tree, each Python arm / the C generator, paired by round (Hodges-Lehmann estimate,
+    exact interval, verdict)."""
+    trees = {"this": this, "base": base}
+    figures: Dict[str, Dict[Tuple[str, str, int], float]] = {m: {} for m in PAIRED}
+    with start_peer(peer) as server:
+        for rnd in range(rounds):
+            for arm in arms:
+                for tree in (["this", "base"] if rnd % 2 == 0 else ["base", "this"]):
+                    result = run(trees[tree], arm, server.address, threads, calls, size, False)
+                    for metric in PAIRED:
+                        figures[metric][(arm, tree, rnd)] = result[metric]
+                    print(json.dumps({"round": rnd, "arm": arm, "tree": tree,
+                                      **{k: round(v, 3) for k, v in result.items()}}),
+                          flush=True)
+    print(f"# {rounds} rounds, {threads} threads/tasks/calls in flight, {calls} calls of "
+          f"{size} B per run, {peer} peer; this = {this}, base = {base}")
+    for metric in PAIRED:
+        print(f"# {metric}: this / base, paired by round")
+        for row in compare_pairs(figures[metric], [("this", "base")], arms):
+            print(f"#   {row.scenario:<5} {row.estimate:7.3f} [{row.ci_low:.3f}, "
+                  f"{row.ci_high:.3f}] ({row.confidence:.0%}) p={row.p:.3g} {row.verdict}")
+    if "c" in arms:
+        by_tree = {(tree, arm, rnd): v for (arm, tree, rnd), v
+                   in figures["cpu_us_per_call"].items()}
+        print("# cpu_us_per_call: Python arm / C generator, paired by round")
+        for row in compare_pairs(by_tree, [(a, "c") for a in arms if a != "c"],
+                                 ["this", "base"]):
+            print(f"#   {row.scenario:<5} {row.arm:<5} {row.estimate:7.3f} [{row.ci_low:.3f}, "
+                  f"{row.ci_high:.3f}] ({row.confidence:.0%})")
+
+
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=ROOT)
-    parser.add_argument("--arm", default="sync", choices=("sync", "aio"))
+    parser.add_argument("--arm", default="sync", choices=ARMS)
     parser.add_argument("--threads", type=int, default=50)
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--size", type=int, default=128)
     parser.add_argument("--strace", action="store_true")
+    parser.add_argument("--peer", default="embedded", choices=("embedded", "go"))
+    parser.add_argument("--base", type=Path, help="a baseline checkout: paired rounds")
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--arms", default="c,sync,aio", help="with --base")
     args = parser.parse_args(argv)
-    with start_peer("embedded") as peer:
+    if args.base:
+        arms = args.arms.split(",")
+        unknown = set(arms) - set(ARMS)
+        if unknown:
+            parser.error(f"unknown arms {sorted(unknown)}; known: {', '.join(ARMS)}")
+        paired(args.root.resolve(), args.base.resolve(), arms, args.peer, args.rounds,
+               args.threads, args.calls, args.size)
+        return 0
+    with start_peer(args.peer) as peer:
         result = run(args.root.resolve(), args.arm, peer.address, args.threads, args.calls,
                      args.size, args.strace)
     print(json.dumps({k: round(v, 3) for k, v in result.items()}))

@@ -43,17 +43,20 @@ void tri_pool_free(tri_pool *p) {
   }
 }
 
-static tri_buf *new_buf(tri_pool *p, size_t cap, int c) {
-  tri_buf *b = tri_mem_alloc(p->stats, sizeof(tri_buf) + cap);
+static tri_buf *new_buf(tri_stats *st, size_t cap, int c) {
+  tri_buf *b = tri_mem_alloc(st, sizeof(tri_buf) + cap);
   if (!b) return NULL;
   b->next = NULL;
   b->data = (uint8_t *)(b + 1);
   b->cap = cap;
   b->cls = c;
+  b->detached = 0;
   return b;
 }
 
-tri_buf *tri_pool_get(tri_pool *p, size_t size, size_t headroom) {
+/* tri_pool_get, counting hits, misses and allocations into `st`. */
+static tri_buf *pool_take(tri_pool *p, tri_stats *st, size_t size, size_t headroom) {
+  if (size > SIZE_MAX - headroom) return NULL;
   size_t need = size + headroom;
   int c = class_for(need);
   tri_buf *b = NULL;
@@ -68,10 +71,10 @@ tri_buf *tri_pool_get(tri_pool *p, size_t size, size_t headroom) {
     pthread_mutex_unlock(&k->lock);
   }
   if (b) {
-    if (p->stats) TRI_STATS_ADD(p->stats, pool_hits, 1);
+    if (st) TRI_STATS_ADD(st, pool_hits, 1);
   } else {
-    if (p->stats) TRI_STATS_ADD(p->stats, pool_misses, 1);
-    b = new_buf(p, c >= 0 ? class_cap(c) : need, c);
+    if (st) TRI_STATS_ADD(st, pool_misses, 1);
+    b = new_buf(st, c >= 0 ? class_cap(c) : need, c);
     if (!b) return NULL;
   }
   b->next = NULL;
@@ -80,8 +83,45 @@ tri_buf *tri_pool_get(tri_pool *p, size_t size, size_t headroom) {
   return b;
 }
 
+tri_buf *tri_pool_get(tri_pool *p, size_t size, size_t headroom) {
+  return pool_take(p, p->stats, size, headroom);
+}
+
+/* The process-wide pool of detached buffers (tri_buf.h). */
+static tri_pool detached_pool;
+static pthread_once_t detached_once = PTHREAD_ONCE_INIT;
+
+/* In a child of fork(): other threads of the parent may have held the locks,
+ * and their lists may be half-changed; start over with an empty pool. */
+static void detached_in_child(void) {
+  tri_pool_init(&detached_pool, NULL);
+  detached_pool.max_cached_bytes = TRI_DETACHED_CACHED;
+}
+
+static void detached_init(void) {
+  detached_in_child();
+  pthread_atfork(NULL, NULL, detached_in_child);
+}
+
+tri_buf *tri_buf_new(tri_stats *st, size_t size, size_t headroom) {
+  pthread_once(&detached_once, detached_init);
+  tri_buf *b = pool_take(&detached_pool, st, size, headroom);
+  if (b) b->detached = 1;
+  return b;
+}
+
+static void pool_give(tri_pool *p, tri_buf *b);
+
+void tri_buf_free(tri_buf *b) {
+  if (b) pool_give(&detached_pool, b); /* initialised by the tri_buf_new that made b */
+}
+
 void tri_pool_put(tri_pool *p, tri_buf *b) {
-  if (!b) return;
+  if (b && b->detached) tri_buf_free(b);
+  else if (b) pool_give(p, b);
+}
+
+static void pool_give(tri_pool *p, tri_buf *b) {
   if (b->cls >= 0) {
     tri_pool_class *k = &p->cls[b->cls];
     pthread_mutex_lock(&k->lock);

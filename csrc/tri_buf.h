@@ -13,7 +13,7 @@
  *
  * Ownership: a buffer has exactly one owner at a time.  tri_pool_get gives it
  * to the caller; tri_pool_put takes it back.  The pool must outlive every
- * buffer it handed out.
+ * buffer it handed out (detached buffers, below, excepted).
  */
 #ifndef TRI_BUF_H
 #define TRI_BUF_H
@@ -33,6 +33,7 @@ typedef struct tri_buf {
   size_t off; /* start of content; bytes before it are headroom */
   size_t len; /* content length */
   int cls;    /* pool size class, or -1 when unpooled */
+  int detached; /* from the process-wide pool of tri_buf_new */
 } tri_buf;
 
 #define TRI_POOL_CLASSES 8
@@ -67,6 +68,27 @@ void tri_pool_keep(tri_pool *p, size_t count, size_t size);
 tri_buf *tri_pool_get(tri_pool *p, size_t size, size_t headroom);
 /* Gives `b` back (NULL is ignored). */
 void tri_pool_put(tri_pool *p, tri_buf *b);
+
+/*
+ * Detached buffers: for content that may outlive the pool and the channel it
+ * was received on (a message a language binding keeps as its own object).
+ * They come from one process-wide pool (same size classes, at most
+ * TRI_DETACHED_CACHED bytes kept per class), so a steady stream of them reuses
+ * warm memory instead of going back to malloc, whose freed megabytes return
+ * to the kernel and fault in again.  The pool's locks are made new in a child
+ * of fork(), its cached buffers then left behind.
+ */
+#define TRI_DETACHED_CACHED ((size_t)64 << 20)
+
+/* A detached buffer with at least `headroom + size` bytes of storage
+ * (off = headroom, len = 0), an allocation counted into `st` (may be NULL)
+ * when none was cached, or NULL when out of memory.  Its owner gives it back
+ * with tri_buf_free, from any thread; tri_pool_put of any pool does the same. */
+tri_buf *tri_buf_new(tri_stats *st, size_t size, size_t headroom);
+/* Gives a detached buffer back (NULL is ignored). */
+void tri_buf_free(tri_buf *b);
+/* Nonzero for a detached buffer (tri_buf_new). */
+static inline int tri_buf_detached(const tri_buf *b) { return b->detached; }
 
 /* Content pointer and the end of storage. */
 static inline uint8_t *tri_buf_begin(tri_buf *b) { return b->data + b->off; }

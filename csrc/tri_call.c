@@ -115,7 +115,8 @@ int tri_call_new(tri_channel *ch, tri_call **out, const char *path,
   c->flags = flags;
   c->triple =
       ch->opts.wire == TRI_WIRE_TRIPLE &&
-      ((flags & ~TRI_CALL_DISCARD_BODY) == 0 || (flags & TRI_CALL_UNARY_BODY));
+      ((flags & ~(TRI_CALL_DISCARD_BODY | TRI_CALL_OWNABLE_RESPONSES)) == 0 ||
+       (flags & TRI_CALL_UNARY_BODY));
   c->discard =
       (flags & TRI_CALL_DISCARD_BODY) && !(flags & TRI_CALL_SERVER_STREAMING);
   c->compress = ch->opts.compress;
@@ -377,6 +378,14 @@ void tri_call_message(const tri_call *c, const char **p, size_t *n) {
 void tri_call_response(const tri_call *c, const uint8_t **p, size_t *n) {
   *p = c->resp ? tri_buf_begin(c->resp) : NULL;
   *n = c->resp ? c->resp->len : 0;
+}
+
+tri_buf *tri_call_take_response(tri_call *c) {
+  tri_buf *b = c->resp;
+  if (!b || !tri_buf_detached(b)) return NULL;
+  c->resp_size = b->len;
+  c->resp = NULL;
+  return b;
 }
 
 int tri_call_response_size(const tri_call *c, size_t *n) {
@@ -682,6 +691,15 @@ static void drop_kept(tri_call *c) {
   c->resp = NULL;
 }
 
+/* Whether a gRPC message of `length` bytes goes into a buffer of its own
+ * (TRI_CALL_OWNABLE_RESPONSES): uncompressed (an inflated message is written
+ * elsewhere) and big enough that a second copy would cost more than the
+ * allocation the pool saves. */
+static int ownable(const tri_call *c, uint32_t length) {
+  return (c->flags & TRI_CALL_OWNABLE_RESPONSES) && !c->msg_compressed &&
+         length >= TRI_CALL_OWNABLE_MIN;
+}
+
 int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
                       int64_t max_recv) {
   if (c->completed) return 0;
@@ -729,7 +747,10 @@ int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
         c->resp_size = 0;
         break;
       }
-      c->resp = tri_pool_get(pool, ev.length, 0);
+      c->resp = ownable(c, ev.length)
+                    ? tri_buf_new(&c->ch->stats, (size_t)ev.length + 1,
+                                  TRI_CALL_OWNABLE_HEADROOM)
+                    : tri_pool_get(pool, ev.length, 0);
       if (!c->resp) {
         tri__call_complete(c, TRI_CODE_RESOURCE_EXHAUSTED, "out of memory");
         return TRI_CODE_RESOURCE_EXHAUSTED;

@@ -64,6 +64,18 @@ enum { TRI_CALL_UNARY_BODY = 4 };
  * which are never copied out of the receive buffer.  tri_call_response then
  * gives NULL; tri_call_response_size gives the length. */
 enum { TRI_CALL_DISCARD_BODY = 8 };
+/* Response messages of at least TRI_CALL_OWNABLE_MIN bytes that arrive
+ * uncompressed on the gRPC wire are received into buffers of their own
+ * (detached: tri_buf_new) with TRI_CALL_OWNABLE_HEADROOM bytes in front of
+ * the message and one spare byte after it.  The caller may take such a buffer
+ * over (tri_call_take_response, or a message of tri_call_read for which
+ * tri_buf_detached is nonzero) and keep it after the call and the channel are gone,
+ * freeing it with tri_buf_free.  For a language binding that builds its own
+ * object around the bytes where they were received, instead of copying them
+ * a second time; the room around the message is the binding's to write. */
+enum { TRI_CALL_OWNABLE_RESPONSES = 16 };
+#define TRI_CALL_OWNABLE_MIN ((size_t)16 << 10)
+#define TRI_CALL_OWNABLE_HEADROOM ((size_t)64)
 
 /* Creates a call for method `path` ("/pkg.Service/Method").  timeout_ns < 0
  * means no deadline.  Returns 0 or TRI_ERR_NOMEM / TRI_ERR_CLOSED /
@@ -192,6 +204,13 @@ void tri_call_message(const tri_call *c, const char **p, size_t *n);
 /* The response message payload; *p is NULL when none was received (or it
  * was not kept: TRI_CALL_DISCARD_BODY). */
 void tri_call_response(const tri_call *c, const uint8_t **p, size_t *n);
+/* Takes the response message of a finished unary call when it is in a buffer
+ * of its own (TRI_CALL_OWNABLE_RESPONSES), or returns NULL and leaves it in
+ * the call.  A taken buffer is the caller's (detached: tri_buf_free; its content is the
+ * message); tri_call_response then gives NULL, tri_call_response_size still
+ * the length.  The caller's thread, once done; not together with
+ * tri_call_response on another thread. */
+tri_buf *tri_call_take_response(tri_call *c);
 /* 1 when the call ended OK with a response message, kept or not
  * (TRI_CALL_DISCARD_BODY), and *n its payload length (decompressed); 0 and
  * *n = 0 otherwise.  Unary responses only (no SERVER_STREAMING). */

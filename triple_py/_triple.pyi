@@ -4,7 +4,7 @@ Kept in step with the binding by tests/unit/test_triple_stub.py: every public na
 the module is declared here and every name declared here exists in the module.
 """
 from _typeshed import ReadableBuffer as Buffer
-from typing import Any, Callable, Final, Optional, Sequence, Union
+from typing import Any, Callable, Final, Optional, Sequence, Tuple, Union
 
 # Response and request metadata: (key, value) pairs; values of "-bin" keys are bytes.
 _Metadata = tuple[tuple[str, Union[str, bytes]], ...]
@@ -22,6 +22,8 @@ USER_AGENT: Final[str]
 CLIENT_STREAMING: Final[int]
 SERVER_STREAMING: Final[int]
 UNARY_BODY: Final[int]
+# Responses of at least this many bytes (uncompressed, gRPC wire) are ReceivedBytes.
+RECEIVED_BYTES_MIN: Final[int]
 EV_DONE: Final[int]
 EV_MESSAGE: Final[int]
 EV_HEADERS: Final[int]
@@ -71,6 +73,12 @@ class IoLoop:
     @property
     def members(self) -> int: ...
 
+
+class ReceivedBytes(bytes):
+    """bytes whose storage is the core's receive buffer of a large response message
+    (csrc/binding/received_bytes.c); not constructible from Python."""
+
+    def __reduce__(self) -> Tuple[type, Tuple[bytes]]: ...
 
 class Wakeup:
     """What an asyncio task awaiting a unary call waits on instead of a Future

@@ -18,6 +18,7 @@ typedef struct {
   PyTypeObject *hist_type;        /* hist_type.c */
   PyTypeObject *ioloop_type;      /* ioloop_type.c */
   PyTypeObject *wakeup_type;      /* wakeup_type.c */
+  PyTypeObject *received_bytes_type; /* received_bytes.c */
   tri_stats retired; /* counters of channels already deallocated */
 } tri_module_state;
 
@@ -35,6 +36,7 @@ typedef struct {
   PyObject *channel;  /* strong: the C channel must outlive the call */
   Py_buffer request;  /* view on the request bytes; .obj NULL when none */
   int notified;       /* token given to the core holds a reference */
+  PyObject *received; /* the response taken from the core (ReceivedBytes), or NULL */
 } CallObject;
 
 tri_module_state *tri_get_state_from_type(PyTypeObject *tp);
@@ -45,6 +47,12 @@ int tri_server_type_init(PyObject *module, tri_module_state *st);
 int tri_hist_type_init(PyObject *module, tri_module_state *st);
 int tri_ioloop_type_init(PyObject *module, tri_module_state *st);
 int tri_wakeup_type_init(PyObject *module, tri_module_state *st);
+int tri_received_bytes_type_init(PyObject *module, tri_module_state *st);
+/* A ReceivedBytes built in place around the message of `b` (received_bytes.c),
+ * which then owns b.  NULL, with no exception set and b still the caller's,
+ * when b was not made for it (pooled, or without TRI_CALL_OWNABLE_HEADROOM):
+ * the caller copies the message instead.  Cannot fail otherwise. */
+PyObject *tri_py_received_bytes(tri_module_state *st, tri_buf *b);
 /* _triple.wakeup_step_now(flag) -> the previous flag: whether a Wakeup's
  * set_result steps its task at once (wakeup_type.c). */
 PyObject *tri_py_wakeup_step_now(PyObject *m, PyObject *arg);

@@ -17,6 +17,7 @@ CallObject *tri_call_object_new(tri_module_state *st, PyObject *channel,
   co->channel = channel;
   co->request.obj = NULL;
   co->notified = 0;
+  co->received = NULL;
   return co;
 }
 
@@ -42,6 +43,7 @@ static void call_dealloc(CallObject *self) {
     }
   }
   if (self->request.obj) PyBuffer_Release(&self->request);
+  Py_XDECREF(self->received);
   Py_XDECREF(self->channel);
   PyObject_Free(self);
   Py_DECREF(tp);
@@ -121,9 +123,31 @@ static PyObject *call_details(CallObject *self, PyObject *unused) {
   return PyUnicode_DecodeUTF8(p, (Py_ssize_t)n, "replace");
 }
 
+/* The object of message `m`, taken from the call: the buffer itself when the
+ * core received the message into one of its own (ReceivedBytes, no copy),
+ * else a bytes copy, the buffer going back to the call's pool. */
+static PyObject *message_object(CallObject *self, tri_buf *m) {
+  if (tri_buf_detached(m)) {
+    PyObject *r = tri_py_received_bytes(tri_get_state_from_type(Py_TYPE(self)), m);
+    if (r) return r;
+  }
+  PyObject *b = PyBytes_FromStringAndSize((const char *)tri_buf_begin(m), (Py_ssize_t)m->len);
+  tri_call_msg_release(self->call, m);
+  return b;
+}
+
+/* response() -> bytes or None.  A large message is taken from the core once
+ * (message_object) and kept here, so every later response() and
+ * memoryview(call) give the same object. */
 static PyObject *call_response(CallObject *self, PyObject *unused) {
   (void)unused;
   if (require_done(self) < 0) return NULL;
+  if (self->received) return Py_NewRef(self->received);
+  tri_buf *taken = tri_call_take_response(self->call);
+  if (taken) {
+    self->received = message_object(self, taken);
+    return Py_XNewRef(self->received);
+  }
   const uint8_t *p;
   size_t n;
   tri_call_response(self->call, &p, &n);
@@ -285,10 +309,7 @@ static PyObject *call_read(CallObject *self, PyObject *args) {
     tri_call_object_release_request(self);
     Py_RETURN_NONE;
   }
-  PyObject *b = PyBytes_FromStringAndSize((const char *)tri_buf_begin(m),
-                                          (Py_ssize_t)m->len);
-  tri_call_msg_release(self->call, m);
-  return b;
+  return message_object(self, m);
 }
 
 /* reader_waits(flag): an event loop's reader starts (True) or stops (False)
@@ -312,10 +333,7 @@ static PyObject *call_read_nowait(CallObject *self, PyObject *unused) {
     return NULL;
   }
   if (rv == 0) Py_RETURN_NONE;
-  PyObject *b = PyBytes_FromStringAndSize((const char *)tri_buf_begin(m),
-                                          (Py_ssize_t)m->len);
-  tri_call_msg_release(self->call, m);
-  return b;
+  return message_object(self, m);
 }
 
 /* can_write(n) -> bool: a write of n bytes will not block. */
@@ -365,7 +383,12 @@ static int call_getbuffer(CallObject *self, Py_buffer *view, int flags) {
   }
   const uint8_t *p;
   size_t n;
-  tri_call_response(self->call, &p, &n);
+  if (self->received) { /* taken by response(): its storage is the message */
+    p = (const uint8_t *)PyBytes_AS_STRING(self->received);
+    n = (size_t)PyBytes_GET_SIZE(self->received);
+  } else {
+    tri_call_response(self->call, &p, &n);
+  }
   if (!p) {
     PyErr_SetString(PyExc_BufferError, "the call has no response message");
     return -1;

@@ -207,7 +207,9 @@ static PyObject *channel_call(ChannelObject *self, PyObject *const *args,
     return NULL;
   }
   tri_call *call;
-  int rv = tri_call_new(self->ch, &call, path, (size_t)path_len, timeout_ns, flags);
+  /* Large responses are received where they become the Python object (ReceivedBytes). */
+  int rv = tri_call_new(self->ch, &call, path, (size_t)path_len, timeout_ns,
+                        flags | TRI_CALL_OWNABLE_RESPONSES);
   if (rv) {
     PyErr_Format(rv == TRI_ERR_NOMEM ? PyExc_MemoryError : PyExc_ValueError,
                  "cannot create call to %s: %s", path, tri_strerror(rv));

@@ -212,11 +212,13 @@ static int mod_exec(PyObject *m) {
   if (tri_hist_type_init(m, st) < 0) return -1;
   if (tri_ioloop_type_init(m, st) < 0) return -1;
   if (tri_wakeup_type_init(m, st) < 0) return -1;
+  if (tri_received_bytes_type_init(m, st) < 0) return -1;
   if (PyModule_AddStringConstant(m, "CORE_VERSION", TRIPLE_VERSION) < 0 ||
       PyModule_AddStringConstant(m, "USER_AGENT", TRI_USER_AGENT) < 0 ||
       PyModule_AddIntConstant(m, "CLIENT_STREAMING", TRI_CALL_CLIENT_STREAMING) < 0 ||
       PyModule_AddIntConstant(m, "SERVER_STREAMING", TRI_CALL_SERVER_STREAMING) < 0 ||
       PyModule_AddIntConstant(m, "UNARY_BODY", TRI_CALL_UNARY_BODY) < 0 ||
+      PyModule_AddIntConstant(m, "RECEIVED_BYTES_MIN", (long)TRI_CALL_OWNABLE_MIN) < 0 ||
       PyModule_AddIntConstant(m, "EV_DONE", TRI_EV_DONE) < 0 ||
       PyModule_AddIntConstant(m, "EV_MESSAGE", TRI_EV_MESSAGE) < 0 ||
       PyModule_AddIntConstant(m, "EV_HEADERS", TRI_EV_HEADERS) < 0 ||
@@ -270,6 +272,7 @@ static int mod_traverse(PyObject *m, visitproc visit, void *arg) {
   Py_VISIT(st->hist_type);
   Py_VISIT(st->ioloop_type);
   Py_VISIT(st->wakeup_type);
+  Py_VISIT(st->received_bytes_type);
   return 0;
 }
 
@@ -281,6 +284,7 @@ static int mod_clear(PyObject *m) {
   Py_CLEAR(st->hist_type);
   Py_CLEAR(st->ioloop_type);
   Py_CLEAR(st->wakeup_type);
+  Py_CLEAR(st->received_bytes_type);
   return 0;
 }
 

@@ -24,8 +24,8 @@ __all__ = ["COUNTS", "PYTHON_API_CHILD", "checkout_env", "instructions",
 #: Calls of the two runs whose difference :func:`python_api_per_call` divides.
 COUNTS = (300, 1800)
 
-#: argv: arm, address, method, N, channel options (a JSON list of pairs, or null). N
-#: sequential 128 B calls through triple_py's Python API: ``sync``
+#: argv: arm, address, method, N, channel options (a JSON list of pairs, or null), payload
+#: size (bytes; 128 when not given). N sequential calls through triple_py's Python API: ``sync``
 #: (``channel.unary_unary(m)(payload)``), ``aio`` (awaited on triple_py.aio),
 #: ``sync-intercepted`` (through one pass-through interceptor); ``sync-bidi`` and
 #: ``aio-bidi``: N ping-pongs on one StreamCall stream (write one, read its echo), then
@@ -35,7 +35,14 @@ import asyncio, json, sys
 import triple_py, triple_py.aio
 arm, address, method, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 options = json.loads(sys.argv[5]) if len(sys.argv) > 5 else None
-payload = b"\\x0a\\x80\\x01" + b"a" * 128
+size = int(sys.argv[6]) if len(sys.argv) > 6 else 128
+length, rest = b"", size  # the payload: field 1 (bytes) of `size` bytes
+while True:
+    length += bytes([rest & 0x7F | (0x80 if rest > 0x7F else 0)])
+    rest >>= 7
+    if not rest:
+        break
+payload = b"\\x0a" + length + b"a" * size
 if arm == "sync-bidi":
     with triple_py.insecure_channel(address) as ch:
         stream = ch.stream_stream(method.replace("UnaryCall", "StreamCall"))(timeout=600)
@@ -99,12 +106,13 @@ def instructions(argv: Sequence[str], *, expect: str, cwd: Optional[Path] = None
 
 
 def python_api_per_call(root: Path, arm: str, address: str, method: str,
-                        options: str = "null",
-                        counts: Tuple[int, int] = COUNTS) -> Tuple[float, List[int]]:
+                        options: str = "null", counts: Tuple[int, int] = COUNTS,
+                        size: int = 128) -> Tuple[float, List[int]]:
     """(instructions per call, the two totals) of one arm of :data:`PYTHON_API_CHILD`
-    with ``root``'s triple_py (``options``: channel options as JSON, "null" for none)."""
+    with ``root``'s triple_py (``options``: channel options as JSON, "null" for none;
+    ``size``: the request payload's bytes, echoed back)."""
     totals = [instructions([sys.executable, "-c", PYTHON_API_CHILD, arm, address, method,
-                            str(n), options], expect=f"CALLS {n}", cwd=root,
+                            str(n), options, str(size)], expect=f"CALLS {n}", cwd=root,
                            env=checkout_env(root))
               for n in counts]
     return (totals[1] - totals[0]) / (counts[1] - counts[0]), totals

@@ -99,7 +99,41 @@ static void keep_raises_the_cache_limit(void) {
   tri_pool_free(&pool);
 }
 
+/* Detached buffers: headroom as asked, reused from the process-wide pool
+ * after tri_buf_free, never kept by a channel's pool (tri_pool_put hands them
+ * back to theirs), and valid after that channel's pool is gone. */
+static void detached_buffers(void) {
+  tri_stats st = {0};
+  tri_buf *b = tri_buf_new(&st, 100000, 64);
+  CHECK(b != NULL);
+  CHECK(tri_buf_detached(b));
+  CHECK_EQ_INT(b->off, 64);
+  CHECK_EQ_INT(b->len, 0);
+  CHECK(b->cap >= 100064);
+  uint8_t *first = b->data;
+  tri_buf_free(b);
+  tri_buf *again = tri_buf_new(&st, 90000, 64); /* same class: the one just freed */
+  CHECK(again->data == first);
+  CHECK_EQ_INT(again->off, 64);
+  CHECK(tri_buf_detached(again));
+
+  tri_pool pool;
+  tri_pool_init(&pool, &st);
+  tri_buf *pooled = tri_pool_get(&pool, 100000, 0);
+  CHECK(!tri_buf_detached(pooled));
+  tri_pool_put(&pool, again); /* not this pool's: back to the detached pool */
+  tri_pool_put(&pool, pooled);
+  CHECK_EQ_INT(pool.cls[4].count, 1); /* 128 KiB class: `pooled` alone */
+  tri_buf *third = tri_buf_new(NULL, 100000, 64);
+  CHECK(third->data == first);
+  tri_pool_free(&pool);
+  memset(tri_buf_begin(third), 1, 100000); /* still the caller's memory */
+  tri_buf_free(third);
+  tri_buf_free(NULL);
+}
+
 void test_buf(void) {
+  detached_buffers();
   headroom_and_reuse();
   size_classes();
   append_grows_and_keeps_content();

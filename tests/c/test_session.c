@@ -368,6 +368,98 @@ static void discard_body(void) {
   }
 }
 
+/* One gRPC message of n bytes in DATA frames of at most 16 KiB (the default
+ * SETTINGS_MAX_FRAME_SIZE). */
+static void script_long_message(script *s, int32_t sid, const uint8_t *msg, size_t n) {
+  uint8_t *buf = malloc(n + 5);
+  buf[0] = 0;
+  buf[1] = (uint8_t)(n >> 24);
+  buf[2] = (uint8_t)(n >> 16);
+  buf[3] = (uint8_t)(n >> 8);
+  buf[4] = (uint8_t)n;
+  memcpy(buf + 5, msg, n);
+  for (size_t at = 0; at < n + 5; at += 16384) {
+    size_t part = n + 5 - at < 16384 ? n + 5 - at : 16384;
+    script_frame(s, NGHTTP2_DATA, 0, sid, buf + at, part);
+  }
+  free(buf);
+}
+
+/* TRI_CALL_OWNABLE_RESPONSES: a message of TRI_CALL_OWNABLE_MIN bytes or more
+ * arrives in a detached buffer, with the headroom in front and a spare byte
+ * after, which the caller takes over (unary: tri_call_take_response; stream:
+ * tri_call_read) and keeps after the channel is gone; a smaller message, or
+ * any message without the flag, stays in the pool (nothing to take). */
+static void ownable_responses(void) {
+  size_t n = TRI_CALL_OWNABLE_MIN + 100;
+  uint8_t *msg = malloc(n);
+  for (size_t i = 0; i < n; i++) msg[i] = (uint8_t)(i * 7);
+  const char *t0[] = {"grpc-status", "0", NULL};
+  for (int mode = 0; mode < 3; mode++) { /* unary, stream, unary without the flag */
+    script s;
+    script_init(&s);
+    script_headers(&s, 1, 0, ok_headers);
+    script_long_message(&s, 1, msg, n);
+    if (mode == 1) script_message(&s, 1, 0, "small", 5, 0);
+    script_headers(&s, 1, 1, t0);
+    harness h;
+    setup(&h);
+    int flags = mode == 2 ? 0 : TRI_CALL_OWNABLE_RESPONSES;
+    tri_call *c = start(&h, "/s/M", flags | (mode == 1 ? TRI_CALL_SERVER_STREAMING : 0));
+    tri__conn_feed(h.conn, s.p, s.len);
+    CHECK_EQ_INT(tri_call_code(c), 0);
+    tri_buf *kept = NULL;
+    if (mode == 1) {
+      tri_buf *small;
+      CHECK_EQ_INT(tri_call_read(c, 0, &kept), 1);
+      CHECK_EQ_INT(tri_call_read(c, 0, &small), 1);
+      CHECK(!tri_buf_detached(small));
+      CHECK_MEM(tri_buf_begin(small), small->len, "small", 5);
+      tri_call_msg_release(c, small);
+    } else {
+      kept = tri_call_take_response(c);
+    }
+    const uint8_t *p;
+    size_t len, size = 0;
+    if (mode == 2) {
+      CHECK(kept == NULL); /* pooled: stays in the call */
+      tri_call_response(c, &p, &len);
+      CHECK_MEM(p, len, msg, n);
+    } else if (mode == 0) {
+      CHECK(tri_call_take_response(c) == NULL); /* taken once */
+      tri_call_response(c, &p, &len);
+      CHECK(p == NULL);
+      CHECK_EQ_INT(tri_call_response_size(c, &size), 1);
+      CHECK_EQ_INT(size, n);
+    }
+    teardown(&h); /* call and channel gone: a taken message is still the caller's */
+    if (kept) {
+      CHECK(tri_buf_detached(kept));
+      CHECK(kept->off >= TRI_CALL_OWNABLE_HEADROOM);
+      CHECK(tri_buf_tailroom(kept) >= 1);
+      CHECK_MEM(tri_buf_begin(kept), kept->len, msg, n);
+      tri_buf_free(kept);
+    }
+    script_free(&s);
+  }
+  /* A small unary message with the flag: nothing to take. */
+  script s;
+  script_init(&s);
+  script_headers(&s, 1, 0, ok_headers);
+  script_message(&s, 1, 0, "hello", 5, 0);
+  const char *trailers[] = {"grpc-status", "0", "x-trail", "b", NULL};
+  script_headers(&s, 1, 1, trailers);
+  harness h;
+  setup(&h);
+  tri_call *c = start(&h, "/s/M", TRI_CALL_OWNABLE_RESPONSES);
+  tri__conn_feed(h.conn, s.p, s.len);
+  CHECK(tri_call_take_response(c) == NULL);
+  check_ok(&h, c);
+  teardown(&h);
+  script_free(&s);
+  free(msg);
+}
+
 void test_session(void) {
   unary_ok();
   error_status_and_trailers_only();
@@ -376,4 +468,5 @@ void test_session(void) {
   metadata_limit();
   not_grpc_and_local_errors();
   discard_body();
+  ownable_responses();
 }
