@@ -46,6 +46,14 @@ static void received_dealloc(PyObject *self) {
   Py_DECREF(tp);
 }
 
+/* No instance is ever allocated: one made any other way (bytes.__new__ from C)
+ * would have no buffer for the dealloc to give back. */
+static PyObject *received_alloc(PyTypeObject *tp, Py_ssize_t n) {
+  (void)n;
+  PyErr_Format(PyExc_TypeError, "cannot create '%.100s' instances", tp->tp_name);
+  return NULL;
+}
+
 /* A plain bytes copy to pickle or copy.copy: the subclass has no constructor. */
 static PyObject *received_reduce(PyObject *self, PyObject *unused) {
   (void)unused;
@@ -60,6 +68,7 @@ static PyMethodDef received_methods[] = {
 
 static PyType_Slot received_slots[] = {
     {Py_tp_dealloc, received_dealloc},
+    {Py_tp_alloc, received_alloc},
     {Py_tp_methods, received_methods},
     {Py_tp_doc,
      "bytes received from the network and kept where they were received (a large "

@@ -75,6 +75,8 @@ def test_pickle_and_copy_give_plain_bytes(address):
 def test_cannot_be_made_from_python():
     with pytest.raises(TypeError):
         _triple.ReceivedBytes(b"x")
+    with pytest.raises(TypeError):
+        bytes.__new__(_triple.ReceivedBytes, b"x")  # type: ignore[type-var]
 
 
 def test_a_view_outlives_the_response_the_call_and_the_channel(address):
