@@ -4,6 +4,8 @@
  * (no server answers; the parent's connection waits for SETTINGS). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tri_buf.h"
 #include "tri_call.h"
 #include "tri_channel.h"
 #include "tri_error.h"
@@ -67,7 +70,45 @@ static int inherited_child(void *arg) {
   return 0;
 }
 
+/* Detached buffers across fork(): another thread of the parent takes and
+ * gives back detached buffers all the time, so its pool lock may be held at
+ * the fork; the child must still free what it inherited and take new ones
+ * (the pool starts over there) instead of hanging on that lock. */
+static atomic_int churning;
+
+static void *churn(void *arg) {
+  (void)arg;
+  while (atomic_load(&churning)) tri_buf_free(tri_buf_new(NULL, 100000, 64));
+  return NULL;
+}
+
+static int detached_child(void *arg) {
+  tri_buf_free(arg); /* inherited from the parent */
+  for (int i = 0; i < 100; i++) {
+    tri_buf *b = tri_buf_new(NULL, 100000, 64);
+    if (!b || !tri_buf_detached(b)) return 1;
+    tri_buf_free(b);
+  }
+  return 0;
+}
+
+static void detached_buffers_in_a_child(void) {
+  pthread_t t;
+  atomic_store(&churning, 1);
+  CHECK_EQ_INT(pthread_create(&t, NULL, churn, NULL), 0);
+  int failed = 0;
+  for (int i = 0; i < 30; i++) {
+    tri_buf *mine = tri_buf_new(NULL, 100000, 64);
+    failed += in_child(detached_child, mine) != 0;
+    tri_buf_free(mine);
+  }
+  atomic_store(&churning, 0);
+  pthread_join(t, NULL);
+  CHECK_EQ_INT(failed, 0);
+}
+
 void test_fork(void) {
+  detached_buffers_in_a_child();
   unsigned gen = tri_fork_generation();
   CHECK_EQ_INT(tri_fork_inherited(gen), 0);
   CHECK_EQ_INT(in_child(generation_child, &gen), 0);
