@@ -64,6 +64,9 @@ struct tri_loop *tri_py_ioloop(tri_module_state *st, PyObject *obj);
  * module state) and adds it to `module` as `name`.  Returns 0 or -1. */
 int tri_add_type(PyObject *module, PyType_Spec *spec, PyTypeObject **slot,
                  const char *name);
+/* The same for a subclass of `base` (NULL: object). */
+int tri_add_subtype(PyObject *module, PyType_Spec *spec, PyTypeObject *base,
+                    PyTypeObject **slot, const char *name);
 
 /* [(value_ns, count), ...] over the non-empty buckets of `h` (load.c). */
 struct tri_hist;

@@ -14,7 +14,12 @@ tri_module_state *tri_get_state_from_type(PyTypeObject *tp) {
 
 int tri_add_type(PyObject *module, PyType_Spec *spec, PyTypeObject **slot,
                  const char *name) {
-  *slot = (PyTypeObject *)PyType_FromModuleAndSpec(module, spec, NULL);
+  return tri_add_subtype(module, spec, NULL, slot, name);
+}
+
+int tri_add_subtype(PyObject *module, PyType_Spec *spec, PyTypeObject *base,
+                    PyTypeObject **slot, const char *name) {
+  *slot = (PyTypeObject *)PyType_FromModuleAndSpec(module, spec, (PyObject *)base);
   if (!*slot) return -1;
   Py_INCREF(*slot);
   if (PyModule_AddObject(module, name, (PyObject *)*slot) < 0) {

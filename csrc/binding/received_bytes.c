@@ -82,15 +82,8 @@ static PyType_Spec received_spec = {
 };
 
 int tri_received_bytes_type_init(PyObject *module, tri_module_state *st) {
-  st->received_bytes_type = (PyTypeObject *)PyType_FromModuleAndSpec(
-      module, &received_spec, (PyObject *)&PyBytes_Type);
-  if (!st->received_bytes_type) return -1;
-  Py_INCREF(st->received_bytes_type);
-  if (PyModule_AddObject(module, "ReceivedBytes", (PyObject *)st->received_bytes_type) < 0) {
-    Py_DECREF(st->received_bytes_type);
-    return -1;
-  }
-  return 0;
+  return tri_add_subtype(module, &received_spec, &PyBytes_Type, &st->received_bytes_type,
+                         "ReceivedBytes");
 }
 
 PyObject *tri_py_received_bytes(tri_module_state *st, tri_buf *b) {
