@@ -91,15 +91,26 @@ tri_buf *tri_pool_get(tri_pool *p, size_t size, size_t headroom) {
 static tri_pool detached_pool;
 static pthread_once_t detached_once = PTHREAD_ONCE_INIT;
 
-/* In a child of fork(): other threads of the parent may have held the locks,
- * and their lists may be half-changed; start over with an empty pool. */
-static void detached_in_child(void) {
+/* The parent's pool as a child of fork() found it: other threads of the
+ * parent may have held its locks, and its lists may be half-changed, so the
+ * child never uses it; kept here so that its buffers stay reachable (not
+ * leaks to a leak checker) for the child's life.  External, so that the
+ * compiler does not drop the stores to a variable nothing reads. */
+tri_pool tri__detached_inherited;
+
+static void detached_start(void) {
   tri_pool_init(&detached_pool, NULL);
   detached_pool.max_cached_bytes = TRI_DETACHED_CACHED;
 }
 
+/* In a child of fork(): start over with an empty pool. */
+static void detached_in_child(void) {
+  tri__detached_inherited = detached_pool;
+  detached_start();
+}
+
 static void detached_init(void) {
-  detached_in_child();
+  detached_start();
   pthread_atfork(NULL, NULL, detached_in_child);
 }
 
