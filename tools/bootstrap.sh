@@ -10,7 +10,7 @@ started=$(date +%s)
 PACKAGES=(
   build-essential pkg-config python3-dev python3-venv python3-pip python3-setuptools
   libnghttp2-dev libssl-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler
-  protobuf-compiler python3-protobuf python3-grpcio python3-h2 python3-pytest
+  protobuf-compiler python3-protobuf python3-grpcio python3-h2 python3-hpack python3-pytest
   python3-numpy python3-scipy python3-pandas python3-jinja2
   python3-matplotlib python3-nbclient python3-nbformat python3-ipykernel python3-pytest-benchmark
   python3-build python3-wheel dpkg-dev binutils
