@@ -73,13 +73,13 @@ if arm == "sync":
     ch.close()
 elif arm == "c":  # the C load generator: the same calls, no Python per call
     host, port = address.rsplit(":", 1)
-    triple_py._triple.run_load(host, int(port), path=method, mode="unary", connections=1, duration=0.0, warmup=0.0,
-                               payload_size=int(sys.argv[6]),
-                               concurrency=threads, count=threads)  # warm-up
+    def load(count, **kw):
+        triple_py._triple.run_load(host, int(port), path=method, mode="unary", connections=1,
+                                   duration=0.0, warmup=0.0, payload_size=int(sys.argv[6]),
+                                   concurrency=threads, count=count, **kw)
+    load(threads)  # warm-up
     before = usage()
-    triple_py._triple.run_load(host, int(port), path=method, mode="unary", connections=1, duration=0.0, warmup=0.0,
-                               payload_size=int(sys.argv[6]),
-                               concurrency=threads, count=calls, shared_request=True)
+    load(calls, shared_request=True)
     after = usage()
     per = calls // threads
     lat = [0.0] * calls  # the generator's own histogram is not read here

@@ -93,7 +93,6 @@ static void drop_ref(tri_call *c) {
 
 /* After the lock: wakes `woken`'s waiter (it holds the queue's reference
  * until after the wake) and drops the references of skipped calls. */
-
 static void wake_and_drop(tri_call *woken, tri_call *drop) {
   if (woken) {
     syscall(SYS_futex, &woken->done, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL,

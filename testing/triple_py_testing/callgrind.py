@@ -36,7 +36,9 @@ import triple_py, triple_py.aio
 arm, address, method, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 options = json.loads(sys.argv[5]) if len(sys.argv) > 5 else None
 size = int(sys.argv[6]) if len(sys.argv) > 6 else 128
-length, rest = b"", size  # the payload: field 1 (bytes) of `size` bytes
+# The payload, field 1 (bytes) of `size` bytes, encoded here: a baseline checkout's
+# triple_py may not have triple_py.bench.workload.messages.
+length, rest = b"", size
 while True:
     length += bytes([rest & 0x7F | (0x80 if rest > 0x7F else 0)])
     rest >>= 7
