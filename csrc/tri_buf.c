@@ -68,6 +68,7 @@ static tri_buf *pool_take(tri_pool *p, tri_stats *st, size_t size, size_t headro
       k->free = b->next;
       k->count--;
     }
+    if (++k->out > k->peak) k->peak = k->out;
     pthread_mutex_unlock(&k->lock);
   }
   if (b) {
@@ -101,6 +102,7 @@ tri_pool tri__detached_inherited;
 static void detached_start(void) {
   tri_pool_init(&detached_pool, NULL);
   detached_pool.max_cached_bytes = TRI_DETACHED_CACHED;
+  detached_pool.peak_cached_bytes = TRI_DETACHED_PEAK_CACHED;
 }
 
 /* In a child of fork(): start over with an empty pool. */
@@ -132,11 +134,23 @@ void tri_pool_put(tri_pool *p, tri_buf *b) {
   else if (b) pool_give(p, b);
 }
 
+/* How many bytes class `k` (buffers of `cap` bytes) may keep: the pool's
+ * limit, or with peak_cached_bytes its high-water mark, up to that (lock
+ * held). */
+static size_t class_limit(const tri_pool *p, const tri_pool_class *k, size_t cap) {
+  size_t limit = p->max_cached_bytes;
+  if (!p->peak_cached_bytes) return limit;
+  size_t working_set = k->peak <= p->peak_cached_bytes / cap ? k->peak * cap
+                                                             : p->peak_cached_bytes;
+  return working_set > limit ? working_set : limit;
+}
+
 static void pool_give(tri_pool *p, tri_buf *b) {
   if (b->cls >= 0) {
     tri_pool_class *k = &p->cls[b->cls];
     pthread_mutex_lock(&k->lock);
-    if ((k->count + 1) * b->cap <= p->max_cached_bytes) {
+    if (k->out) k->out--; /* a buffer made before a fork, say, was not counted */
+    if ((k->count + 1) * b->cap <= class_limit(p, k, b->cap)) {
       b->next = k->free;
       k->free = b;
       k->count++;

@@ -43,11 +43,16 @@ typedef struct tri_pool_class {
   pthread_mutex_t lock;
   tri_buf *free;
   size_t count; /* buffers on `free` */
+  size_t out;   /* buffers taken and not yet given back */
+  size_t peak;  /* the most ever out at once */
 } tri_pool_class;
 
 typedef struct tri_pool {
   tri_pool_class cls[TRI_POOL_CLASSES];
   size_t max_cached_bytes; /* per class; beyond it, put frees */
+  /* When nonzero, a class may also keep as many buffers as were ever out at
+   * once (its working set's high-water mark), up to this many bytes. */
+  size_t peak_cached_bytes;
   tri_stats *stats;        /* borrowed; must outlive the pool */
 } tri_pool;
 
@@ -72,13 +77,17 @@ void tri_pool_put(tri_pool *p, tri_buf *b);
 /*
  * Detached buffers: for content that may outlive the pool and the channel it
  * was received on (a message a language binding keeps as its own object).
- * They come from one process-wide pool (same size classes, at most
- * TRI_DETACHED_CACHED bytes kept per class), so a steady stream of them reuses
- * warm memory instead of going back to malloc, whose freed megabytes return
- * to the kernel and fault in again.  The pool's locks are made new in a child
+ * They come from one process-wide pool (same size classes), so a steady
+ * stream of them reuses warm memory instead of going back to malloc, whose
+ * freed megabytes return to the kernel and fault in again.  A class keeps up
+ * to TRI_DETACHED_CACHED bytes, or as many buffers as were ever out at once
+ * (50 calls in flight each receiving 1 MiB: 50 buffers of the 2 MiB class),
+ * up to TRI_DETACHED_PEAK_CACHED bytes: memory the process held at its peak
+ * anyway, kept instead of faulted in again on every call.  The pool's locks are made new in a child
  * of fork(), its cached buffers then left behind.
  */
 #define TRI_DETACHED_CACHED ((size_t)64 << 20)
+#define TRI_DETACHED_PEAK_CACHED ((size_t)512 << 20)
 
 /* A detached buffer with at least `headroom + size` bytes of storage
  * (off = headroom, len = 0), an allocation counted into `st` (may be NULL)

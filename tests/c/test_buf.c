@@ -99,6 +99,42 @@ static void keep_raises_the_cache_limit(void) {
   tri_pool_free(&pool);
 }
 
+/* peak_cached_bytes: a class keeps as many buffers as were ever out at once
+ * (so a second round of the same working set allocates nothing), past the
+ * pool's own limit but never past peak_cached_bytes. */
+static void peak_working_set_stays_cached(void) {
+  tri_stats st = {0};
+  tri_pool pool;
+  tri_pool_init(&pool, &st);
+  pool.max_cached_bytes = 2 * 8192;
+  pool.peak_cached_bytes = 6 * 8192;
+  tri_buf *bs[8];
+  for (int i = 0; i < 5; i++) bs[i] = tri_pool_get(&pool, 5000, 0); /* 8 KiB class */
+  CHECK_EQ_INT(pool.cls[2].peak, 5);
+  for (int i = 0; i < 5; i++) tri_pool_put(&pool, bs[i]);
+  CHECK_EQ_INT(pool.cls[2].count, 5); /* the working set, over max_cached_bytes */
+  CHECK_EQ_INT(pool.cls[2].out, 0);
+  uint64_t allocated = st.allocations;
+  for (int i = 0; i < 5; i++) bs[i] = tri_pool_get(&pool, 5000, 0);
+  CHECK_EQ_INT(st.allocations, allocated);
+  for (int i = 0; i < 5; i++) tri_pool_put(&pool, bs[i]);
+  for (int i = 0; i < 8; i++) bs[i] = tri_pool_get(&pool, 5000, 0); /* a bigger peak */
+  for (int i = 0; i < 8; i++) tri_pool_put(&pool, bs[i]);
+  CHECK_EQ_INT(pool.cls[2].peak, 8);
+  CHECK_EQ_INT(pool.cls[2].count, 6); /* bounded by peak_cached_bytes */
+  tri_pool_free(&pool);
+
+  /* The detached pool: 50 responses of 1 MiB at once (the 2 MiB class, 100
+   * MiB, over TRI_DETACHED_CACHED), then the same again from the cache. */
+  tri_buf *big[50];
+  for (int i = 0; i < 50; i++) big[i] = tri_buf_new(&st, 1u << 20, 64);
+  for (int i = 0; i < 50; i++) tri_buf_free(big[i]);
+  allocated = st.allocations;
+  for (int i = 0; i < 50; i++) big[i] = tri_buf_new(&st, 1u << 20, 64);
+  CHECK_EQ_INT(st.allocations, allocated);
+  for (int i = 0; i < 50; i++) tri_buf_free(big[i]);
+}
+
 /* Detached buffers: headroom as asked, reused from the process-wide pool
  * after tri_buf_free, never kept by a channel's pool (tri_pool_put hands them
  * back to theirs), and valid after that channel's pool is gone. */
@@ -134,6 +170,7 @@ static void detached_buffers(void) {
 
 void test_buf(void) {
   detached_buffers();
+  peak_working_set_stays_cached();
   headroom_and_reuse();
   size_classes();
   append_grows_and_keeps_content();
