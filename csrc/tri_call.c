@@ -323,6 +323,7 @@ int tri_call_wait(tri_call *c, int64_t timeout_ns) {
   int64_t end = timeout_ns < 0 ? 0 : tri__now() + timeout_ns;
   atomic_fetch_add(&c->waiters, 1);
   if (c->handoff) tri_handoff_yield(); /* about to sleep: the next caller's turn */
+  if (!atomic_load(&c->done)) tri__wakes_flush();
   while (!atomic_load(&c->done)) {
     struct timespec ts, *tsp = NULL;
     if (timeout_ns >= 0) {
@@ -903,6 +904,7 @@ static int wait_for_room(tri_call *c, size_t len) {
     int64_t u = atomic_load(&c->unsent);
     if (u == 0 || u + (int64_t)len <= c->send_limit) return 0;
     atomic_fetch_add(&c->send_waiters, 1);
+    tri__wakes_flush();
     futex_wait_seq(&c->send_seq, seen, -1);
     atomic_fetch_sub(&c->send_waiters, 1);
   }
@@ -1016,6 +1018,7 @@ static int wait_seq(_Atomic uint32_t *seq, _Atomic int *waiters, uint32_t seen,
     if (left <= 0) return TRI_ERR_TIMEOUT;
   }
   atomic_fetch_add(waiters, 1);
+  tri__wakes_flush();
   futex_wait_seq(seq, seen, left);
   atomic_fetch_sub(waiters, 1);
   return 0;

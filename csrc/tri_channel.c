@@ -243,6 +243,7 @@ static void close_inherited(tri_channel *ch) {
 }
 
 void tri_channel_close(tri_channel *ch) {
+  tri__wakes_flush(); /* this thread's recorded wakes may name its connections */
   if (tri_channel_inherited(ch)) {
     close_inherited(ch);
     return;
@@ -397,14 +398,37 @@ void tri__channel_call_put(tri_channel *ch, tri_call *c) {
 
 /* ---- completion queue --------------------------------------------------- */
 
-void tri__channel_notify(tri_channel *ch, tri_call *c) {
-  tri_mpsc_push(&ch->completions, &c->notify_node);
-  /* A hook takes it on this very thread before the thread sleeps again. */
-  if (atomic_load(&ch->io_hook) && tri__conn_on_io_thread()) return;
-  if (atomic_exchange(&ch->notify_pending, 1)) return;
+/* On an I/O thread: channels whose notify eventfd is written at the end of
+ * the thread's turn (tri__channel_notify_flush), not at their first
+ * completion, so that a poller woken by it finds the whole turn's
+ * completions.  A channel outlives its connections' I/O threads. */
+#define NOTIFY_LATER_MAX 8
+static __thread tri_channel *notify_later[NOTIFY_LATER_MAX];
+static __thread int n_notify_later;
+
+static void notify_now(tri_channel *ch) {
   uint64_t one = 1;
   ssize_t w = write(ch->notify_fd, &one, sizeof(one));
   (void)w;
+}
+
+void tri__channel_notify(tri_channel *ch, tri_call *c) {
+  tri_mpsc_push(&ch->completions, &c->notify_node);
+  int io_thread = tri__conn_on_io_thread();
+  /* A hook takes it on this very thread before the thread sleeps again. */
+  if (atomic_load(&ch->io_hook) && io_thread) return;
+  if (atomic_exchange(&ch->notify_pending, 1)) return;
+  if (io_thread && n_notify_later < NOTIFY_LATER_MAX) {
+    notify_later[n_notify_later++] = ch;
+    return;
+  }
+  notify_now(ch);
+}
+
+void tri__channel_notify_flush(void) {
+  int n = n_notify_later;
+  n_notify_later = 0;
+  for (int i = 0; i < n; i++) notify_now(notify_later[i]);
 }
 
 /* Moves the queued completions to the end of the ready list (poll_lock
@@ -461,9 +485,7 @@ void tri_channel_set_io_hook(tri_channel *ch, const tri_io_hook *hook) {
 
 void tri_channel_wake_pollers(tri_channel *ch) {
   atomic_store(&ch->poll_wake, 1);
-  uint64_t one = 1;
-  ssize_t w = write(ch->notify_fd, &one, sizeof(one));
-  (void)w;
+  notify_now(ch);
 }
 
 int tri_channel_poll_completions(tri_channel *ch, void **tokens, int max,
@@ -491,6 +513,7 @@ int tri_channel_poll_completions(tri_channel *ch, void **tokens, int max,
       ms = (int)((left + 999999) / 1000000);
     }
     struct pollfd pfd = {.fd = ch->notify_fd, .events = POLLIN};
+    tri__wakes_flush();
     poll(&pfd, 1, ms);
   }
   pthread_mutex_unlock(&ch->poll_lock);

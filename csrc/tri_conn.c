@@ -50,7 +50,45 @@ void tri__conn_unref(tri_conn *conn) { atomic_fetch_sub(&conn->refs, 1); }
 
 int tri__conn_unusable(tri_conn *conn) { return atomic_load(&conn->unusable); }
 
+/* Deferred wake-ups of this thread (tri_wakes_defer_begin): connections it
+ * queued ops on, each with a reference, woken at the flush. */
+#define DEFER_MAX 16
+static __thread int defer_depth;
+static __thread int n_deferred;
+static __thread tri_conn *deferred[DEFER_MAX];
+
+static void wake_now(tri_conn *conn);
+
 static void wake(tri_conn *conn) {
+  if (defer_depth && !atomic_load(&conn->wake_pending)) {
+    for (int i = 0; i < n_deferred; i++)
+      if (deferred[i] == conn) return;
+    if (n_deferred < DEFER_MAX) {
+      tri__conn_ref(conn);
+      deferred[n_deferred++] = conn;
+      return;
+    }
+  }
+  wake_now(conn);
+}
+
+void tri_wakes_defer_begin(void) { defer_depth++; }
+
+void tri_wakes_defer_end(void) {
+  if (defer_depth && !--defer_depth) tri__wakes_flush();
+}
+
+void tri__wakes_flush(void) {
+  int n = n_deferred;
+  n_deferred = 0;
+  for (int i = 0; i < n; i++) {
+    tri_conn *conn = deferred[i];
+    tri__conn_kick(conn); /* as a push would have (its eventfd may be closed) */
+    tri__conn_unref(conn);
+  }
+}
+
+static void wake_now(tri_conn *conn) {
   if (atomic_exchange(&conn->wake_pending, 1)) return; /* already pending */
   if (conn->loop) { /* shared thread: one eventfd write for all its members */
     if (tri_loop_wake(conn->loop)) TRI_STATS_ADD(conn->stats, wakeups, 1);
@@ -89,7 +127,7 @@ int tri__conn_push(tri_conn *conn, tri_node *node) {
 
 void tri__conn_kick(tri_conn *conn) {
   atomic_fetch_add(&conn->producers, 1);
-  if (!atomic_load(&conn->closed)) wake(conn);
+  if (!atomic_load(&conn->closed)) wake_now(conn);
   atomic_fetch_sub(&conn->producers, 1);
 }
 
@@ -100,7 +138,7 @@ void tri__conn_shutdown(tri_conn *conn) {
   atomic_fetch_add(&conn->producers, 1);
   if (!atomic_load(&conn->closed)) {
     atomic_store(&conn->wake_pending, 0);
-    wake(conn);
+    wake_now(conn);
   }
   atomic_fetch_sub(&conn->producers, 1);
 }
@@ -1553,6 +1591,7 @@ static int conn_iterate(tri_conn *conn, int timeout) {
   }
   if (conn->dead) return 1;
   after_events(conn);
+  tri__channel_notify_flush(); /* this turn's completions, to the pollers */
   return conn->dead;
 }
 
@@ -1589,6 +1628,7 @@ static void *conn_main(void *arg) {
   while (!conn->dead && !conn_iterate(conn, conn_timeout(conn))) {
   }
   conn_end(conn);
+  tri__channel_notify_flush();
   return NULL;
 }
 
@@ -1609,6 +1649,7 @@ static int loop_step(tri_loop_member *m, int ready) {
   int t = TRI_LOOP_DONE;
   if (!conn->dead && !conn_iterate(conn, ready ? 0 : -2))
     t = conn_timeout(conn);
+  tri__channel_notify_flush(); /* the loop may sleep after this step */
   io_self = NULL;
   return t;
 }
@@ -1617,6 +1658,7 @@ static void loop_leave(tri_loop_member *m) {
   tri_conn *conn = MEMBER_CONN(m);
   io_self = conn;
   conn_end(conn);
+  tri__channel_notify_flush();
   io_self = NULL;
 }
 

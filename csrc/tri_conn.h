@@ -161,6 +161,9 @@ int tri__conn_new(tri_conn **out, tri_channel *ch, int64_t connect_deadline);
 int tri__conn_push(tri_conn *conn, tri_node *node);
 /* Wakes the I/O thread once with no op (it calls the channel's I/O hook). */
 void tri__conn_kick(tri_conn *conn);
+/* Wakes, now, the connections this thread's tri_wakes_defer_begin recorded
+ * so far (the deferral itself goes on); called before any wait. */
+void tri__wakes_flush(void);
 /* Nonzero on an I/O thread (of any connection, or a shared loop's). */
 int tri__conn_on_io_thread(void);
 int tri__conn_unusable(tri_conn *conn);

@@ -29,6 +29,7 @@ void test_deadlines(void);
 void test_outq(void);
 void test_conn(void);
 void test_notify(void);
+void test_wakes_defer(void);
 void test_writable(void);
 void test_thread(void);
 void test_connectivity(void);
@@ -66,6 +67,7 @@ static const struct {
               {"outq", test_outq},
               {"conn", test_conn},
               {"notify", test_notify},
+              {"wakes_defer", test_wakes_defer},
               {"writable", test_writable},
               {"thread", test_thread},
               {"connectivity", test_connectivity},

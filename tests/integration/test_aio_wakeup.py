@@ -127,3 +127,33 @@ def test_system_exit_in_a_woken_task_loses_no_completion(server):
         print("OK")
     """)
     assert out.rstrip().endswith("OK")
+
+
+def test_a_woken_task_that_blocks_in_the_library_is_not_left_waiting(server):
+    """The calls the stepped tasks start wake their I/O threads once, when the drain
+    ends (tri_wakes_defer_begin).  A stepped task that then blocks, in a blocking call
+    of a sync channel, or a streaming read with the call it has just started, must
+    still get its response: a wait in the library sends the held-back wake-ups first.
+    A task started late in the burst still has its call sent when the drain ends."""
+    out = probe(server, """
+        async def main():
+            ch = aio.insecure_channel(ADDR)
+            stub = ch.unary_unary(UNARY)
+            sync = triple_py.insecure_channel(ADDR)
+            sync_stub = sync.unary_unary(UNARY)
+            assert await stub(b"warm", timeout=10) == b"warm"
+            async def blocker(i):
+                assert await stub(b"a%d" % i, timeout=10) == b"a%d" % i
+                # Stepped in the drain: this call's start, then its wait, on this thread.
+                ours = ch._sync.core_channel.call(UNARY, b"c%d" % i, 10, None, wait=True)
+                assert ours.response() == b"c%d" % i
+                assert sync_stub(b"b%d" % i, timeout=10) == b"b%d" % i
+                return await stub(b"d%d" % i, timeout=10)
+            got = await asyncio.gather(*(blocker(i) for i in range(20)))
+            assert got == [b"d%d" % i for i in range(20)], got
+            sync.close()
+            await ch.close()
+            print("OK")
+        asyncio.run(main())
+    """)
+    assert out.rstrip().endswith("OK")
