@@ -2,7 +2,7 @@
 with many Python threads (the GIL-side wake-ups), load-independent counts.
 
     .venv/bin/python benchmarks/python_wakeups.py [--threads 50] [--calls 20000]
-        [--size 128] [--arm sync|aio|c] [--strace] [--peer embedded|go]
+        [--size 128] [--arm sync|aio|c] [--strace] [--peer embedded|go] [--cpus 0]
     .venv/bin/python benchmarks/python_wakeups.py --base DIR [--rounds 6] [--arms c,sync,aio]
 
 A child process makes ``--calls`` unary calls of ``--size`` payload bytes to the
@@ -16,7 +16,9 @@ included, and strace's stops change the threads' interleaving: a count for compa
 two trees, not an absolute figure; the context switches of such a run mean nothing).
 ``--base DIR`` runs every arm in this checkout and in DIR (built in place) in interleaved
 rounds against one server and reports the paired ratios: this / base, and each Python
-arm / the C generator within each tree.
+arm / the C generator within each tree.  ``--cpus 0`` runs the client child on CPU 0
+only (the peer stays unpinned): every wake-up between its threads then stays on one
+CPU, which shows what the cross-CPU ones cost.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from triple_py.bench.results.paired import compare_pairs
 from triple_py.bench.workload.messages import UNARY_METHOD
@@ -113,8 +115,10 @@ print("RESULT " + json.dumps({
 
 
 def run(root: Path, arm: str, address: str, threads: int, calls: int, size: int,
-        strace: bool) -> Dict[str, float]:
-    """One child run; its figures (with ``futex_per_call`` etc. under ``strace``)."""
+        strace: bool, cpus: Optional[Set[int]] = None) -> Dict[str, float]:
+    """One child run; its figures (with ``futex_per_call`` etc. under ``strace``).
+    With ``cpus`` the child (every thread of it, the library's I/O threads included)
+    runs on those CPUs only, as ``taskset`` would."""
     cmd = [sys.executable, "-c", CHILD, arm, address, UNARY_METHOD,
            str(threads), str(calls), str(size)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(  # the checkout's triple_py first
@@ -123,8 +127,9 @@ def run(root: Path, arm: str, address: str, threads: int, calls: int, size: int,
         trace = Path(tmp) / "strace.out"
         if strace:
             cmd = ["strace", "-f", "-c", "-o", str(trace)] + cmd
+        pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=root,
-                              env=env)
+                              env=env, preexec_fn=pin)
         found = re.search(r"^RESULT (.*)$", proc.stdout, re.M)
         if proc.returncode or not found:
             raise RuntimeError(f"run failed: {(proc.stdout + proc.stderr)[-600:]}")
@@ -142,7 +147,7 @@ PAIRED = ("cpu_us_per_call", "qps", "vcsw_per_call", "minflt_per_call")
 
 
 def paired(this: Path, base: Path, arms: List[str], peer: str, rounds: int, threads: int,
-           calls: int, size: int) -> None:
+           calls: int, size: int, cpus: Optional[Set[int]] = None) -> None:
     """Interleaved rounds of every arm in two checkouts (order alternating by round): one
     JSON line per child run (the raw data), then this / base per arm and, within each
     tree, each Python arm / the C generator, paired by round (Hodges-Lehmann estimate,
@@ -153,14 +158,16 @@ def paired(this: Path, base: Path, arms: List[str], peer: str, rounds: int, thre
         for rnd in range(rounds):
             for arm in arms:
                 for tree in (["this", "base"] if rnd % 2 == 0 else ["base", "this"]):
-                    result = run(trees[tree], arm, server.address, threads, calls, size, False)
+                    result = run(trees[tree], arm, server.address, threads, calls, size,
+                                 False, cpus)
                     for metric in PAIRED:
                         figures[metric][(arm, tree, rnd)] = result[metric]
                     print(json.dumps({"round": rnd, "arm": arm, "tree": tree,
                                       **{k: round(v, 3) for k, v in result.items()}}),
                           flush=True)
     print(f"# {rounds} rounds, {threads} threads/tasks/calls in flight, {calls} calls of "
-          f"{size} B per run, {peer} peer; this = {this}, base = {base}")
+          f"{size} B per run, {peer} peer; this = {this}, base = {base}"
+          + (f"; client on CPUs {sorted(cpus)}" if cpus else ""))
     for metric in PAIRED:
         print(f"# {metric}: this / base, paired by round")
         for row in compare_pairs(figures[metric], [("this", "base")], arms):
@@ -188,18 +195,21 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--base", type=Path, help="a baseline checkout: paired rounds")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--arms", default="c,sync,aio", help="with --base")
+    parser.add_argument("--cpus", default="", help="run the client child on these CPUs "
+                        "only (comma-separated; the peer is not pinned)")
     args = parser.parse_args(argv)
+    cpus = {int(c) for c in args.cpus.split(",") if c} or None
     if args.base:
         arms = args.arms.split(",")
         unknown = set(arms) - set(ARMS)
         if unknown:
             parser.error(f"unknown arms {sorted(unknown)}; known: {', '.join(ARMS)}")
         paired(args.root.resolve(), args.base.resolve(), arms, args.peer, args.rounds,
-               args.threads, args.calls, args.size)
+               args.threads, args.calls, args.size, cpus)
         return 0
     with start_peer(args.peer) as peer:
         result = run(args.root.resolve(), args.arm, peer.address, args.threads, args.calls,
-                     args.size, args.strace)
+                     args.size, args.strace, cpus)
     print(json.dumps({k: round(v, 3) for k, v in result.items()}))
     return 0
 
