@@ -148,12 +148,12 @@ clean:
 # new inputs go to build/fuzz/<target>/ so the committed corpus stays small.  Then the
 # benchmark text parser (Python) for as long, with the same layout.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := frame gzip tjson session server
+FUZZ_TARGETS := frame gzip tjson session server inplace
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -Icsrc -Icsrc/gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 FUZZ_CORE := $(filter-out csrc/tri_load.c csrc/tri_hist.c,$(CORE_SRC))
 
-build/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_SRC) $(CORE_HDR) | bootstrap
+build/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_SRC) $(CORE_HDR) $(wildcard tests/c/*.h) | bootstrap
 	mkdir -p build
 	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_CORE) $(LIBS)
 

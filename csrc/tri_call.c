@@ -701,6 +701,15 @@ static int ownable(const tri_call *c, uint32_t length) {
          length >= TRI_CALL_OWNABLE_MIN;
 }
 
+size_t tri__call_body_room(tri_call *c, uint8_t **dst) {
+  if (c->completed || c->triple || c->http_status != 200 || c->bad_content_type ||
+      c->malformed || c->counting || c->msg_compressed || !c->resp || !c->dec.in_body ||
+      c->resp->len != c->dec.got)
+    return 0;
+  *dst = tri_buf_begin(c->resp) + c->resp->len;
+  return c->dec.length - c->dec.got;
+}
+
 int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
                       int64_t max_recv) {
   if (c->completed) return 0;
@@ -762,7 +771,11 @@ int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
         c->resp_size += ev.len;
         break;
       }
-      memcpy(tri_buf_begin(c->resp) + c->resp->len, ev.data, ev.len);
+      {
+        uint8_t *to = tri_buf_begin(c->resp) + c->resp->len;
+        if (ev.data != to) /* else an in-place read put it there already */
+          memcpy(to, ev.data, ev.len);
+      }
       c->resp->len += ev.len;
       break;
     case TRI_FRAME_END:

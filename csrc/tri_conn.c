@@ -22,6 +22,7 @@
 #include "tri_error.h"
 #include "tri_handoff.h"
 #include "tri_h2.h"
+#include "tri_inplace.h"
 #include "tri_resp_check.h"
 #include "tri_thread.h"
 #include "tri_wire.h"
@@ -555,6 +556,12 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
   }
   if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK))
     conn->ping_sent = 0;
+  if (frame->hd.type == NGHTTP2_DATA) { /* the order of the streams' frames */
+    tri_call *prev = conn->last_data_sid ? stream_call(conn, conn->last_data_sid) : NULL;
+    if (prev) prev->rx_next_sid = frame->hd.stream_id;
+    conn->last_data_sid = frame->hd.stream_id;
+    if (frame->hd.length > conn->data_frame_max) conn->data_frame_max = (uint32_t)frame->hd.length;
+  }
   if (frame->hd.type == NGHTTP2_GOAWAY) {
     conn->goaway = 1;
     conn->peer_goaway_error = frame->goaway.error_code;
@@ -1118,18 +1125,25 @@ static int dial_more(tri_conn *conn);
  * (1 KiB: 187k to 261k) at the same client CPU per call; a server that is
  * busy anyway (grpc-go) sees no change.  Returns 0, or -1 when the
  * connection died (a protocol error from the peer: INTERNAL). */
+/* Hands n input bytes to nghttp2 in one piece (and to the frame tracker).
+ * Returns 0, or -1 once the connection died. */
+static int feed_piece(tri_conn *conn, const uint8_t *p, size_t n) {
+  tri_h2_track_feed(&conn->track, p, n);
+  ssize_t rv = nghttp2_session_mem_recv(conn->sess, p, n);
+  if (rv < 0) {
+    /* nghttp2 found the server's bytes invalid: our finding, not the
+     * server's report (that would be its GOAWAY or RST_STREAM). */
+    session_failed(conn, (int)rv, "HTTP/2 protocol error detected by the client: %s");
+    return -1;
+  }
+  return 0;
+}
+
 static int feed(tri_conn *conn, const uint8_t *p, size_t n) {
   size_t total = n, closed_before = conn->closed_total;
   while (n) {
     size_t k = n < conn->feed_slice ? n : conn->feed_slice;
-    ssize_t rv = nghttp2_session_mem_recv(conn->sess, p, k);
-    if (rv < 0) {
-      /* nghttp2 found the server's bytes invalid: our finding, not the
-       * server's report (that would be its GOAWAY or RST_STREAM). */
-      session_failed(conn, (int)rv,
-                     "HTTP/2 protocol error detected by the client: %s");
-      return -1;
-    }
+    if (feed_piece(conn, p, k)) return -1;
     p += k;
     n -= k;
     if (!n) break;
@@ -1154,9 +1168,38 @@ static int feed(tri_conn *conn, const uint8_t *p, size_t n) {
   return 0;
 }
 
+/* In-place reads (tri_conn.h, tri_inplace.h): what stream `sid` can take. */
+static int inplace_lookup(void *ctx, int32_t sid, tri_inplace_target *out) {
+  tri_conn *conn = ctx;
+  tri_call *c = stream_call(conn, sid);
+  if (!c) return 0;
+  out->next = c->rx_next_sid;
+  out->room = tri__call_body_room(c, &out->dst);
+  /* The DATA rules judge bytes as they are fed; leave bytes that could
+   * break them (beyond a content-length, say) to the plain path. */
+  if (out->room < TRI_INPLACE_MIN ||
+      (!conn->nghttp2_rules && !tri_resp_check_data_fits(&c->rcheck, out->room)))
+    out->room = 0;
+  return 1;
+}
+
+/* Feeds what an in-place read took, in input order.  Returns 0 or -1. */
+static int feed_inplace(tri_conn *conn, tri_inplace_plan *pl, size_t r) {
+  tri_inplace_piece pieces[2 + 2 * TRI_INPLACE_FRAMES];
+  int n = tri_inplace_settle(pl, r, pieces);
+  TRI_STATS_ADD(conn->stats, bytes_read_in_place, pl->placed);
+  for (int i = 0; i < n; i++)
+    if (pieces[i].in_place ? feed_piece(conn, pieces[i].p, pieces[i].n)
+                           : feed(conn, pieces[i].p, pieces[i].n))
+      return -1;
+  return 0;
+}
+
 static void read_in(tri_conn *conn) {
   for (;;) {
     ssize_t r;
+    tri_inplace_plan plan;
+    int inplace = 0;
     if (conn->ssl) {
       /* Drain OpenSSL completely: decrypted bytes can wait inside it while
        * the socket shows nothing readable. */
@@ -1168,7 +1211,13 @@ static void read_in(tri_conn *conn) {
         return;
       }
     } else {
-      r = read(conn->fd, conn->rbuf, conn->rbuf_cap);
+      inplace = tri_inplace_plan_make(&plan, &conn->track, conn->data_frame_max,
+                                      inplace_lookup, conn, conn->rbuf, conn->rbuf_cap);
+      if (inplace) {
+        r = readv(conn->fd, plan.iov, plan.niov);
+      } else {
+        r = read(conn->fd, conn->rbuf, conn->rbuf_cap);
+      }
       if (r < 0 && errno == EINTR) continue;
       if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
       if (r < 0) {
@@ -1190,6 +1239,11 @@ static void read_in(tri_conn *conn) {
     }
     TRI_STATS_ADD(conn->stats, bytes_read, r);
     if (conn->ch->opts.keepalive_time_ms) conn->last_read = tri__now();
+    if (inplace) {
+      if (feed_inplace(conn, &plan, (size_t)r)) return;
+      if ((size_t)r < plan.total) return; /* drained */
+      continue;
+    }
     if (feed(conn, conn->rbuf, (size_t)r)) return;
     if (!conn->ssl && (size_t)r < conn->rbuf_cap) return; /* drained */
   }
@@ -1435,6 +1489,7 @@ static int start_session(tri_conn *conn) {
   tri_h2_set_max_continuations(opt, conn->ch->opts.max_metadata_size);
   tri_h2_mem_init(&conn->mem, &conn->arena); /* nghttp2 allocates from the arena */
   int rv = nghttp2_session_client_new3(&conn->sess, cbs, conn, opt, &conn->mem);
+  tri_h2_track_init(&conn->track); /* the session's first input byte is next */
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
   if (rv) return TRI_ERR_NOMEM;

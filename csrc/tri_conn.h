@@ -15,6 +15,21 @@
  * a call that completes while its bytes are queued has them copied into the
  * staging area first, so a completed call is never referenced.
  *
+ * In-place reads (plaintext connections): tri_h2_track follows the frame
+ * boundaries of everything fed to nghttp2, and each call remembers which
+ * stream's DATA frame followed its own last one (rx_next_sid).  When the
+ * input stands in, or right after, a DATA frame of a stream reassembling a
+ * gRPC message (tri__call_body_room), the read is a readv laid out by
+ * tri_inplace: the frame's rest into that message, then bets on the next
+ * frames (their headers into slots, their payload into the messages of the
+ * streams bet on), then the read buffer.  The pieces that won are fed to
+ * nghttp2 one by one from where they landed, so each DATA callback gets the
+ * very address its message wants next and nothing is copied: one copy per
+ * byte, the kernel's.  Only verified DATA payload of the streams bet on is
+ * fed from a message buffer, so the only callbacks those pieces cause are
+ * those streams' DATA callbacks, and a stream that ends (END_STREAM) is bet
+ * on no further.
+ *
  * Watchdogs (I/O thread, on the loop's epoll timeout like the deadlines):
  *  - connect timeout: an attempt that has not received the server's SETTINGS
  *    by `connect_deadline` dies (UNAVAILABLE);
@@ -58,6 +73,7 @@
 
 #include "tri_deadlines.h"
 #include "tri_dial.h"
+#include "tri_h2_track.h"
 #include "tri_hpack_filter.h"
 #include "tri_int.h"
 #include "tri_loop.h"
@@ -146,6 +162,9 @@ struct tri_conn {
   tri_call *timers, *timers_tail; /* flush-timer FIFO (same delay for all) */
   uint8_t *rbuf;
   size_t rbuf_cap;
+  tri_h2_track track;      /* frame boundaries of the input fed so far */
+  int32_t last_data_sid;   /* the stream of the last DATA frame received */
+  uint32_t data_frame_max; /* the longest DATA frame received */
   char errstr[200];
 };
 

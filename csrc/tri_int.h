@@ -157,6 +157,8 @@ struct tri_call {
                                before `done`, by whoever completes the call */
 
   tri_frame_decoder dec;
+  int32_t rx_next_sid; /* I/O thread: the stream whose DATA frame followed
+                          this call's last one (tri_inplace.h); 0: none */
   tri_call *io_prev, *io_next; /* connection's in-flight (or held) list */
 
   /* Results (I/O thread writes before `done`; caller reads after). */
@@ -211,6 +213,12 @@ void tri__call_unref(tri_call *c);
 int tri__call_on_header(tri_call *c, const nghttp2_frame *frame,
                         const uint8_t *name, size_t namelen,
                         const uint8_t *value, size_t valuelen);
+/* In-place reads (tri_conn.c): when `c` is reassembling a gRPC message into
+ * a buffer, sets *dst to where its next body byte goes and returns how many
+ * body bytes are still to come; 0 otherwise.  Bytes placed there and then
+ * handed to tri__call_on_data at that same address are kept without a copy.
+ * I/O thread. */
+size_t tri__call_body_room(tri_call *c, uint8_t **dst);
 /* Returns a status code (>0) when the data is bad and the call must fail. */
 int tri__call_on_data(tri_call *c, const uint8_t *data, size_t len,
                       int64_t max_recv);

@@ -199,6 +199,11 @@ int tri_resp_check_data(tri_resp_check *s, size_t n) {
   return 0;
 }
 
+int tri_resp_check_data_fits(const tri_resp_check *s, size_t n) {
+  if (s->flags & TRI_RESP_EXPECT_FINAL) return 0;
+  return !(s->flags & TRI_RESP_HAS_LENGTH) || s->received + n <= s->content_length;
+}
+
 int tri_resp_check_data_end(const tri_resp_check *s) {
   if (s->flags & TRI_RESP_EXPECT_FINAL) return -1;
   if ((s->flags & TRI_RESP_HAS_LENGTH) && s->received != s->content_length)

@@ -80,6 +80,10 @@ int tri_resp_check_block(tri_resp_check *s, int first, int end_stream);
  * come before the final response or exceed the declared content-length. */
 int tri_resp_check_data(tri_resp_check *s, size_t n);
 
+/* Nonzero when n more DATA bytes would pass tri_resp_check_data (which
+ * still has to be called for them). */
+int tri_resp_check_data_fits(const tri_resp_check *s, size_t n);
+
 /* A DATA frame with END_STREAM.  Returns 0, or -1 when the final response
  * never came or the DATA fell short of the declared content-length. */
 int tri_resp_check_data_end(const tri_resp_check *s);

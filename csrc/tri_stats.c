@@ -4,7 +4,7 @@ const char *const tri_stats_names[] = {
     "calls",       "write_syscalls", "bytes_written", "read_syscalls",
     "bytes_read",  "allocations",    "pool_hits",     "pool_misses",
     "wakeups",     "connects",       "connect_failures", "write_stalls",
-    "keepalive_timeouts", 0};
+    "keepalive_timeouts", "bytes_read_in_place", 0};
 
 int tri_stats_snapshot(const tri_stats *st, uint64_t *out, int max) {
   /* The struct is a plain array of same-typed atomics, in name order. */

@@ -28,6 +28,8 @@ typedef struct tri_stats {
                                         attempt fails */
   _Atomic uint64_t write_stalls;   /* connections killed by the write-stall watchdog */
   _Atomic uint64_t keepalive_timeouts; /* connections killed by an unanswered PING */
+  _Atomic uint64_t bytes_read_in_place; /* of bytes_read, read straight into the
+                                           message they belong to (tri_conn.h) */
 } tri_stats;
 
 /* Names of the fields above, in order, NULL-terminated; for bindings. */

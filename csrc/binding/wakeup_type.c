@@ -93,10 +93,21 @@ static int wake(WakeupObject *self, int now) {
   if (!now) {
     rv = call_soon(self, step, context);
   } else {
-    /* A task runs: what it completes meanwhile waits for the loop. */
+    /* A task runs: what it completes meanwhile waits for the loop.  In its
+     * context, as context.run(step, self) would: entered, called, left. */
     step_now = 0;
-    PyObject *r = context ? PyObject_CallMethod(context, "run", "OO", step, self)
-                          : PyObject_CallOneArg(step, (PyObject *)self);
+    PyObject *r;
+    if (context && PyContext_CheckExact(context)) {
+      r = NULL;
+      if (PyContext_Enter(context) == 0) {
+        r = PyObject_CallOneArg(step, (PyObject *)self);
+        if (PyContext_Exit(context) < 0) Py_CLEAR(r);
+      }
+    } else if (context) {
+      r = PyObject_CallMethod(context, "run", "OO", step, self);
+    } else {
+      r = PyObject_CallOneArg(step, (PyObject *)self);
+    }
     step_now = 1;
     if (!r) rv = -1;
     Py_XDECREF(r);
@@ -106,14 +117,16 @@ static int wake(WakeupObject *self, int now) {
   return rv;
 }
 
-static PyObject *wakeup_add_done_callback(WakeupObject *self, PyObject *args,
-                                          PyObject *kw) {
-  static char *kwlist[] = {"fn", "context", NULL};
-  PyObject *fn, *context = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$O:add_done_callback", kwlist,
-                                   &fn, &context))
+/* add_done_callback(fn, *, context=None); fast-call: a task adds its step on
+ * every await. */
+static PyObject *wakeup_add_done_callback(WakeupObject *self, PyObject *const *args,
+                                          Py_ssize_t nargs, PyObject *kwnames) {
+  static const tri_py_kw names[] = {TRI_PY_KW("fn"), TRI_PY_KW("context")};
+  PyObject *a[2];
+  if (tri_py_fastcall_args("add_done_callback", args, nargs, kwnames, names, 2, 1, 1,
+                           a) < 0)
     return NULL;
-  if (context == Py_None) context = NULL;
+  PyObject *fn = a[0], *context = a[1] == Py_None ? NULL : a[1];
   if (self->state) {
     if (call_soon(self, fn, context) < 0) return NULL;
     Py_RETURN_NONE;
@@ -200,7 +213,7 @@ static PyGetSetDef wakeup_getset[] = {
 
 static PyMethodDef wakeup_methods[] = {
     {"add_done_callback", (PyCFunction)(void (*)(void))wakeup_add_done_callback,
-     METH_VARARGS | METH_KEYWORDS,
+     METH_FASTCALL | METH_KEYWORDS,
      "add_done_callback(fn, *, context=None): the awaiting task's step"},
     {"remove_done_callback", (PyCFunction)wakeup_remove_done_callback, METH_O,
      "remove_done_callback(fn) -> 1 if it was the step, else 0"},

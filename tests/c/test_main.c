@@ -30,6 +30,7 @@ void test_outq(void);
 void test_conn(void);
 void test_notify(void);
 void test_wakes_defer(void);
+void test_inplace(void);
 void test_writable(void);
 void test_thread(void);
 void test_connectivity(void);
@@ -68,6 +69,7 @@ static const struct {
               {"conn", test_conn},
               {"notify", test_notify},
               {"wakes_defer", test_wakes_defer},
+              {"inplace", test_inplace},
               {"writable", test_writable},
               {"thread", test_thread},
               {"connectivity", test_connectivity},

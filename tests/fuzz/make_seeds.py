@@ -70,6 +70,21 @@ def other_seeds() -> None:
     save("tjson", b'{"status":"404","message":"Invoker not found"}')  # Dubbo Java
 
 
+def inplace_seeds() -> None:
+    """fuzz_inplace: four 2-byte read sizes and a 2-byte message size (all in units
+    of 4 bytes), then a server's frames: DATA in turn across streams, odd ones too."""
+    def head(reads: tuple, want: int) -> bytes:
+        return b"".join(struct.pack(">H", r // 4) for r in reads) + struct.pack(">H", want // 4)
+    turn = b"".join(frame(0, 0, sid, bytes([sid]) * 6000) for _ in range(3) for sid in (1, 3, 5))
+    save("inplace", head((20000, 9000, 60000, 4096), 16000) + turn)
+    save("inplace", head((30000, 30000, 30000, 30000), 30000)
+         + b"".join(frame(0, 0, 1, b"a" * 6000) for _ in range(5)))
+    odd = (frame(0, 0, 1, b"a" * 6000) + frame(0, 8, 3, b"\x04" + b"p" * 100 + b"\0" * 4)
+           + frame(0, 1, 5, b"c" * 6000) + frame(1, 4, 7, b"\x88")
+           + frame(0, 0, 1, b"a" * 5000) + frame(0, 0, 9, b"z" * 6000))
+    save("inplace", head((12000, 20000, 6009, 9), 20000) + odd * 2)
+
+
 def server_seeds() -> None:
     """fuzz_server: byte 0 picks a decoder (0-3) or the request path (4: HTTP/2 frames
     that follow the client preface and an empty SETTINGS)."""
@@ -127,6 +142,7 @@ def server_seeds() -> None:
 
 
 if __name__ == "__main__":
+    inplace_seeds()
     session_seeds()
     session_rule_seeds()
     other_seeds()
