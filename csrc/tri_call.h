@@ -142,7 +142,7 @@ int tri_call_start(tri_call *c);
  * eventfd; the end wakes each recorded one once, so its I/O thread takes the
  * whole burst in one turn.  Other threads' ops still wake at once.  Before
  * this thread waits in the library (tri_call_wait, the read and write waits,
- * tri_channel_poll_completions, tri_channel_close) the recorded wakes go
+ * tri_channel_poll_completions, tri_channel_close, tri_load_wait) the recorded wakes go
  * out, so it never sleeps on work whose I/O thread it has not woken.  More
  * than 16 connections in one burst: the rest wake at once.  A channel with
  * recorded connections must not be deleted before the end (a call started

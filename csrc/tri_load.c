@@ -27,6 +27,7 @@
 #include "tri_call.h"
 #include "tri_channel.h"
 #include "tri_clock.h"
+#include "tri_conn.h"
 #include "tri_error.h"
 #include "tri_frame.h"
 #include "tri_mem.h"
@@ -1066,6 +1067,7 @@ static void finish(tri_load *l) {
 }
 
 int tri_load_wait(tri_load *l, int64_t timeout_ns) {
+  tri__wakes_flush(); /* the waiting thread's held-back wake-ups (tri_call.h) */
   /* l->cond waits on CLOCK_MONOTONIC (tri_load_new). */
   struct timespec end =
       tri_clock_timespec(tri__now() + (timeout_ns > 0 ? timeout_ns : 0));
