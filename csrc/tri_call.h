@@ -136,18 +136,20 @@ int tri_call_start(tri_call *c);
 
 /* Batched wake-ups (tri_conn.c), for a thread that starts several calls in a
  * burst (the asyncio reactor stepping every task one completion woke): from
- * tri_wakes_defer_begin to the matching tri_wakes_defer_end (they nest), an
- * op this thread queues on a connection whose I/O thread is not already
- * woken records that connection (with a reference) instead of writing its
- * eventfd; the end wakes each recorded one once, so its I/O thread takes the
- * whole burst in one turn.  Other threads' ops still wake at once.  Before
- * this thread waits in the library (tri_call_wait, the read and write waits,
- * tri_channel_poll_completions, tri_channel_close, tri_load_wait) the recorded wakes go
- * out, so it never sleeps on work whose I/O thread it has not woken.  More
- * than 16 connections in one burst: the rest wake at once.  A channel with
- * recorded connections must not be deleted before the end (a call started
- * in the burst keeps its channel alive: tri_channel_del needs every call
- * released). */
+ * tri_wakes_defer_begin to the matching tri_wakes_defer_end (they nest), the
+ * first op this thread queues on a connection wakes its I/O thread at once,
+ * as always; the later ones do not, and when the I/O thread has taken the
+ * earlier ones meanwhile, the end of the burst wakes it once more for them.
+ * So an I/O thread is woken at most twice per burst, however many calls it
+ * brings, instead of once per call it finds asleep.  Other threads' ops wake
+ * as always.  Before this thread waits in the library (tri_call_wait, the
+ * read and write waits, tri_channel_poll_completions, tri_channel_close,
+ * tri_load_wait) the wake-ups it owes go out, so it never sleeps on work
+ * whose I/O thread it has not woken.  Each connection seen holds a reference
+ * until the end; past 16 connections in one burst, ops wake at once.  A
+ * channel with connections seen must not be deleted before the end (a call
+ * started in the burst keeps its channel alive: tri_channel_del needs every
+ * call released). */
 void tri_wakes_defer_begin(void);
 void tri_wakes_defer_end(void);
 

@@ -398,14 +398,6 @@ void tri__channel_call_put(tri_channel *ch, tri_call *c) {
 
 /* ---- completion queue --------------------------------------------------- */
 
-/* On an I/O thread: channels whose notify eventfd is written at the end of
- * the thread's turn (tri__channel_notify_flush), not at their first
- * completion, so that a poller woken by it finds the whole turn's
- * completions.  A channel outlives its connections' I/O threads. */
-#define NOTIFY_LATER_MAX 8
-static __thread tri_channel *notify_later[NOTIFY_LATER_MAX];
-static __thread int n_notify_later;
-
 static void notify_now(tri_channel *ch) {
   uint64_t one = 1;
   ssize_t w = write(ch->notify_fd, &one, sizeof(one));
@@ -414,21 +406,10 @@ static void notify_now(tri_channel *ch) {
 
 void tri__channel_notify(tri_channel *ch, tri_call *c) {
   tri_mpsc_push(&ch->completions, &c->notify_node);
-  int io_thread = tri__conn_on_io_thread();
   /* A hook takes it on this very thread before the thread sleeps again. */
-  if (atomic_load(&ch->io_hook) && io_thread) return;
+  if (atomic_load(&ch->io_hook) && tri__conn_on_io_thread()) return;
   if (atomic_exchange(&ch->notify_pending, 1)) return;
-  if (io_thread && n_notify_later < NOTIFY_LATER_MAX) {
-    notify_later[n_notify_later++] = ch;
-    return;
-  }
   notify_now(ch);
-}
-
-void tri__channel_notify_flush(void) {
-  int n = n_notify_later;
-  n_notify_later = 0;
-  for (int i = 0; i < n; i++) notify_now(notify_later[i]);
 }
 
 /* Moves the queued completions to the end of the ready list (poll_lock

@@ -51,23 +51,32 @@ void tri__conn_unref(tri_conn *conn) { atomic_fetch_sub(&conn->refs, 1); }
 
 int tri__conn_unusable(tri_conn *conn) { return atomic_load(&conn->unusable); }
 
-/* Deferred wake-ups of this thread (tri_wakes_defer_begin): connections it
- * queued ops on, each with a reference, woken at the flush. */
+/* Batched wake-ups of this thread (tri_wakes_defer_begin, tri_call.h): the
+ * connections it queued ops on during the burst, each with a reference, and
+ * whether it owes one a wake-up at the end. */
 #define DEFER_MAX 16
 static __thread int defer_depth;
 static __thread int n_deferred;
-static __thread tri_conn *deferred[DEFER_MAX];
+static __thread struct {
+  tri_conn *conn;
+  int owed;
+} deferred[DEFER_MAX];
 
 static void wake_now(tri_conn *conn);
 
 static void wake(tri_conn *conn) {
-  if (defer_depth && !atomic_load(&conn->wake_pending)) {
+  if (defer_depth) {
     for (int i = 0; i < n_deferred; i++)
-      if (deferred[i] == conn) return;
-    if (n_deferred < DEFER_MAX) {
+      if (deferred[i].conn == conn) {
+        /* The I/O thread took the burst's earlier ops (it cleared the flag):
+         * this one waits for the end of the burst. */
+        if (!atomic_load(&conn->wake_pending)) deferred[i].owed = 1;
+        return;
+      }
+    if (n_deferred < DEFER_MAX) { /* the burst's first op here: woken at once */
       tri__conn_ref(conn);
-      deferred[n_deferred++] = conn;
-      return;
+      deferred[n_deferred].conn = conn;
+      deferred[n_deferred++].owed = 0;
     }
   }
   wake_now(conn);
@@ -83,8 +92,8 @@ void tri__wakes_flush(void) {
   int n = n_deferred;
   n_deferred = 0;
   for (int i = 0; i < n; i++) {
-    tri_conn *conn = deferred[i];
-    tri__conn_kick(conn); /* as a push would have (its eventfd may be closed) */
+    tri_conn *conn = deferred[i].conn;
+    if (deferred[i].owed) tri__conn_kick(conn); /* as a push would (its eventfd may be closed) */
     tri__conn_unref(conn);
   }
 }
@@ -1646,7 +1655,6 @@ static int conn_iterate(tri_conn *conn, int timeout) {
   }
   if (conn->dead) return 1;
   after_events(conn);
-  tri__channel_notify_flush(); /* this turn's completions, to the pollers */
   return conn->dead;
 }
 
@@ -1683,7 +1691,6 @@ static void *conn_main(void *arg) {
   while (!conn->dead && !conn_iterate(conn, conn_timeout(conn))) {
   }
   conn_end(conn);
-  tri__channel_notify_flush();
   return NULL;
 }
 
@@ -1704,7 +1711,6 @@ static int loop_step(tri_loop_member *m, int ready) {
   int t = TRI_LOOP_DONE;
   if (!conn->dead && !conn_iterate(conn, ready ? 0 : -2))
     t = conn_timeout(conn);
-  tri__channel_notify_flush(); /* the loop may sleep after this step */
   io_self = NULL;
   return t;
 }
@@ -1713,7 +1719,6 @@ static void loop_leave(tri_loop_member *m) {
   tri_conn *conn = MEMBER_CONN(m);
   io_self = conn;
   conn_end(conn);
-  tri__channel_notify_flush();
   io_self = NULL;
 }
 

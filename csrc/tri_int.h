@@ -248,9 +248,6 @@ void tri__channel_call_put(tri_channel *ch, tri_call *c);
 int tri__channel_conn(tri_channel *ch, tri_conn *avoid, tri_conn **out,
                       char *why, size_t why_len);
 void tri__channel_notify(tri_channel *ch, tri_call *c);
-/* I/O thread, before it sleeps or exits: writes the notify eventfds that
- * tri__channel_notify left for the end of the turn. */
-void tri__channel_notify_flush(void);
 /* A connection's nghttp2 arena, once its session is gone, goes back to the
  * channel (put), and the next connection starts with those blocks (take): a
  * reconnect does not free and re-allocate a session's worth of blocks (which

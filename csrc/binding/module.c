@@ -185,7 +185,8 @@ static PyMethodDef mod_methods[] = {
      "wakeup_step_now(flag) -> bool (the previous flag): while set (the aio reactor "
      "draining from its reader callback, outside any task), Wakeup.set_result steps "
      "the awaiting task at once instead of scheduling it, and the I/O threads of the "
-     "calls those tasks start are woken once, when the flag is cleared."},
+     "calls those tasks start are woken at most twice: by the first, and when the flag "
+     "is cleared."},
     {"handoff_stats", mod_handoff_stats, METH_NOARGS,
      "handoff_stats() -> {'queued', 'handed', 'started', 'lapsed', 'restarted'}: "
      "finished blocking calls whose waiter was queued, then woken by a caller's "

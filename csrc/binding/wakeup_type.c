@@ -14,8 +14,9 @@
  * cancelled) schedules the step, whose result() raises CancelledError.
  *
  * While the flag is set, the wake-ups of the I/O threads for the calls the
- * stepped tasks start are batched (tri_wakes_defer_begin): each I/O thread is
- * woken once, when the drain ends, and takes the burst in one turn.
+ * stepped tasks start are batched (tri_wakes_defer_begin): an I/O thread is
+ * woken by the drain's first call to it and, if it took that one before the
+ * others came, once more when the drain ends.
  *
  * Ownership: _loop, the step and its context are strong references, cleared
  * when the step runs or is scheduled (and by the GC: a task and its step form
@@ -259,8 +260,8 @@ PyObject *tri_py_wakeup_step_now(PyObject *m, PyObject *arg) {
   if (flag < 0) return NULL;
   int prev = step_now;
   step_now = flag;
-  /* The calls the stepped tasks start go to their I/O threads in one wake-up
-   * each, at the end of the drain (tri_wakes_defer_begin). */
+  /* The calls the stepped tasks start wake their I/O threads at most twice
+   * per drain (tri_wakes_defer_begin). */
   if (flag && !prev) tri_wakes_defer_begin();
   else if (!flag && prev) tri_wakes_defer_end();
   return PyBool_FromLong(prev);

@@ -1,10 +1,12 @@
 /*
  * test_wakes_defer.c: batched wake-ups (tri_wakes_defer_begin, tri_call.h).
- * While a thread defers, its pushes record the connection (with a reference)
- * instead of waking the I/O thread; the end wakes each recorded connection
- * once; a wait in the library wakes them first; other threads and nested
- * deferrals keep their own rules.  Detached connection: no network, no I/O
- * thread; its wake_pending flag shows whether a wake-up was sent.
+ * In a burst, the first op on a connection wakes its I/O thread at once; the
+ * later ones wake nothing, and those queued after the I/O thread took the
+ * earlier ones are owed one wake-up at the end; a wait in the library sends
+ * what is owed first; other threads and nested bursts keep their own rules.
+ * Detached connection: no network, no I/O thread; its wake_pending flag
+ * shows whether a wake-up was sent, and clearing it plays the I/O thread
+ * taking the queue.
  */
 #include <pthread.h>
 
@@ -18,9 +20,10 @@ static tri_call *submitted(tri_channel *ch, tri_conn *conn) {
   return c;
 }
 
-static void *push_from_another_thread(void *arg) {
+static void *kick_from_another_thread(void *arg) {
   tri_conn *conn = arg;
-  tri__conn_kick(conn); /* not deferred: this thread never began */
+  atomic_store(&conn->wake_pending, 0);
+  tri__conn_kick(conn); /* this thread never began a burst */
   return NULL;
 }
 
@@ -28,49 +31,65 @@ void test_wakes_defer(void) {
   tri_channel *ch;
   tri_conn *conn;
   CHECK_EQ_INT(detached_open(&ch, &conn), 0);
-  tri_call *calls[4];
+  tri_call *calls[5];
   int refs = atomic_load(&conn->refs);
 
-  /* Two starts in a burst: no wake-up until the end, one reference held. */
+  /* The burst's first start wakes at once; one reference is held. */
   atomic_store(&conn->wake_pending, 0);
   tri_wakes_defer_begin();
   calls[0] = submitted(ch, conn);
+  CHECK_EQ_INT(atomic_load(&conn->wake_pending), 1);
+  CHECK_EQ_INT(atomic_load(&conn->refs), refs + 1 + 1); /* the call's, the burst's */
+  /* The I/O thread takes it (clears the flag); the next start waits for the
+   * end, and so does the one after it (one wake-up owed). */
+  atomic_store(&conn->wake_pending, 0);
   calls[1] = submitted(ch, conn);
+  calls[2] = submitted(ch, conn);
   CHECK_EQ_INT(atomic_load(&conn->wake_pending), 0);
-  CHECK_EQ_INT(atomic_load(&conn->refs), refs + 2 + 1); /* two calls, one record */
-  tri_wakes_defer_begin(); /* nested: the inner end wakes nothing */
+  tri_wakes_defer_begin(); /* nested: the inner end sends nothing */
   tri_wakes_defer_end();
   CHECK_EQ_INT(atomic_load(&conn->wake_pending), 0);
   tri_wakes_defer_end();
   CHECK_EQ_INT(atomic_load(&conn->wake_pending), 1);
-  CHECK_EQ_INT(atomic_load(&conn->refs), refs + 2);
+  CHECK_EQ_INT(atomic_load(&conn->refs), refs + 3);
 
-  /* Another thread's wake-up goes out at once meanwhile. */
+  /* A burst whose first wake-up still covers its later starts owes nothing. */
   atomic_store(&conn->wake_pending, 0);
   tri_wakes_defer_begin();
+  calls[3] = submitted(ch, conn);
+  calls[4] = submitted(ch, conn);
+  atomic_store(&conn->wake_pending, 0); /* taken after both */
+  tri_wakes_defer_end();
+  CHECK_EQ_INT(atomic_load(&conn->wake_pending), 0);
+
+  /* Another thread's wake-up goes out at once meanwhile. */
+  tri_wakes_defer_begin();
+  tri__conn_kick(conn); /* this thread: a kick always wakes */
   pthread_t t;
-  pthread_create(&t, NULL, push_from_another_thread, conn);
+  pthread_create(&t, NULL, kick_from_another_thread, conn);
   pthread_join(t, NULL);
   CHECK_EQ_INT(atomic_load(&conn->wake_pending), 1);
   tri_wakes_defer_end();
 
-  /* A wait in the library sends the recorded wake-ups first: a thread never
-   * sleeps on a call its I/O thread was not told of. */
-  atomic_store(&conn->wake_pending, 0);
+  /* A wait in the library sends what is owed first: a thread never sleeps
+   * on a call its I/O thread was not told of. */
+  tri_call *more[2];
   tri_wakes_defer_begin();
-  calls[2] = submitted(ch, conn);
+  atomic_store(&conn->wake_pending, 0);
+  more[0] = submitted(ch, conn); /* the first: at once */
+  atomic_store(&conn->wake_pending, 0);
+  more[1] = submitted(ch, conn); /* owed */
   CHECK_EQ_INT(atomic_load(&conn->wake_pending), 0);
-  CHECK_EQ_INT(tri_call_wait(calls[2], 1000000), TRI_ERR_TIMEOUT); /* 1 ms */
+  CHECK_EQ_INT(tri_call_wait(more[1], 1000000), TRI_ERR_TIMEOUT); /* 1 ms */
   CHECK_EQ_INT(atomic_load(&conn->wake_pending), 1);
-  CHECK_EQ_INT(atomic_load(&conn->refs), refs + 3);
-  tri_wakes_defer_end(); /* nothing left to wake */
-  CHECK_EQ_INT(atomic_load(&conn->refs), refs + 3);
+  atomic_store(&conn->wake_pending, 0);
+  tri_wakes_defer_end(); /* nothing owed any more */
+  CHECK_EQ_INT(atomic_load(&conn->wake_pending), 0);
 
   /* An end without a begin changes nothing. */
   tri_wakes_defer_end();
-  atomic_store(&conn->wake_pending, 0);
-  calls[3] = submitted(ch, conn);
-  CHECK_EQ_INT(atomic_load(&conn->wake_pending), 1);
+  CHECK_EQ_INT(atomic_load(&conn->refs), refs + 5 + 2);
 
-  detached_teardown(ch, conn, calls, 4);
+  tri_call *all[7] = {calls[0], calls[1], calls[2], calls[3], calls[4], more[0], more[1]};
+  detached_teardown(ch, conn, all, 7);
 }
