@@ -69,9 +69,9 @@ if arm == "sync":
     ts = [threading.Thread(target=work) for _ in range(threads)]
     for t in ts: t.start()
     start.wait()
-    before = usage()
+    before, s0 = usage(), ch.stats()
     for t in ts: t.join()
-    after = usage()
+    after, s1 = usage(), ch.stats()
     ch.close()
 elif arm == "c":  # the C load generator: the same calls, no Python per call
     host, port = address.rsplit(":", 1)
@@ -83,6 +83,7 @@ elif arm == "c":  # the C load generator: the same calls, no Python per call
     before = usage()
     load(calls, shared_request=True)
     after = usage()
+    s0 = s1 = {}  # the generator's channel is its own
     per = calls // threads
     lat = [0.0] * calls  # the generator's own histogram is not read here
 else:
@@ -95,10 +96,10 @@ else:
                     t = time.perf_counter()
                     await call(payload, timeout=30)
                     lat.append(time.perf_counter() - t)
-            b = usage()
+            b, s0 = usage(), ch.stats()
             await asyncio.gather(*(work() for _ in range(threads)))
-            return b, usage()
-    before, after = asyncio.run(main())
+            return b, usage(), s0, ch.stats()
+    before, after, s0, s1 = asyncio.run(main())
 n = per * threads
 lat.sort()
 print("RESULT " + json.dumps({
@@ -110,6 +111,9 @@ print("RESULT " + json.dumps({
     "minflt_per_call": (after[5] - before[5]) / n,
     "qps": n / (after[3] - before[3]),
     "p50_us": lat[n // 2] * 1e6, "p99_us": lat[int(n * 0.99)] * 1e6,
+    # of the bytes read, the share read straight into their messages (in-place reads)
+    "in_place_share": ((s1["bytes_read_in_place"] - s0["bytes_read_in_place"])
+                       / max(1, s1["bytes_read"] - s0["bytes_read"]) if s0 else 0.0),
     **getattr(triple_py._triple, "handoff_stats", dict)()}))
 """
 
