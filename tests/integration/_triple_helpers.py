@@ -219,12 +219,12 @@ class RawH2Server:
 
     def _accept_loop(self) -> None:
         while not self._stop.is_set():
-            readable, _, _ = select.select([self._listener], [], [], 0.05)
-            if not readable:
-                continue
-            try:
+            try:  # close() may close the listener under this select
+                readable, _, _ = select.select([self._listener], [], [], 0.05)
+                if not readable:
+                    continue
                 sock, _ = self._listener.accept()
-            except OSError:
+            except (OSError, ValueError):
                 return
             self._start(self._serve, "raw-h2-conn", sock)
 
