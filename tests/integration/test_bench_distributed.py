@@ -9,6 +9,7 @@ import json
 import math
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,10 @@ def expanded_percentile(parts, key, q):
     every worker's histogram, as many times as it was counted), within the workers'
     exact min..max, as the C side reports percentiles."""
     values = sorted(v for p in parts for v, n in p[key] for _ in range(n))
-    rank = values[max(0, math.ceil(q / 100 * len(values)) - 1)]
+    # The rank in exact arithmetic, as the C side means it: 99.9 / 100 * 1000 is 999
+    # there, not the 999.0000000000001 of floating point (one rank, maybe one bucket, on).
+    exact = math.ceil(Fraction(str(q)) / 100 * len(values))
+    rank = values[max(0, exact - 1)]
     low = min(p[key.replace("histogram", "latency") + "_ns"]["min"] for p in parts)
     high = max(p[key.replace("histogram", "latency") + "_ns"]["max"] for p in parts)
     return min(max(rank, low), high)
