@@ -157,3 +157,32 @@ def test_a_woken_task_that_blocks_in_the_library_is_not_left_waiting(server):
         asyncio.run(main())
     """)
     assert out.rstrip().endswith("OK")
+
+
+def test_done_callbacks_run_before_await_returns_when_the_call_ended_first(server):
+    """A call that ended before its task awaited it (the reactor has not told it yet):
+    awaiting it runs its done callbacks before the task goes on, once, as the reactor
+    would have; OK and failed calls alike."""
+    out = probe(server, """
+        import time
+        async def main():
+            ch = aio.insecure_channel(ADDR)
+            stub = ch.unary_unary(UNARY)
+            assert await stub(b"warm", timeout=10) == b"warm"
+            for md in (None, [("x-status", "5")]):
+                call = stub(b"u", timeout=10, metadata=md)
+                seen = []
+                call.add_done_callback(seen.append)
+                time.sleep(0.05)  # the call ends meanwhile; the loop is not told yet
+                try:
+                    assert await call == b"u"
+                except aio.AioRpcError as e:
+                    assert md and e.code() is triple_py.StatusCode.NOT_FOUND
+                assert len(seen) == 1 and seen[0] is call, len(seen)
+                await asyncio.sleep(0.05)  # the reactor's delivery: not a second time
+                assert len(seen) == 1, len(seen)
+            await ch.close()
+            print("OK")
+        asyncio.run(main())
+    """)
+    assert out.rstrip().endswith("OK")

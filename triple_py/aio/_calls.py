@@ -306,16 +306,26 @@ class UnaryResponseCall(_Call):
                 raise
         if core is self._core and core.done() and not self._cancelled and \
                 core.code() == 0:
+            self._settle_callbacks()
             return self._ok_response()
         return (yield from self._result().__await__())
+
+    def _settle_callbacks(self) -> None:
+        """The call ended before the reactor told it (it was done when awaited): its
+        done callbacks run now, before the awaiting task goes on, as they would have
+        from the reactor.  They run once either way."""
+        if self._done_callbacks is not None:
+            self._ended_attempt(True)
 
     async def _result(self) -> Any:
         await self._wait_done(cancel_rpc=True)
         self._raise_if_cancelled()
+        self._settle_callbacks()
         if self._core.code() != 0:
             while self._owner is not None and await self._next_attempt_after(self._core):
                 await self._wait_done(cancel_rpc=True)
                 self._raise_if_cancelled()
+                self._settle_callbacks()
                 if self._core.code() == 0:
                     break
             if self._core.code() != 0:
