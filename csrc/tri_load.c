@@ -67,6 +67,7 @@ typedef struct slot {
   int writing;         /* streaming: done_writing not called yet */
   int in_pending;      /* on the worker's pending list */
   uint64_t sent, received;
+  int mismatched;      /* verify: a response differed from its request */
   struct slot *next_pending;
   const tri_ring_entry *entry; /* ring runs: this call's request */
 } slot;
@@ -101,7 +102,7 @@ typedef struct worker {
   int64_t cpu0, cpu1;
   int64_t last_done;
   uint64_t calls, errors, wcalls, werrors, codes[TRI_LOAD_CODES];
-  uint64_t msent, mrecv, short_streams, resp_bytes, missed;
+  uint64_t msent, mrecv, short_streams, resp_bytes, missed, mismatches;
   /* The loop's state between passes (see step). */
   int stopping, cancelled, started_done;
   int64_t t_last_start;         /* the clock read by the last start_call */
@@ -382,8 +383,9 @@ int tri_load_new(tri_load **out, const tri_load_config *cfg) {
   l->cfg.path = memcpy(l->strings + lh + lp, path, lpath);
   l->path_len = lpath - 1;
   memset(l->payload, 'a', cfg->payload_size);
-  /* Nothing reads a unary response's bytes: they are checked and counted. */
-  l->flags = cfg->mode == TRI_LOAD_UNARY ? TRI_CALL_DISCARD_BODY
+  /* Nothing reads a unary response's bytes unless the run verifies them:
+   * they are checked and counted. */
+  l->flags = cfg->mode == TRI_LOAD_UNARY ? (cfg->verify ? 0 : TRI_CALL_DISCARD_BODY)
              : cfg->mode == TRI_LOAD_UNARY_STREAM_PATH
                  ? TRI_CALL_CLIENT_STREAMING | TRI_CALL_SERVER_STREAMING |
                        TRI_CALL_UNARY_BODY /* bare body on the Triple wire */
@@ -451,12 +453,24 @@ static int write_one(worker *w, slot *s) {
 }
 
 /* Reads every queued response message; returns their bytes. */
-static uint64_t drain_reads(slot *s) {
+/* Marks `s` mismatched unless the n bytes at p are its request's: the ring
+ * entry it sends, else the worker's BenchmarkRequest (a request packed anew
+ * has the same bytes). */
+static void verify_echo(const worker *w, slot *s, const uint8_t *p, size_t n) {
+  const uint8_t *want = s->entry ? s->entry->body : tri_buf_begin(w->msg);
+  size_t len = s->entry ? s->entry->len : w->msg->len;
+  if (n != len || (n && memcmp(p, want, n) != 0)) s->mismatched = 1;
+}
+
+/* Reads (and with verify, compares) every message the stream has queued;
+ * returns their bytes. */
+static uint64_t drain_reads(const worker *w, slot *s) {
   tri_buf *m;
   uint64_t bytes = 0;
   while (tri_call_read(s->call, 0, &m) == 1) {
     s->received++;
     bytes += m->len;
+    if (w->l->cfg.verify) verify_echo(w, s, tri_buf_begin(m), m->len);
     tri_call_msg_release(s->call, m);
   }
   return bytes;
@@ -492,7 +506,7 @@ static void service_writes(worker *w, slot *s) {
       }
     }
     w->big_checked = 1;
-    if (w->big_writes && w->eager) drain_reads(s);
+    if (w->big_writes && w->eager) drain_reads(w, s);
     int rv = write_one(w, s);
     if (rv < 0) {
       if (rv != TRI_ERR_CLOSED) tri_call_cancel(c, TRI_CODE_INTERNAL, "load: write failed");
@@ -594,6 +608,7 @@ static int start_call(worker *w, int64_t intended, int warm) {
   s->entry = e;
   s->warm = warm;
   s->sent = s->received = 0;
+  s->mismatched = 0;
   s->writes_left = l->cfg.mode == TRI_LOAD_BIDI ? l->cfg.stream_messages
                    : l->cfg.mode == TRI_LOAD_UNARY_STREAM_PATH ? 1 : 0;
   s->writing = l->cfg.mode != TRI_LOAD_UNARY;
@@ -632,18 +647,24 @@ static void complete(worker *w, slot *s, int64_t now) {
   if (code < 0 || code >= TRI_LOAD_CODES) code = TRI_CODE_UNKNOWN;
   uint64_t resp = 0;
   if (l->cfg.mode == TRI_LOAD_BIDI) {
-    drain_reads(s);
+    drain_reads(w, s);
   } else if (l->cfg.mode == TRI_LOAD_UNARY_STREAM_PATH) {
-    resp = drain_reads(s);
+    resp = drain_reads(w, s);
     if (code == TRI_CODE_OK && s->received != 1) code = TRI_CODE_INTERNAL;
     if (code != TRI_CODE_OK) resp = 0;
   } else {
     size_t n;
     if (tri_call_response_size(c, &n)) resp = n;
+    if (l->cfg.verify && code == TRI_CODE_OK) {
+      const uint8_t *p;
+      tri_call_response(c, &p, &n);
+      verify_echo(w, s, p, p ? n : 0);
+    }
   }
   tri_call_release(c);
   int64_t lat = now - s->t_start, corr = now - s->t_intended;
-  int err = code != TRI_CODE_OK;
+  int mismatch = code == TRI_CODE_OK && s->mismatched;
+  int err = code != TRI_CODE_OK || mismatch;
   if (s->warm) {
     tri_hist_record(w->wlat, lat);
     if (w->wcorr != w->wlat) tri_hist_record(w->wcorr, corr);
@@ -654,7 +675,10 @@ static void complete(worker *w, slot *s, int64_t now) {
     if (w->corr != w->lat) tri_hist_record(w->corr, corr);
     w->calls++;
     w->errors += (uint64_t)err;
-    w->codes[code]++;
+    if (mismatch)
+      w->mismatches++;
+    else
+      w->codes[code]++;
     w->msent += s->sent;
     w->mrecv += s->received;
     w->resp_bytes += resp;
@@ -833,7 +857,7 @@ static int step(worker *w, int64_t *sleep_ns) {
   if (w->pending) service_pending(w);
   if (w->eager)
     for (int i = 0; i < c->concurrency; i++)
-      if (w->slots[i].call) drain_reads(&w->slots[i]);
+      if (w->slots[i].call) drain_reads(w, &w->slots[i]);
   int64_t to;
   if (w->started_done) {
     to = 0;
@@ -1013,6 +1037,7 @@ static void finish(tri_load *l) {
     r->messages_sent += w->msent;
     r->messages_received += w->mrecv;
     r->short_streams += w->short_streams;
+    r->mismatches += w->mismatches;
     r->response_bytes += w->resp_bytes;
     r->missed += w->missed;
     if (w->last_done > last) last = w->last_done;

@@ -165,6 +165,15 @@ typedef struct tri_load_config {
                                 others write the same bytes; 0 packs each
                                 message anew (the per-call cost of a client
                                 that serializes every request) */
+  int verify;                /* 1: every response message must be its request's
+                                bytes (an echo server; in BIDI each message
+                                the one written at its place): the unary
+                                modes then keep the response (no
+                                TRI_CALL_DISCARD_BODY) to compare it.  A call
+                                that ends OK with other bytes counts as an
+                                error, in `mismatches`, not in codes[OK].
+                                0 (default): the status (and the framing
+                                checks of tri_call.h) only, as h2load and ghz */
   int hist_digits;           /* significant digits of the histograms; 0: 3 */
   int series_digits;         /* ... of the one-second p99 series (1..4) */
   int driver_threads;        /* 1: closed-loop unary runs too are driven from
@@ -232,6 +241,9 @@ typedef struct tri_load_result {
   uint64_t messages_sent;    /* streaming modes, measured: messages written */
   uint64_t messages_received;/* BIDI, measured: messages read */
   uint64_t short_streams;    /* BIDI: OK streams with fewer than K responses */
+  uint64_t mismatches;       /* verify: measured calls (streams) that ended OK
+                                with a response that is not their request's
+                                bytes; counted in errors, not in codes */
   uint64_t response_bytes;   /* unary modes: response message bytes of OK calls */
   uint64_t missed;           /* open loop: intended sends never made (deadline
                                 reached with the schedule behind) */

@@ -82,6 +82,9 @@ static const load_option load_options[] = {
           "deadline of each call; 0: none"),
     FIELD(LOAD_BOOL, "shared_request", shared_request, 0, "",
           "one packed request lent to every call; False packs each anew"),
+    FIELD(LOAD_BOOL, "verify", verify, 0, "",
+          "every response must be its request's bytes (an echo server): "
+          "kept and compared; other bytes count as errors (mismatches)"),
     FIELD(LOAD_INT, "hist_digits", hist_digits, 0, "digits",
           "significant digits of the latency histograms; 0: 3"),
     FIELD(LOAD_INT, "series_digits", series_digits, 0, "digits",

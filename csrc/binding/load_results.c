@@ -131,6 +131,7 @@ FN(write_buffer_delay_of,
 FN(open_loop_of, PyBool_FromLong(cfg->rate > 0))
 FN(target_rate_of, PyFloat_FromDouble(cfg->rate))
 FN(shared_request_of, PyBool_FromLong(cfg->shared_request))
+FN(verify_of, PyBool_FromLong(cfg->verify))
 FN(hist_digits_of, PyLong_FromLong(tri_hist_sig_digits(r->latency)))
 FN(streams_of,
    PyLong_FromUnsignedLongLong(cfg->mode == TRI_LOAD_BIDI ? r->calls : 0))
@@ -201,6 +202,8 @@ static const load_result load_results[] = {
              "one packed request was lent to every call"),
     COMPUTED("hist_digits", "int", hist_digits_of, "digits",
              "significant digits of the latency histograms"),
+    COMPUTED("verify", "bool", verify_of, "",
+             "each response was compared with its request"),
     /* Counts and rates. */
     FIELD(RES_SECONDS, "elapsed_s", elapsed_ns, "s",
           "warm-up end to the stop or the last completion"),
@@ -228,6 +231,9 @@ static const load_result load_results[] = {
              "messages_received / elapsed_s"),
     FIELD(RES_COUNT, "short_streams", short_streams, "streams",
           "bidi: OK streams with fewer than stream_messages responses"),
+    FIELD(RES_COUNT, "mismatches", mismatches, "calls",
+          "verify: calls that ended OK with other bytes than their request's "
+          "(counted in errors, not in status_codes)"),
     FIELD(RES_I64, "start_monotonic_ns", start_ns, "ns",
           "time.monotonic_ns() at which the warm-up started"),
     FIELD(RES_I64, "late_ns", late_ns, "ns",

@@ -23,6 +23,8 @@ request is complete (END_STREAM), except where noted:
   TwoMessages       two messages on one call, then grpc-status 0
   MissingStatus     200, one valid message, trailers without grpc-status
   Echo              a correct gRPC echo of the request messages, grpc-status 0
+  AlteredEcho       an echo of the request messages with the last byte of each one
+                    changed (every length right), grpc-status 0
   GzipBomb          200 with grpc-encoding: gzip, one message with flag 0x01 whose body is
                     the gzip of GZIP_BOMB_SIZE (64 MiB) zero bytes (about 64 KiB on the
                     wire), grpc-status 0
@@ -220,6 +222,11 @@ def echo(body: bytes) -> Iterator[Item]:
     return answer(*messages)
 
 
+def altered(message: bytes) -> bytes:
+    """``message`` with its last byte changed (empty stays empty)."""
+    return message[:-1] + bytes([message[-1] ^ 0xFF]) if message else message
+
+
 def fillers(count: int, size: int) -> Headers:
     """`count` header fields x-filler-<i>, each a value of `size` bytes."""
     return [(b"x-filler-%d" % i, b"f" * size) for i in range(count)]
@@ -258,6 +265,7 @@ MODES: Dict[str, Callable[[bytes], Iterator[Item]]] = {
         ("headers", GRPC_200, False), ("data", frame(encode_payload(b"ok")), False),
         ("headers", [(b"x-note", b"no grpc-status")], True)]),
     "Echo": lambda body: echo(body),
+    "AlteredEcho": lambda body: answer(*(altered(m) for m in unframe(body))),
     "HtmlPage": lambda body: iter([
         ("headers", [(b":status", b"200"), (b"content-type", b"text/html")], False),
         ("data", HTML_PAGE, True)]),

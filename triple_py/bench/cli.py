@@ -122,6 +122,8 @@ EXIT_STATUS = ("exit status: 0 success; 1 the run went wrong; 2 bad input; 130 s
                "SIGINT (Ctrl-C), 143 by SIGTERM: either stops within a second and prints and "
                "writes the report of what was measured until then")
 
+VERIFY_HELP = ("every response must be its request's echo (compared; other bytes count as "
+               "errors, status MISMATCH); default: the status only, as h2load and ghz check")
 DASK_HELP = ("spread the load over a Dask cluster: a scheduler (tcp://host:8786) or local:N "
              "(N single-threaded worker processes here); C load generator arms only")
 
@@ -179,6 +181,7 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
                      help=f"coalescing writer delay in µs ({WRITE_BUFFER_DELAY_US})")
     run.add_argument("-t", "--timeout", type=DURATION, default=10.0,
                      help="per-call deadline (10s)")
+    run.add_argument("--verify", action="store_true", help=VERIFY_HELP)
     run.add_argument("--json", metavar="OUT", type=Path,
                      help="write the result as JSON (benchstat's harness schema, "
                           "whole result and raw histograms included)")
@@ -206,6 +209,8 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help="measured time per arm and round (matrix: 3s)")
     matrix.add_argument("--warmup", type=DURATION, help="warm-up per arm and round (0.5s)")
     matrix.add_argument("-t", "--timeout", type=DURATION, help="per-call deadline (10s)")
+    matrix.add_argument("--verify", action="store_true", default=None,
+                        help=VERIFY_HELP + " (every arm; the matrix's verify key)")
     matrix.add_argument("--target", metavar="TARGET",
                         help="server(s) to load, any target a channel takes (default: the "
                              "embedded echo server)")
@@ -422,7 +427,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                    count=args.total, rate=args.rps, stream_messages=args.stream_messages,
                    write_buffer_size=args.write_buffer,
                    write_buffer_delay_us=args.write_buffer_delay, timeout=args.timeout,
-                   wire=args.wire, options={"dialect": args.dialect}, **knobs_of(args))
+                   verify=args.verify, wire=args.wire, options={"dialect": args.dialect}, **knobs_of(args))
     spec.rate_schedule, spec.concurrency_schedule = schedules_of(args)
     spec.validate()
     for path, flag in ((args.output, "-o"), (args.json, "--json"), (args.csv, "--csv"),
@@ -560,7 +565,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
 
     matrix = load_matrix(args.source).with_overrides(
         rounds=args.rounds, duration=args.duration, warmup=args.warmup, timeout=args.timeout,
-        restart_server=args.restart_server, arms=args.arms, baseline=args.baseline,
+        verify=args.verify, restart_server=args.restart_server, arms=args.arms, baseline=args.baseline,
         payloads=args.payload, concurrency=args.concurrency)
     if args.target is not None:
         from .spec.target import check_target

@@ -14,7 +14,7 @@ from ..._resolver import parse_target
 from ..errors import ConfigError, TargetError
 from ..interrupts import mark, signal_of
 from ..record.load_figures import extra_figures
-from ..record.result import BenchResult, Latency, status_name
+from ..record.result import MISMATCH, BenchResult, Latency, status_name
 from ..spec.run_spec import RunSpec
 from ..spec.schedules import Schedule
 from ..spec.target import target_endpoints
@@ -30,7 +30,7 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
                count: int = 0, rate: Optional[float] = None, stream_messages: int = 1,
                write_buffer_size: Optional[int] = None,
                write_buffer_delay_us: Optional[int] = None,
-               timeout: float = 10.0, shared_request: bool = True,
+               timeout: float = 10.0, shared_request: bool = True, verify: bool = False,
                hist_digits: int = 3, driver_threads: bool = False, start_at_ns: int = 0,
                phase_ns: int = 0, wire: Optional[str] = None, dialect: Optional[str] = None,
                requests: Optional[list] = None,
@@ -87,7 +87,8 @@ def run_c_load(*, arm: str, mode: str, target: str, method: str, payload_size: i
             concurrency=concurrency // connections, connections=connections,
             duration=duration, warmup=warmup, count=count, rate=rate or 0.0,
             stream_messages=stream_messages if mode == "bidi" else 1,
-            timeout=timeout, shared_request=shared_request, hist_digits=hist_digits,
+            timeout=timeout, shared_request=shared_request, verify=verify,
+            hist_digits=hist_digits,
             driver_threads=driver_threads, start_at_ns=start_at_ns, phase_ns=phase_ns,
             requests=requests, endpoints=spread,
             rate_schedule=rate_schedule.as_c() if rate_schedule else None,
@@ -138,6 +139,7 @@ def run_c_spec(spec: RunSpec, mode: Optional[str] = None, *, start_at_ns: int = 
                       duration=spec.duration, warmup=spec.warmup, count=spec.count,
                       rate=spec.rate, stream_messages=spec.stream_messages,
                       timeout=spec.timeout, shared_request=spec.shared_request,
+                      verify=spec.verify,
                       hist_digits=spec.hist_digits,
                       driver_threads=bool(spec.options.get("driver_threads", False)),
                       start_at_ns=start_at_ns, phase_ns=phase_ns, requests=spec.requests,
@@ -154,6 +156,8 @@ def result_from_load(raw: Mapping[str, Any], *, arm: str, mode: str, target: str
     histogram = [tuple(p) for p in raw.get("histogram", [])]
     histogram_corrected = [tuple(p) for p in raw.get("histogram_corrected", [])]
     codes = {status_name(i): n for i, n in enumerate(raw.get("status_codes", [])) if n}
+    if raw.get("mismatches"):  # verify: OK calls whose response was not the request
+        codes[MISMATCH] = raw["mismatches"]
     bidi = raw.get("mode") == "bidi"
     warmup: Dict[str, Any] = {
         "calls": raw.get("warmup_calls", 0), "errors": raw.get("warmup_errors", 0),

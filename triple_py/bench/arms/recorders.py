@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..interrupts import mark, signal_of
-from ..record.result import (BenchResult, Latency, histogram_from_samples,
+from ..record.result import (MISMATCH, BenchResult, Latency, histogram_from_samples,
                              series_from_completions)
 
 __all__ = ["WARMUP", "MEASURE", "STOP", "Recorder", "StreamRecorder", "describe", "status_of",
@@ -51,7 +51,7 @@ def status_of(error: Optional[BaseException]) -> str:
     """The status name of a failed call: ``UNIMPLEMENTED`` for an RpcError-like error with
     that code, the exception's type name otherwise (``MISMATCH``: a wrong echo)."""
     if error is None:
-        return "MISMATCH"
+        return MISMATCH
     code = getattr(error, "code", None)
     if callable(code):
         try:

@@ -32,7 +32,8 @@ CONVERTED = frozenset({"path", "latency_ns", "latency_corrected_ns", "warmup_cal
                        "warmup_histogram", "warmup_histogram_corrected", "interrupted"})
 
 #: Figures kept in ``extra`` that have no column of the CSV or the frames.
-EXTRA_WITHOUT_COLUMN = frozenset({"missed", "response_bytes", "short_streams",
+EXTRA_WITHOUT_COLUMN = frozenset({"missed", "response_bytes", "short_streams", "mismatches",
+                                  "verify",
                                   "shared_request", "hist_digits", "write_buffer_delay_us",
                                   "open_loop", "target_rate", "start_monotonic_ns",
                                   "late_ns"})

@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .html_tables import bench_result_html
 
-__all__ = ["Latency", "BenchResult", "STATUS_NAMES", "status_name", "histogram_from_samples",
+__all__ = ["Latency", "BenchResult", "STATUS_NAMES", "MISMATCH", "status_name", "histogram_from_samples",
            "series_from_completions"]
 
 #: gRPC status code names, indexed by code.
@@ -26,6 +26,11 @@ PERCENTILES = (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p99.9", "p99_9"
                ("p99.99", "p99_99"))
 
 Histogram = List[Tuple[int, int]]
+
+
+#: The status of a call that ended OK with a response other than its request (the
+#: arms' ``verify``): counted as an error.
+MISMATCH = "MISMATCH"
 
 
 def status_name(code: int) -> str:

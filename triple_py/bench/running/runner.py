@@ -41,6 +41,7 @@ def spec_of(target: Optional[str] = None, method: Optional[str] = None,
             write_buffer_delay_us: int = WRITE_BUFFER_DELAY_US,
             timeout: float = 10.0, count: int = 0, *, wire: str = "grpc",
             arm: Optional[str] = None, shared_request: bool = True, hist_digits: int = 3,
+            verify: bool = False,
             options: Optional[Dict[str, Any]] = None,
             channel: Optional[Mapping[str, Any]] = None,
             load: Optional[Mapping[str, Any]] = None, **knobs: Any) -> RunSpec:
@@ -62,7 +63,7 @@ def spec_of(target: Optional[str] = None, method: Optional[str] = None,
                    rate=rate, stream_messages=stream_messages,
                    write_buffer_size=write_buffer_size,
                    write_buffer_delay_us=write_buffer_delay_us, timeout=timeout, wire=wire,
-                   shared_request=shared_request, hist_digits=hist_digits,
+                   shared_request=shared_request, hist_digits=hist_digits, verify=verify,
                    options=dict(options or {}), channel=dict(channel or {}),
                    load={**dict(load or {}), **knobs})
     return spec.validate()

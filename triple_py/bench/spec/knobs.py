@@ -45,7 +45,7 @@ HARNESS_KEYWORDS = frozenset({"path", "mode", "requests", "rate_schedule",
 #: not as knobs (:mod:`.run_spec` checks that each is one).
 FIELD_KEYWORDS = frozenset({"payload_size", "concurrency", "connections", "duration",
                             "warmup", "count", "rate", "stream_messages", "timeout",
-                            "shared_request", "hist_digits", "driver_threads"})
+                            "shared_request", "hist_digits", "driver_threads", "verify"})
 #: Value types of the load table that a knob may have (the others are built by the harness).
 _SCALAR_LOAD_TYPES = frozenset({"int", "float", "bool", "str", "choice"})
 

@@ -15,6 +15,9 @@ The format (every key but ``arms``/``mode`` and ``[scenarios]`` is optional)::
     duration = "3s"             # measured per arm and round: seconds or "500ms", "3s", "1m"
     warmup = "0.5s"             # excluded from the figures (default 0.5 s)
     timeout = "10s"             # per call (default 10 s)
+    verify = false              # true: every arm compares each response with its
+                                # request (an echo server; h2load cannot); default:
+                                # the status only, as h2load and ghz (an arm key too)
     restart_server = false      # a new embedded server every round (default false)
     method = "/benchmark.BenchmarkService/UnaryCall"  # default: UnaryCall, StreamCall for bidi
     wire = "grpc"               # "grpc" (default) or "triple" (the C arms fastpath,
@@ -153,10 +156,10 @@ AXES = ("payload", "concurrency", "connections", "stream_messages", "rate",
         "write_buffer_size")
 _TOP_KEYS = {"name", "description", "benchmark", "baseline", "rounds", "duration", "warmup",
              "timeout", "restart_server", "method", "wire", "arms", "mode", "scenarios", "arm",
-             "compare", "call", "capacity"}
+             "compare", "call", "capacity", "verify"}
 _ARM_KEYS = {"name", "mode", "method", "wire", "write_buffer_size", "write_buffer_delay_us",
              "timeout", "shared_request", "threads", "latency_log", "driver_threads",
-             "minimal_headers", "unary_fast_path", "dialect", "call"}
+             "minimal_headers", "unary_fast_path", "dialect", "call", "verify"}
 # The keys that go to RunSpec.options.
 _OPTION_KEYS = ("threads", "latency_log", "driver_threads", "minimal_headers",
                 "unary_fast_path", "dialect")
@@ -229,6 +232,7 @@ class Matrix:
     duration: float = 3.0
     warmup: float = 0.5
     timeout: float = 10.0
+    verify: bool = False  # every arm compares each response with its request
     restart_server: bool = False
     method: Optional[str] = None
     wire: str = "grpc"
@@ -272,7 +276,7 @@ class Matrix:
             write_buffer_size=WRITE_BUFFER_SIZE if write_buffer is None else write_buffer,
             write_buffer_delay_us=o.get("write_buffer_delay_us", WRITE_BUFFER_DELAY_US),
             timeout=o.get("timeout", self.timeout), wire=o.get("wire", self.wire),
-            shared_request=o.get("shared_request", True),
+            shared_request=o.get("shared_request", True), verify=o.get("verify", self.verify),
             options={k: o[k] for k in _OPTION_KEYS if k in o})
         spec.channel, spec.load = knob_dicts(self.knobs(scenario, arm))
         spec.__post_init__()  # a channel option that is a field of its own goes there
@@ -287,7 +291,7 @@ class Matrix:
 
     def with_overrides(self, *, rounds: Optional[int] = None, duration: Optional[float] = None,
                        warmup: Optional[float] = None, timeout: Optional[float] = None,
-                       restart_server: Optional[bool] = None,
+                       verify: Optional[bool] = None, restart_server: Optional[bool] = None,
                        arms: Optional[Sequence[str]] = None, baseline: Optional[str] = None,
                        payloads: Optional[Sequence[int]] = None,
                        concurrency: Optional[Sequence[int]] = None) -> "Matrix":
@@ -301,6 +305,8 @@ class Matrix:
             m.warmup = warmup
         if timeout is not None:
             m.timeout = timeout
+        if verify is not None:
+            m.verify = verify
         if restart_server is not None:
             m.restart_server = restart_server
         if arms is not None:
@@ -338,6 +344,8 @@ class Matrix:
         return {"name": self.name, "description": self.description,
                 "benchmark": self.benchmark, "baseline": self.baseline, "rounds": self.rounds,
                 "duration": self.duration, "warmup": self.warmup, "timeout": self.timeout,
+                # only when set: a document from before the key reads back the same
+                **({"verify": True} if self.verify else {}),
                 "restart_server": self.restart_server, "method": self.method,
                 "wire": self.wire, "source": self.source,
                 "compare": [list(pair) for pair in self.compare],
@@ -403,7 +411,7 @@ def matrix_from_dict(data: Mapping[str, Any], where: str = "<results>") -> Matri
             raise ConfigError("the matrix has no scenarios")
         doc: Dict[str, Any] = {k: data[k] for k in (
             "name", "description", "benchmark", "baseline", "rounds", "duration", "warmup",
-            "timeout", "restart_server", "method", "wire", "compare")
+            "timeout", "verify", "restart_server", "method", "wire", "compare")
             if data.get(k) is not None}
         doc["arms"] = [dict(a) for a in data.get("arms") or []]
         doc["scenarios"] = {axis: [recorded[0][axis]] for axis in AXES
@@ -500,13 +508,16 @@ def _build(doc: Mapping[str, Any], source: str, default_name: str) -> Matrix:
     restart = doc.get("restart_server", False)
     if not isinstance(restart, bool):
         raise ConfigError(f"restart_server must be true or false, not {restart!r}")
+    verify = doc.get("verify", False)
+    if not isinstance(verify, bool):
+        raise ConfigError(f"verify must be true or false, not {verify!r}")
     matrix = Matrix(
         name=_string(doc, "name", default_name), arms=arms, scenarios=scenarios,
         benchmark=benchmark, baseline=_string(doc, "baseline", arms[0].name),
         description=_string(doc, "description", ""), rounds=rounds,
         duration=parse_duration(doc.get("duration", 3.0), "duration"),
         warmup=parse_duration(doc.get("warmup", 0.5), "warmup"),
-        timeout=parse_duration(doc.get("timeout", 10.0), "timeout"),
+        timeout=parse_duration(doc.get("timeout", 10.0), "timeout"), verify=verify,
         restart_server=restart, method=doc.get("method"), wire=wire, source=source,
         axes_given=tuple(names), compare=_pairs(doc.get("compare", [])),
         call=_call_table(doc.get("call", {}), "call"),
@@ -593,6 +604,9 @@ def _arm(entry: Any, tables: Mapping[str, Mapping[str, Any]]) -> ArmSpec:
         mode = canonical_mode(mode)
     except ConfigError as exc:
         raise ConfigError(f"arm {name!r}: {exc}") from None
+    if not isinstance(settings.get("verify", False), bool):
+        raise ConfigError(f"arm {name!r} verify must be true or false, "
+                          f"not {settings['verify']!r}")
     for key in ("timeout",):
         if key in settings:
             settings[key] = parse_duration(settings[key], f"arm {name!r} {key}")

@@ -44,6 +44,11 @@ class RunSpec:
     (calls in flight over time, at most ``concurrency``) are ghz's load schedules
     (:mod:`.schedules`, C arms only).
 
+    ``verify``: every arm but h2load compares each response with its request (the
+    server must echo); one that differs counts as an error (status ``MISMATCH``). Off,
+    an arm checks what h2load and ghz check: the status (and our client's framing
+    checks), so that no arm does work another skips.
+
     ``channel`` sets any channel option by its name in ``_triple.CHANNEL_OPTIONS``
     (``{"stream_window": 1 << 20}``; our client's arms: the C ones take every row, the
     triple-py ones the rows with a key) and ``load`` any other keyword of
@@ -69,6 +74,7 @@ class RunSpec:
     timeout: float = 10.0
     wire: str = "grpc"
     shared_request: bool = True
+    verify: bool = False
     hist_digits: int = 3
     request: Optional[bytes] = None
     options: Dict[str, Any] = dataclasses.field(default_factory=dict)
