@@ -103,7 +103,17 @@ int tri_call_new(tri_channel *ch, tri_call **out, const char *path,
   if (path_len == 0 || path[0] != '/') return TRI_ERR_INVALID;
   tri_call *c = tri__channel_call_get(ch);
   if (!c) return TRI_ERR_NOMEM;
-  c->hdr = tri_pool_get(&ch->pool, path_len + 256, 0);
+  /* The struct's kept header buffer when it fits, else one from the pool. */
+  size_t need = path_len + 256;
+  tri_buf *kept = c->hdr_spare;
+  c->hdr_spare = NULL;
+  if (kept && kept->cap >= need) {
+    kept->off = kept->len = 0;
+    c->hdr = kept;
+  } else {
+    tri_pool_put(&ch->pool, kept);
+    c->hdr = tri_pool_get(&ch->pool, need, 0);
+  }
   if (!c->hdr) {
     tri__channel_call_put(ch, c);
     return TRI_ERR_NOMEM;
@@ -435,6 +445,10 @@ void tri_call_release(tri_call *c) {
 void tri__call_unref(tri_call *c) {
   if (atomic_fetch_sub(&c->refs, 1) != 1) return;
   tri_channel *ch = c->ch;
+  if (c->hdr && c->hdr->cap <= TRI_CALL_HDR_KEEP) { /* for the struct's next call */
+    c->hdr_spare = c->hdr;
+    c->hdr = NULL;
+  }
   tri_pool_put(&ch->pool, c->hdr);
   tri_pool_put(&ch->pool, c->req);
   tri_pool_put(&ch->pool, c->resp);

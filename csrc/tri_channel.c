@@ -282,6 +282,7 @@ void tri_channel_del(tri_channel *ch) {
   while (ch->call_free) {
     tri_call *c = ch->call_free;
     ch->call_free = c->io_next;
+    tri_pool_put(&ch->pool, c->hdr_spare);
     tri_mem_free(c);
   }
   for (int i = 0; i < 2; i++) { /* after the connections gave theirs back */
@@ -366,14 +367,17 @@ tri_call *tri__channel_call_get(tri_channel *ch) {
     ch->call_free_n--;
   }
   pthread_mutex_unlock(&ch->call_lock);
+  tri_buf *spare = NULL; /* a recycled struct keeps its header buffer */
   if (c) {
     TRI_STATS_ADD(&ch->stats, pool_hits, 1);
+    spare = c->hdr_spare;
   } else {
     TRI_STATS_ADD(&ch->stats, pool_misses, 1);
     c = tri_mem_alloc(&ch->stats, sizeof(*c));
     if (!c) return NULL;
   }
   memset(c, 0, sizeof(*c));
+  c->hdr_spare = spare;
   c->ch = ch;
   atomic_init(&c->refs, 1);
   c->deadline_slot = -1;
@@ -393,7 +397,10 @@ void tri__channel_call_put(tri_channel *ch, tri_call *c) {
     c = NULL;
   }
   pthread_mutex_unlock(&ch->call_lock);
-  if (c) tri_mem_free(c);
+  if (c) {
+    tri_pool_put(&ch->pool, c->hdr_spare);
+    tri_mem_free(c);
+  }
 }
 
 /* ---- completion queue --------------------------------------------------- */

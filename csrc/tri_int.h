@@ -31,6 +31,11 @@
 
 typedef struct tri_conn tri_conn;
 
+/* The largest header buffer a pooled call struct keeps for its next call
+ * (tri_call.hdr_spare): the usual path and metadata fit; a call with much
+ * metadata gives its bigger buffer back to the pool. */
+#define TRI_CALL_HDR_KEEP ((size_t)4096)
+
 /* One queued request from a caller to an I/O thread, embedded in a call.
  * Every op except SUBMIT carries a reference of its own on the call. */
 enum {
@@ -52,6 +57,12 @@ struct tri_call {
   int flags;            /* TRI_CALL_CLIENT_STREAMING | TRI_CALL_SERVER_STREAMING */
   int64_t deadline;     /* CLOCK_MONOTONIC ns; 0 = none */
   tri_buf *hdr;         /* path, then metadata records (see tri_call.c) */
+  /* A header buffer kept for the next call made from this struct: a call
+   * the channel pools (tri__channel_call_put) keeps its `hdr` here (when at
+   * most TRI_CALL_HDR_KEEP bytes), so the next tri_call_new takes no pool
+   * buffer.  Owned by the struct; survives tri__channel_call_get's reset;
+   * given back to the pool when the struct is freed. */
+  tri_buf *hdr_spare;
   size_t path_len;
   const uint8_t *seg0;  /* unary: envelope prefix when not in the buffer */
   size_t seg0_len;

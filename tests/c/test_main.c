@@ -30,6 +30,7 @@ void test_outq(void);
 void test_conn(void);
 void test_notify(void);
 void test_wakes_defer(void);
+void test_call_recycle(void);
 void test_inplace(void);
 void test_writable(void);
 void test_thread(void);
@@ -69,6 +70,7 @@ static const struct {
               {"conn", test_conn},
               {"notify", test_notify},
               {"wakes_defer", test_wakes_defer},
+              {"call_recycle", test_call_recycle},
               {"inplace", test_inplace},
               {"writable", test_writable},
               {"thread", test_thread},
