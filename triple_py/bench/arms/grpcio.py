@@ -54,14 +54,16 @@ def run_threads(calls: List[Callable[[bytes], bytes]], request: bytes, concurren
     recorder = recorder or Recorder()
 
     def worker(call: Callable[[bytes], bytes]) -> None:
+        clock, record = time.perf_counter, recorder.record
         while recorder.phase != STOP:
-            started = time.perf_counter()
+            started = clock()
             try:
                 response = call(request)
                 ok, error = not verify or response == request, None
             except Exception as exc:  # counted and reported, the arm goes on
                 ok, error = False, exc
-            recorder.record(ok, time.perf_counter() - started, error)
+            ended = clock()
+            record(ok, ended - started, error, ended)
 
     threads = [threading.Thread(target=worker, args=(calls[i % len(calls)],), daemon=True)
                for i in range(concurrency)]
@@ -113,13 +115,14 @@ async def _until(stopped: asyncio.Event, seconds: float) -> None:
 
 
 async def aio_window(spec: RunSpec, recorder: Recorder, kind: str,
-                     attempt: Callable[[Any], Awaitable[bool]],
+                     attempt: Callable[[Any], Awaitable[Any]],
                      connect: Callable[[RunSpec], Any] = _grpc_aio_channel,
                      probe: Optional[Callable[[List[Any]], Dict[str, int]]] = None
                      ) -> Tuple[Recorder, Dict[str, int]]:
     """``concurrency`` asyncio tasks on ``connections`` asyncio channels (``connect(spec)``:
-    grpc.aio's by default), each looping ``attempt(multi_callable)`` (True: it succeeded)
-    through one warm-up and one window. ``probe(channels)`` is read at the start and the end
+    grpc.aio's by default), each looping ``await attempt(multi_callable)`` through one
+    warm-up and one window: an attempt fails when it raises or gives False (a unary
+    call's own awaitable may be the attempt: no coroutine of the harness's around it). ``probe(channels)`` is read at the start and the end
     of the window; returns the recorder and the difference of its integer counters.
 
     SIGINT and SIGTERM (in the main thread) end the window at once: the recorder keeps the
@@ -136,13 +139,15 @@ async def aio_window(spec: RunSpec, recorder: Recorder, kind: str,
         stopped.set()
 
     async def worker(multi_callable: Any) -> None:
+        clock, record = time.perf_counter, recorder.record
         while recorder.phase != STOP:
-            started = time.perf_counter()
+            started = clock()
             try:
-                ok, error = await attempt(multi_callable), None
+                ok, error = await attempt(multi_callable) is not False, None
             except Exception as exc:  # counted and reported, the arm goes on
                 ok, error = False, exc
-            recorder.record(ok, time.perf_counter() - started, error)
+            ended = clock()
+            record(ok, ended - started, error, ended)
             if error is not None:
                 await asyncio.sleep(0)
 
@@ -184,11 +189,15 @@ def aio_unary(spec: RunSpec, connect: Callable[[RunSpec], Any] = _grpc_aio_chann
     by ``connect``; the result and the counters' difference over the window."""
     request = spec.request_bytes()
 
-    verify = spec.verify
+    timeout = spec.timeout
 
-    async def attempt(multi_callable: Any) -> bool:
-        response = await multi_callable(request, timeout=spec.timeout)
-        return not verify or response == request
+    async def verified(multi_callable: Any) -> bool:
+        return await multi_callable(request, timeout=timeout) == request
+
+    def call(multi_callable: Any) -> Any:  # the call is the awaitable: nothing around it
+        return multi_callable(request, timeout=timeout)
+
+    attempt = verified if spec.verify else call
 
     recorder, delta = asyncio.run(aio_window(spec, Recorder(), "unary_unary", attempt,
                                              connect, probe))

@@ -96,13 +96,15 @@ class Recorder:
         self._started = self._stopped = 0.0
         self._cpu_started = self._cpu_stopped = 0.0
 
-    def record(self, ok: bool, seconds: float, error: Optional[BaseException] = None) -> None:
-        """One finished call (``seconds`` from its start); ignored outside the window."""
+    def record(self, ok: bool, seconds: float, error: Optional[BaseException] = None,
+               ended: Optional[float] = None) -> None:
+        """One finished call (``seconds`` from its start, ending at ``ended`` on the
+        ``time.perf_counter()`` clock: now when not given); ignored outside the window."""
         if self.phase != MEASURE:
             if self.phase == WARMUP:
                 self.warmup_calls += 1
             return
-        now = time.perf_counter()
+        now = time.perf_counter() if ended is None else ended
         if ok:
             self.latencies.append(seconds)
             self.completions.append((now, seconds, "OK"))
@@ -195,13 +197,15 @@ class StreamRecorder(Recorder):
         self._written_total: List[int] = []
         self.final_stats: Dict[str, int] = {}
 
-    def record(self, ok: bool, seconds: float, error: Optional[BaseException] = None) -> None:
-        ended = time.perf_counter()
+    def record(self, ok: bool, seconds: float, error: Optional[BaseException] = None,
+               ended: Optional[float] = None) -> None:
+        if ended is None:
+            ended = time.perf_counter()
         if ok and self.phase != WARMUP and (self.phase == MEASURE or ended - seconds
                                             < self._stopped):
             # streams that end after stop() still overlap; those opened after it do not
             self._spans.append((ended - seconds, ended))
-        super().record(ok, seconds, error)
+        super().record(ok, seconds, error, ended)
 
     def note_written(self, n: int) -> None:
         """n messages were written (and the stream half-closed) just now."""
