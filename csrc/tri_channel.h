@@ -96,6 +96,11 @@ typedef struct tri_channel_opts {
                                   and every reconnect's, run on this shared
                                   loop.  tri_channel_new takes a reference of
                                   its own, dropped by tri_channel_del. */
+  int in_place_reads;          /* 1 (default): plaintext connections read
+                                  large DATA payload straight into its message
+                                  (tri_conn.h); 0: every byte through the read
+                                  buffer, and no frame tracking (a channel
+                                  whose calls keep no bodies, or an A/B) */
   int shared_io_thread;        /* for the layer that creates several channels
                                   for one target's backends (the Python
                                   balancer): 1 = give them one io_loop.  A

@@ -1137,7 +1137,7 @@ static int dial_more(tri_conn *conn);
 /* Hands n input bytes to nghttp2 in one piece (and to the frame tracker).
  * Returns 0, or -1 once the connection died. */
 static int feed_piece(tri_conn *conn, const uint8_t *p, size_t n) {
-  tri_h2_track_feed(&conn->track, p, n);
+  if (conn->inplace_on) tri_h2_track_feed(&conn->track, p, n);
   ssize_t rv = nghttp2_session_mem_recv(conn->sess, p, n);
   if (rv < 0) {
     /* nghttp2 found the server's bytes invalid: our finding, not the
@@ -1220,8 +1220,9 @@ static void read_in(tri_conn *conn) {
         return;
       }
     } else {
-      inplace = tri_inplace_plan_make(&plan, &conn->track, conn->data_frame_max,
-                                      inplace_lookup, conn, conn->rbuf, conn->rbuf_cap);
+      if (conn->inplace_on)
+        inplace = tri_inplace_plan_make(&plan, &conn->track, conn->data_frame_max,
+                                        inplace_lookup, conn, conn->rbuf, conn->rbuf_cap);
       if (inplace) {
         r = readv(conn->fd, plan.iov, plan.niov);
       } else {
@@ -1499,6 +1500,8 @@ static int start_session(tri_conn *conn) {
   tri_h2_mem_init(&conn->mem, &conn->arena); /* nghttp2 allocates from the arena */
   int rv = nghttp2_session_client_new3(&conn->sess, cbs, conn, opt, &conn->mem);
   tri_h2_track_init(&conn->track); /* the session's first input byte is next */
+  /* TLS reads cannot scatter (SSL_read), so they never read in place. */
+  conn->inplace_on = conn->ch->opts.in_place_reads && !conn->ch->opts.tls;
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
   if (rv) return TRI_ERR_NOMEM;

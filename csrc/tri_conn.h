@@ -162,6 +162,8 @@ struct tri_conn {
   tri_call *timers, *timers_tail; /* flush-timer FIFO (same delay for all) */
   uint8_t *rbuf;
   size_t rbuf_cap;
+  int inplace_on;          /* in-place reads: plaintext and in_place_reads;
+                              off, the tracker below is never fed */
   tri_h2_track track;      /* frame boundaries of the input fed so far */
   int32_t last_data_sid;   /* the stream of the last DATA frame received */
   uint32_t data_frame_max; /* the longest DATA frame received */

@@ -285,6 +285,9 @@ static int worker_init(tri_load *l, worker *w, int id, const tri_load_config *sr
   size_t size = l->ring ? tri_ring_max_len(l->ring) : c->payload_size;
   if (o.max_recv_bytes >= 0 && (int64_t)size + 1024 > o.max_recv_bytes)
     o.max_recv_bytes = (int64_t)size + 1024; /* echoes come back */
+  /* Unary runs that keep no response bodies have nothing to read in place:
+   * no frame tracking on their connections. */
+  if (c->mode == TRI_LOAD_UNARY && !c->verify) o.in_place_reads = 0;
   int rv = tri_channel_new(&w->ch, &o);
   if (rv) return rv;
   /* Every call in flight holds a request and a response buffer: keep that

@@ -98,6 +98,9 @@ const tri_option tri_channel_options[] = {
            max_reconnect_backoff_ms, TRI_BACKOFF_MAX_MS),
     ROW_MS("grpc.min_reconnect_backoff_ms", "min_reconnect_backoff_ms",
            min_connect_timeout_ms, TRI_BACKOFF_MIN_CONNECT_TIMEOUT_MS),
+    /* In-place reads (tri_conn.h): on by default, so written out too. */
+    {"triple.in_place_reads", "in_place_reads", TRI_OPT_BOOL, 0, 0, 1, 1, NULL, NULL,
+     AT(in_place_reads)},
     /* Several backends on one I/O thread (tri_loop.h, docs/architecture.md): a
      * switch on by default, so written out (ROW_BOOL's default is off). */
     {"triple.shared_io_thread", "shared_io_thread", TRI_OPT_BOOL, 0, 0, 1, 1, NULL, NULL,

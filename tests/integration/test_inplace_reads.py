@@ -21,9 +21,10 @@ def _payloads(n: int, size: int) -> list[bytes]:
     return [os.urandom(size - i * 37) for i in range(n)]
 
 
-def _concurrent_echo(address: str, threads: int, calls: int, size: int) -> dict:
+def _concurrent_echo(address: str, threads: int, calls: int, size: int,
+                     options: tuple = ()) -> dict:
     """`threads` threads each echo `calls` distinct payloads; returns the stats delta."""
-    with triple_py.insecure_channel(address) as ch:
+    with triple_py.insecure_channel(address, options=list(options)) as ch:
         call = ch.unary_unary(UNARY_METHOD)
         before = ch.stats()
         errors: list[str] = []
@@ -54,6 +55,14 @@ def test_frames_in_turn_across_streams_from_grpc_go(go_server):
     """grpc-go sends one 16 KiB frame per stream in turn: the bets follow its order."""
     d = _concurrent_echo(go_server.address, 16, 4, MiB)
     assert d["bytes_read_in_place"] > d["bytes_read"] // 2, d
+
+
+def test_the_option_off_reads_nothing_in_place_and_every_byte_stays_right(go_server):
+    """triple.in_place_reads False (the A/B of this feature): every byte goes through
+    the read buffer, and the echoes are still whole."""
+    d = _concurrent_echo(go_server.address, 8, 6, 1 << 20,
+                         options=(("triple.in_place_reads", False),))
+    assert d["bytes_read"] > 8 * 6 << 20 and d["bytes_read_in_place"] == 0, d
 
 
 def test_small_and_odd_sizes_stay_right(go_server):
