@@ -10,13 +10,18 @@
 #include "tri_conn.h"
 #include "tri_int.h"
 
-/* A channel (to a port nobody dials) and a detached connection of it. */
-static inline int detached_open(tri_channel **ch, tri_conn **conn) {
+/* A channel with the default options to a port nobody dials. */
+static inline int undialed_channel(tri_channel **ch) {
   tri_channel_opts o;
   tri_channel_opts_init(&o);
   o.host = "127.0.0.1";
   o.port = "1";
-  int rv = tri_channel_new(ch, &o);
+  return tri_channel_new(ch, &o);
+}
+
+/* Such a channel and a detached connection of it. */
+static inline int detached_open(tri_channel **ch, tri_conn **conn) {
+  int rv = undialed_channel(ch);
   return rv ? rv : tri__conn_new_detached(conn, *ch);
 }
 

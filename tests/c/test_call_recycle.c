@@ -7,18 +7,15 @@
  */
 #include <string.h>
 
+#include "detached_call.h"
 #include "tri_call.h"
 #include "tri_channel.h"
 #include "tri_int.h"
 #include "tri_test.h"
 
 static tri_channel *new_channel(void) {
-  tri_channel_opts o;
-  tri_channel_opts_init(&o);
-  o.host = "127.0.0.1";
-  o.port = "1";
   tri_channel *ch = NULL;
-  CHECK_EQ_INT(tri_channel_new(&ch, &o), 0);
+  CHECK_EQ_INT(undialed_channel(&ch), 0);
   return ch;
 }
 
