@@ -87,15 +87,20 @@ def error_of(core_call: Any) -> AioRpcError:
 class _Call(abstract.Call):
     """State and waiting shared by every aio call: one core call, its events."""
 
+    # Class defaults, stored on an instance only when they change: a unary call (no
+    # serializer of its own) is made with four stores.
+    _serialize: Serializer = None
+    _channel_gone = False  # the channel closed while the call waited
+    _cancelled = False  # cancel() was called and took effect
+
     def __init__(self, reactor: Any, core_call: Any, serializer: Serializer,
                  deserializer: Deserializer) -> None:
         self._reactor = reactor
         self._core = core_call
-        self._serialize = serializer
+        if serializer is not None:
+            self._serialize = serializer
         self._deserialize = deserializer
         self._waiters: list[asyncio.Future] = []
-        self._channel_gone = False
-        self._cancelled = False  # cancel() was called and took effect
         reactor._calls[id(core_call)] = self  # reactor.register, without its frame
 
     # -- events from the reactor ------------------------------------------------
@@ -306,7 +311,14 @@ class UnaryResponseCall(_Call):
                 raise
         if core is self._core and core.done() and not self._cancelled and \
                 core.code() == 0:
-            self._settle_callbacks()
+            if self._done_callbacks is not None:
+                self._settle_callbacks()
+            if self._owner is None and self._deserialize is None:
+                # _ok_response's work for a plain call without a deserializer
+                response = self._response
+                if response is self._UNSET:
+                    response = self._response = core.response()
+                return response
             return self._ok_response()
         return (yield from self._result().__await__())
 
