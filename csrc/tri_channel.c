@@ -269,6 +269,12 @@ void tri_channel_close(tri_channel *ch) {
   (void)w;
 }
 
+/* Frees a call struct the pool does not keep, with the header buffer it kept. */
+static void free_call(tri_channel *ch, tri_call *c) {
+  tri_pool_put(&ch->pool, c->hdr_spare);
+  tri_mem_free(c);
+}
+
 void tri_channel_del(tri_channel *ch) {
   tri_channel_close(ch);
   /* In a fork child the queue started empty: the parent's count means
@@ -282,8 +288,7 @@ void tri_channel_del(tri_channel *ch) {
   while (ch->call_free) {
     tri_call *c = ch->call_free;
     ch->call_free = c->io_next;
-    tri_pool_put(&ch->pool, c->hdr_spare);
-    tri_mem_free(c);
+    free_call(ch, c);
   }
   for (int i = 0; i < 2; i++) { /* after the connections gave theirs back */
     tri_arena_free_all(&ch->spare[i]);
@@ -397,10 +402,7 @@ void tri__channel_call_put(tri_channel *ch, tri_call *c) {
     c = NULL;
   }
   pthread_mutex_unlock(&ch->call_lock);
-  if (c) {
-    tri_pool_put(&ch->pool, c->hdr_spare);
-    tri_mem_free(c);
-  }
+  if (c) free_call(ch, c);
 }
 
 /* ---- completion queue --------------------------------------------------- */

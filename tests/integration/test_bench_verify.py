@@ -70,7 +70,8 @@ concurrency = [4]
     scenario = m.scenarios[0]
     by_arm = {a.name: m.spec(scenario, a, "127.0.0.1:1").verify for a in m.arms}
     assert by_arm == {"fastpath": True, "grpcio-sync": True, "quick": False}
-    assert matrix_from_dict(m.to_dict() | {"scenarios": [{"payload": 64, "concurrency": 4}]}).verify is True
+    stored = m.to_dict() | {"scenarios": [{"payload": 64, "concurrency": 4}]}
+    assert matrix_from_dict(stored).verify is True
     axes = '\n[scenarios]\npayload = [64]\nconcurrency = [4]\n'
     assert parse_matrix('arms = ["fastpath"]' + axes).verify is False
     with pytest.raises(ConfigError, match="verify"):

@@ -311,14 +311,7 @@ class UnaryResponseCall(_Call):
                 raise
         if core is self._core and core.done() and not self._cancelled and \
                 core.code() == 0:
-            if self._done_callbacks is not None:
-                self._settle_callbacks()
-            if self._owner is None and self._deserialize is None:
-                # _ok_response's work for a plain call without a deserializer
-                response = self._response
-                if response is self._UNSET:
-                    response = self._response = core.response()
-                return response
+            self._settle_callbacks()
             return self._ok_response()
         return (yield from self._result().__await__())
 

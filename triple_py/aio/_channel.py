@@ -159,14 +159,9 @@ class UnaryUnaryMultiCallable(_MultiCallable, abstract.UnaryUnaryMultiCallable):
                 reactor = self._channel._reactor_obj
                 if reactor is None or not reactor.runs_here():
                     reactor = self._channel._reactor()
-                core_call = self._core.call(self._method, request, timeout, metadata,
-                                            notify=_EV_DONE)
-                if self._retries:
-                    return self._wrap(reactor, core_call, request, metadata, None)
-                call = UnaryUnaryCall(reactor, core_call, None, self._deserialize)
-                if self._in_place:
-                    call._in_place = True
-                return call  # _wrap's work for a call without retries
+                return self._wrap(reactor, self._core.call(self._method, request, timeout,
+                                                           metadata, notify=_EV_DONE),
+                                  request, metadata, None)
             return self._unary(request, timeout, metadata, compression)
         return _MultiCallable.__call__(self, request, timeout=timeout, metadata=metadata,
                                        credentials=credentials, wait_for_ready=wait_for_ready,

@@ -427,7 +427,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                    count=args.total, rate=args.rps, stream_messages=args.stream_messages,
                    write_buffer_size=args.write_buffer,
                    write_buffer_delay_us=args.write_buffer_delay, timeout=args.timeout,
-                   verify=args.verify, wire=args.wire, options={"dialect": args.dialect}, **knobs_of(args))
+                   verify=args.verify, wire=args.wire, options={"dialect": args.dialect},
+                   **knobs_of(args))
     spec.rate_schedule, spec.concurrency_schedule = schedules_of(args)
     spec.validate()
     for path, flag in ((args.output, "-o"), (args.json, "--json"), (args.csv, "--csv"),
@@ -565,7 +566,8 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
 
     matrix = load_matrix(args.source).with_overrides(
         rounds=args.rounds, duration=args.duration, warmup=args.warmup, timeout=args.timeout,
-        verify=args.verify, restart_server=args.restart_server, arms=args.arms, baseline=args.baseline,
+        verify=args.verify, restart_server=args.restart_server, arms=args.arms,
+        baseline=args.baseline,
         payloads=args.payload, concurrency=args.concurrency)
     if args.target is not None:
         from .spec.target import check_target

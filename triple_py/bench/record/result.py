@@ -12,8 +12,8 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .html_tables import bench_result_html
 
-__all__ = ["Latency", "BenchResult", "STATUS_NAMES", "MISMATCH", "status_name", "histogram_from_samples",
-           "series_from_completions"]
+__all__ = ["Latency", "BenchResult", "STATUS_NAMES", "MISMATCH", "status_name",
+           "histogram_from_samples", "series_from_completions"]
 
 #: gRPC status code names, indexed by code.
 STATUS_NAMES = ("OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",

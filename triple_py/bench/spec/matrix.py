@@ -505,12 +505,8 @@ def _build(doc: Mapping[str, Any], source: str, default_name: str) -> Matrix:
     rounds = doc.get("rounds", 3)
     if isinstance(rounds, bool) or not isinstance(rounds, int):
         raise ConfigError(f"rounds must be an integer, not {rounds!r}")
-    restart = doc.get("restart_server", False)
-    if not isinstance(restart, bool):
-        raise ConfigError(f"restart_server must be true or false, not {restart!r}")
-    verify = doc.get("verify", False)
-    if not isinstance(verify, bool):
-        raise ConfigError(f"verify must be true or false, not {verify!r}")
+    restart = _flag(doc, "restart_server", "restart_server")
+    verify = _flag(doc, "verify", "verify")
     matrix = Matrix(
         name=_string(doc, "name", default_name), arms=arms, scenarios=scenarios,
         benchmark=benchmark, baseline=_string(doc, "baseline", arms[0].name),
@@ -542,6 +538,14 @@ def _pairs(value: Any) -> List[Tuple[str, str]]:
             for p in value):
         raise ConfigError(f"compare must be a list of [arm, over arm] pairs, not {value!r}")
     return [(a, b) for a, b in value]
+
+
+def _flag(doc: Mapping[str, Any], key: str, where: str) -> bool:
+    """``doc[key]`` (False when absent); ConfigError naming ``where`` unless a bool."""
+    value = doc.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} must be true or false, not {value!r}")
+    return value
 
 
 def _string(doc: Mapping[str, Any], key: str, default: str) -> str:
@@ -604,9 +608,7 @@ def _arm(entry: Any, tables: Mapping[str, Mapping[str, Any]]) -> ArmSpec:
         mode = canonical_mode(mode)
     except ConfigError as exc:
         raise ConfigError(f"arm {name!r}: {exc}") from None
-    if not isinstance(settings.get("verify", False), bool):
-        raise ConfigError(f"arm {name!r} verify must be true or false, "
-                          f"not {settings['verify']!r}")
+    _flag(settings, "verify", f"arm {name!r} verify")
     for key in ("timeout",):
         if key in settings:
             settings[key] = parse_duration(settings[key], f"arm {name!r} {key}")
