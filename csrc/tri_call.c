@@ -557,9 +557,14 @@ int tri__call_on_header(tri_call *c, const nghttp2_frame *frame,
     int s = 0;
     for (size_t i = 0; i < vl; i++) s = s * 10 + (value[i] - '0');
     c->http_status = s;
+    c->block_has_status = 1;
     return 0;
   }
   if (name_is(name, nl, c->triple ? "content-encoding" : "grpc-encoding")) {
+    /* Only a response header block (it has :status) says how the body is
+     * encoded; in trailers, after the body, the field is ignored, as HTTP
+     * forbids content-processing fields there. */
+    if (!c->block_has_status) return 0;
     c->resp_deflate = vl == 7 && memcmp(value, "deflate", 7) == 0;
     c->resp_gzip = c->resp_deflate || (vl == 4 && memcmp(value, "gzip", 4) == 0);
     c->resp_enc_unknown = !c->resp_gzip && !(vl == 8 && memcmp(value, "identity", 8) == 0);

@@ -454,7 +454,10 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame,
   (void)s;
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   tri_call *c = recv_call(user, frame->hd.stream_id);
-  if (c) c->block_bytes = 0; /* a new block: initial metadata or trailers */
+  if (c) { /* a new block: initial metadata or trailers */
+    c->block_bytes = 0;
+    c->block_has_status = 0;
+  }
   return 0;
 }
 

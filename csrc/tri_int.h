@@ -156,6 +156,8 @@ struct tri_call {
   unsigned resp_gzip : 1;   /* the peer compresses responses (gzip or deflate) */
   unsigned resp_deflate : 1; /* ...with deflate (zlib format), not gzip */
   unsigned resp_enc_unknown : 1; /* ...with an encoding we do not have */
+  unsigned block_has_status : 1; /* the header block being received has
+                                    :status (a response, not trailers) */
   unsigned msg_compressed : 1;   /* the message being received has flag 0x01 */
   unsigned discard : 1;     /* TRI_CALL_DISCARD_BODY on a unary response */
   unsigned counting : 1;    /* the message in progress is counted, not kept */

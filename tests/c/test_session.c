@@ -19,16 +19,19 @@ typedef struct {
   int n;
 } harness;
 
-static void setup(harness *h) {
+static void setup_wire(harness *h, int wire) {
   memset(h, 0, sizeof(*h));
   tri_channel_opts o;
   tri_channel_opts_init(&o);
   o.host = "127.0.0.1";
   o.port = "1";
+  o.wire = wire;
   tri_channel_new(&h->ch, &o);
   tri__conn_new_detached(&h->conn, h->ch);
   detached_settings(h->conn); /* the scripts answer calls started after it */
 }
+
+static void setup(harness *h) { setup_wire(h, TRI_WIRE_GRPC); }
 
 /* Starts a call on the detached connection (stream ids 1, 3, 5...). */
 static tri_call *start(harness *h, const char *path, int flags) {
@@ -375,6 +378,53 @@ static void discard_body(void) {
   }
 }
 
+/* Triple unary: the body's encoding is the response header block's
+ * content-encoding.  The same field in the trailers, after the body, is
+ * ignored: the call is OK, with or without TRI_CALL_DISCARD_BODY.  In the
+ * header block an encoding we do not have fails the call either way. */
+static void triple_encoding_only_from_headers(void) {
+  for (int in_headers = 0; in_headers < 2; in_headers++) {
+    for (int discard = 0; discard < 2; discard++) {
+      harness h;
+      setup_wire(&h, TRI_WIRE_TRIPLE);
+      tri_call *c = start(&h, "/s/M", discard ? TRI_CALL_DISCARD_BODY : 0);
+      const char *head[] = {":status", "200", "content-type", "application/proto",
+                            in_headers ? "content-encoding" : NULL, "br", NULL};
+      const char *tail[] = {"trailer-x", "1", in_headers ? NULL : "content-encoding",
+                            "br", NULL};
+      script s;
+      script_init(&s);
+      script_headers(&s, 1, 0, head);
+      script_frame(&s, NGHTTP2_DATA, 0, 1, "hello", 5);
+      script_headers(&s, 1, 1, tail);
+      tri__conn_feed(h.conn, s.p, s.len);
+      script_free(&s);
+      CHECK(tri_call_done(c));
+      size_t size = 0;
+      if (in_headers) {
+        CHECK_EQ_INT(tri_call_code(c), TRI_CODE_INTERNAL);
+        const char *m;
+        size_t mn;
+        tri_call_message(c, &m, &mn);
+        CHECK_STR(m, mn, "unknown content-encoding");
+        CHECK_EQ_INT(tri_call_response_size(c, &size), 0);
+      } else {
+        CHECK_EQ_INT(tri_call_code(c), TRI_CODE_OK);
+        CHECK_EQ_INT(tri_call_response_size(c, &size), 1);
+        CHECK_EQ_INT(size, 5);
+        const uint8_t *p;
+        size_t n;
+        tri_call_response(c, &p, &n);
+        if (discard)
+          CHECK(p == NULL);
+        else
+          CHECK_MEM(p, n, "hello", 5);
+      }
+      teardown(&h);
+    }
+  }
+}
+
 /* One gRPC message of n bytes in DATA frames of at most 16 KiB (the default
  * SETTINGS_MAX_FRAME_SIZE). */
 static void script_long_message(script *s, int32_t sid, const uint8_t *msg, size_t n) {
@@ -460,5 +510,6 @@ void test_session(void) {
   metadata_limit();
   not_grpc_and_local_errors();
   discard_body();
+  triple_encoding_only_from_headers();
   ownable_responses();
 }

@@ -57,6 +57,10 @@ def session_rule_seeds() -> None:
          + frame(1, 4, 3, enc.encode(ok + [("connection", "close")]))
          + frame(1, 4, 5, enc.encode(ok)) + frame(1, 4, 5, enc.encode([("x-t", "1")]))
          + frame(0, 1, 5, msg))
+    # Triple unary: a raw body, then an encoding in the trailers (ignored there).
+    triple = enc.encode([(":status", "200"), ("content-type", "application/proto")])
+    save("session", frame(1, 4, 1, triple) + frame(0, 0, 1, b"\x0a\x03abc")
+         + frame(1, 5, 1, enc.encode([("content-encoding", "br"), ("trailer-x", "1")])))
 
 
 def other_seeds() -> None:
