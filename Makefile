@@ -162,10 +162,18 @@ fuzz: $(addprefix build/fuzz_,$(FUZZ_TARGETS))
 	  mkdir -p build/fuzz/$$t; \
 	  echo "== fuzz $$t ($(FUZZ_SECONDS) s)"; \
 	  build/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	    -artifact_prefix=build/fuzz/$$t- build/fuzz/$$t tests/fuzz/corpus/$$t 2>&1 \
-	    | grep -E "^(#[0-9]+ *DONE|stat::number_of_executed_units|stat::peak_rss|==[0-9]+==ERROR|SUMMARY)|cov:" | tail -4 \
-	    || exit 1; \
-	  test -z "$$(ls build/fuzz/$$t-crash-* 2>/dev/null)" || { echo "fuzz $$t: crash found"; exit 1; }; \
+	    -artifact_prefix=build/fuzz/$$t- build/fuzz/$$t tests/fuzz/corpus/$$t \
+	    > build/fuzz/$$t.log 2>&1; rc=$$?; \
+	  grep -E "^(#[0-9]+ *DONE|stat::number_of_executed_units|stat::peak_rss|==[0-9]+==ERROR|SUMMARY)|cov:" \
+	    build/fuzz/$$t.log | tail -4; \
+	  found=$$(ls build/fuzz/$$t-crash-* build/fuzz/$$t-leak-* build/fuzz/$$t-timeout-* \
+	    build/fuzz/$$t-oom-* 2>/dev/null); \
+	  if [ $$rc -ne 0 ] || [ -n "$$found" ]; then \
+	    echo "fuzz $$t: exit $$rc; what the target printed last:"; \
+	    grep -vE "^ +#[0-9]+ |^(#[0-9]+|INFO:|MS:|NOTE:|stat::|.NEW_FUNC)" build/fuzz/$$t.log | tail -25; \
+	    for f in $$found; do echo "$$f, the input (base64):"; base64 -w0 $$f; echo; done; \
+	    exit 1; \
+	  fi; \
 	done
 	@# The benchmark text parser is Python: the same loop, coverage-guided by line tracing
 	@# (tests/fuzz/fuzz_benchtext.py; atheris is not packaged by Debian).
