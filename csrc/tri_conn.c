@@ -556,6 +556,14 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t sid,
   return 0;
 }
 
+/* Stream `c` has ended: the stream whose DATA frames it followed is followed
+ * by the one that followed it now (the server's turns skip an ended stream),
+ * so an in-place read bets on that one next. */
+static void skip_ended_stream(tri_conn *conn, tri_call *c) {
+  tri_call *p = c->rx_prev_sid ? stream_call(conn, c->rx_prev_sid) : NULL;
+  if (p && p->rx_next_sid == c->stream_id) p->rx_next_sid = c->rx_next_sid;
+}
+
 static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
                          void *user) {
   (void)s;
@@ -571,6 +579,8 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
   if (frame->hd.type == NGHTTP2_DATA) { /* the order of the streams' frames */
     tri_call *prev = conn->last_data_sid ? stream_call(conn, conn->last_data_sid) : NULL;
     if (prev) prev->rx_next_sid = frame->hd.stream_id;
+    tri_call *c = recv_call(conn, frame->hd.stream_id);
+    if (c) c->rx_prev_sid = conn->last_data_sid;
     conn->last_data_sid = frame->hd.stream_id;
     if (frame->hd.length > conn->data_frame_max) conn->data_frame_max = (uint32_t)frame->hd.length;
   }
@@ -612,6 +622,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
      * side with RST_STREAM(NO_ERROR), as RFC 9113 §8.1 allows. */
     int32_t sid = frame->hd.stream_id;
     tri_call *c = recv_call(conn, sid);
+    if (c) skip_ended_stream(conn, c);
     if (c && !c->completed) {
       tri__call_on_close(c, NGHTTP2_NO_ERROR);
       if (!nghttp2_session_get_stream_local_close(conn->sess, sid))

@@ -28,7 +28,8 @@
  * byte, the kernel's.  Only verified DATA payload of the streams bet on is
  * fed from a message buffer, so the only callbacks those pieces cause are
  * those streams' DATA callbacks, and a stream that ends (END_STREAM) is bet
- * on no further.
+ * on no further: the stream that preceded it (rx_prev_sid) bets on its
+ * successor instead, as a server taking turns skips an ended stream.
  *
  * Watchdogs (I/O thread, on the loop's epoll timeout like the deadlines):
  *  - connect timeout: an attempt that has not received the server's SETTINGS

@@ -172,6 +172,8 @@ struct tri_call {
   tri_frame_decoder dec;
   int32_t rx_next_sid; /* I/O thread: the stream whose DATA frame followed
                           this call's last one (tri_inplace.h); 0: none */
+  int32_t rx_prev_sid; /* I/O thread: the stream whose DATA frame preceded this
+                          call's last one; 0: none */
   tri_call *io_prev, *io_next; /* connection's in-flight (or held) list */
 
   /* Results (I/O thread writes before `done`; caller reads after). */

@@ -425,6 +425,35 @@ static void triple_encoding_only_from_headers(void) {
   }
 }
 
+/* Which stream an in-place read bets on after a stream's DATA frame
+ * (rx_next_sid, tri_conn.h): the one that followed it last; when that one
+ * ends, the one that followed the ended stream, as a server taking turns
+ * skips it. */
+static void bet_skips_an_ended_stream(void) {
+  harness h;
+  setup(&h);
+  for (int i = 0; i < 3; i++) start(&h, "/s/M", 0); /* streams 1, 3, 5 */
+  static const uint8_t msg[40] = {0, 0, 0, 0, 30};   /* a 30-byte message */
+  const char *t0[] = {"grpc-status", "0", NULL};
+  script s;
+  script_init(&s);
+  for (int sid = 1; sid <= 5; sid += 2) script_headers(&s, sid, 0, ok_headers);
+  for (int sid = 1; sid <= 5; sid += 2) script_frame(&s, NGHTTP2_DATA, 0, sid, msg, 20);
+  tri__conn_feed(h.conn, s.p, s.len);
+  CHECK_EQ_INT(h.calls[0]->rx_next_sid, 3);
+  CHECK_EQ_INT(h.calls[1]->rx_next_sid, 5);
+  s.len = 0; /* the next turn: 1, then 3's rest and its end */
+  script_frame(&s, NGHTTP2_DATA, 0, 1, msg + 20, 5);
+  script_frame(&s, NGHTTP2_DATA, 0, 3, msg + 20, 15);
+  script_headers(&s, 3, 1, t0);
+  tri__conn_feed(h.conn, s.p, s.len);
+  CHECK(tri_call_done(h.calls[1]));
+  CHECK_EQ_INT(tri_call_code(h.calls[1]), TRI_CODE_OK);
+  CHECK_EQ_INT(h.calls[0]->rx_next_sid, 5); /* 1 is followed by 5 now */
+  script_free(&s);
+  teardown(&h);
+}
+
 /* One gRPC message of n bytes in DATA frames of at most 16 KiB (the default
  * SETTINGS_MAX_FRAME_SIZE). */
 static void script_long_message(script *s, int32_t sid, const uint8_t *msg, size_t n) {
@@ -511,5 +540,6 @@ void test_session(void) {
   not_grpc_and_local_errors();
   discard_body();
   triple_encoding_only_from_headers();
+  bet_skips_an_ended_stream();
   ownable_responses();
 }
