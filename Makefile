@@ -170,7 +170,8 @@ fuzz: $(addprefix build/fuzz_,$(FUZZ_TARGETS))
 	    build/fuzz/$$t-oom-* 2>/dev/null); \
 	  if [ $$rc -ne 0 ] || [ -n "$$found" ]; then \
 	    echo "fuzz $$t: exit $$rc; what the target printed last:"; \
-	    grep -vE "^ +#[0-9]+ |^(#[0-9]+|INFO:|MS:|NOTE:|stat::|.NEW_FUNC)" build/fuzz/$$t.log | tail -25; \
+	    grep -vE "^ +#[0-9]+ |^(#[0-9]+|INFO:|MS:|NOTE:|stat::|.NEW_FUNC)" \
+	      build/fuzz/$$t.log | tail -25; \
 	    for f in $$found; do echo "$$f, the input (base64):"; base64 -w0 $$f; echo; done; \
 	    exit 1; \
 	  fi; \

@@ -576,7 +576,9 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
   }
   if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK))
     conn->ping_sent = 0;
-  if (frame->hd.type == NGHTTP2_DATA) { /* the order of the streams' frames */
+  if (frame->hd.type == NGHTTP2_DATA && conn->inplace_on) {
+    /* The order of the streams' frames and their largest size: what in-place
+     * reads bet on (nothing else reads them). */
     tri_call *prev = conn->last_data_sid ? stream_call(conn, conn->last_data_sid) : NULL;
     if (prev) prev->rx_next_sid = frame->hd.stream_id;
     tri_call *c = recv_call(conn, frame->hd.stream_id);
@@ -622,7 +624,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
      * side with RST_STREAM(NO_ERROR), as RFC 9113 §8.1 allows. */
     int32_t sid = frame->hd.stream_id;
     tri_call *c = recv_call(conn, sid);
-    if (c) skip_ended_stream(conn, c);
+    if (c && conn->inplace_on) skip_ended_stream(conn, c);
     if (c && !c->completed) {
       tri__call_on_close(c, NGHTTP2_NO_ERROR);
       if (!nghttp2_session_get_stream_local_close(conn->sess, sid))

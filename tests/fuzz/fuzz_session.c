@@ -127,9 +127,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       static outcome kept; /* the unary call: the same with or without the copy */
       if (!discard) kept = ours;
       else if (ours.code[0] != kept.code[0] || ours.resp_len != kept.resp_len) {
-        fprintf(stderr, "wire %d unary call: kept %d \"%s\" (%lld bytes), discarded %d \"%s\" (%lld bytes)\n",
-                wires[w], kept.code[0], kept.msg[0], kept.resp_len, ours.code[0], ours.msg[0],
-                ours.resp_len);
+        fprintf(stderr,
+                "wire %d unary call: kept %d \"%s\" (%lld bytes), "
+                "discarded %d \"%s\" (%lld bytes)\n",
+                wires[w], kept.code[0], kept.msg[0], kept.resp_len, ours.code[0],
+                ours.msg[0], ours.resp_len);
         abort();
       }
     }

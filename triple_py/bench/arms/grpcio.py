@@ -123,7 +123,8 @@ async def aio_window(spec: RunSpec, recorder: Recorder, kind: str,
     grpc.aio's by default), each looping ``await attempt(multi_callable)`` through one
     warm-up and one window: an attempt fails when it raises or gives False (a unary
     call's own awaitable may be the attempt: no coroutine of the harness's around it).
-    ``probe(channels)`` is read at the start and the end of the window; returns the recorder and the difference of its integer counters.
+    ``probe(channels)`` is read at the start and the end of the window; returns the
+    recorder and the difference of its integer counters.
 
     SIGINT and SIGTERM (in the main thread) end the window at once: the recorder keeps the
     signal (``interrupted``), the tasks are cancelled after :data:`STOP_GRACE` and nothing
