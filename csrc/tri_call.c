@@ -19,6 +19,7 @@
 #include "tri_error.h"
 #include "tri_handoff.h"
 #include "tri_int.h"
+#include "tri_loop.h"
 #include "tri_wire.h"
 #include "tri_writer.h"
 #include "tri_tjson.h"
@@ -32,9 +33,16 @@ static void futex_wake_all(_Atomic uint32_t *word) {
   syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
 }
 
-/* Waits while *word == seen, up to timeout_ns (< 0: forever). */
-static void futex_wait_seq(_Atomic uint32_t *word, uint32_t seen,
+/* Waits while *word (a futex word of `c`) == seen, up to timeout_ns (< 0:
+ * forever); may return early.  A call whose connection runs on a driven loop
+ * (tri_loop.h) may have nobody else to turn it: the wait turns it itself. */
+static void futex_wait_seq(tri_call *c, _Atomic uint32_t *word, uint32_t seen,
                            int64_t timeout_ns) {
+  tri_loop *loop = c->ch->opts.io_loop;
+  if (loop && tri_loop_is_driven(loop)) {
+    tri_loop_block(loop, word, seen, timeout_ns);
+    return;
+  }
   struct timespec ts, *tsp = NULL;
   if (timeout_ns >= 0) {
     ts.tv_sec = timeout_ns / 1000000000LL;
@@ -335,15 +343,12 @@ int tri_call_wait(tri_call *c, int64_t timeout_ns) {
   if (c->handoff) tri_handoff_yield(); /* about to sleep: the next caller's turn */
   if (!atomic_load(&c->done)) tri__wakes_flush();
   while (!atomic_load(&c->done)) {
-    struct timespec ts, *tsp = NULL;
+    int64_t left = -1;
     if (timeout_ns >= 0) {
-      int64_t left = end - tri__now();
+      left = end - tri__now();
       if (left <= 0) break;
-      ts.tv_sec = left / 1000000000LL;
-      ts.tv_nsec = left % 1000000000LL;
-      tsp = &ts;
     }
-    syscall(SYS_futex, &c->done, FUTEX_WAIT_PRIVATE, 0, tsp, NULL, 0);
+    futex_wait_seq(c, (_Atomic uint32_t *)(void *)&c->done, 0, left);
   }
   atomic_fetch_sub(&c->waiters, 1);
   if (!atomic_load(&c->done)) return TRI_ERR_TIMEOUT;
@@ -937,7 +942,7 @@ static int wait_for_room(tri_call *c, size_t len) {
     if (u == 0 || u + (int64_t)len <= c->send_limit) return 0;
     atomic_fetch_add(&c->send_waiters, 1);
     tri__wakes_flush();
-    futex_wait_seq(&c->send_seq, seen, -1);
+    futex_wait_seq(c, &c->send_seq, seen, -1);
     atomic_fetch_sub(&c->send_waiters, 1);
   }
 }
@@ -1042,8 +1047,8 @@ static int64_t deadline_of(int64_t timeout_ns) {
 /* Sleeps until *seq moves past `seen` or the deadline `end` (0: none) passes,
  * counted in *waiters meanwhile (so that bump() wakes it).  Returns
  * TRI_ERR_TIMEOUT once the deadline has passed, else 0. */
-static int wait_seq(_Atomic uint32_t *seq, _Atomic int *waiters, uint32_t seen,
-                    int64_t end) {
+static int wait_seq(tri_call *c, _Atomic uint32_t *seq, _Atomic int *waiters,
+                    uint32_t seen, int64_t end) {
   int64_t left = -1;
   if (end) {
     left = end - tri__now();
@@ -1051,7 +1056,7 @@ static int wait_seq(_Atomic uint32_t *seq, _Atomic int *waiters, uint32_t seen,
   }
   atomic_fetch_add(waiters, 1);
   tri__wakes_flush();
-  futex_wait_seq(seq, seen, left);
+  futex_wait_seq(c, seq, seen, left);
   atomic_fetch_sub(waiters, 1);
   return 0;
 }
@@ -1061,7 +1066,7 @@ int tri_call_wait_writable(tri_call *c, size_t n, int64_t timeout_ns) {
   for (;;) {
     uint32_t seen = atomic_load(&c->send_seq);
     if (tri_call_done(c) || tri_call_write_would_not_block(c, n)) return 0;
-    if (wait_seq(&c->send_seq, &c->send_waiters, seen, end)) return TRI_ERR_TIMEOUT;
+    if (wait_seq(c, &c->send_seq, &c->send_waiters, seen, end)) return TRI_ERR_TIMEOUT;
   }
 }
 
@@ -1109,7 +1114,7 @@ static tri_buf *pop_message(tri_call *c) {
 /* Sleeps until recv_seq moves past `seen` or the deadline `end` (0: none)
  * passes.  Returns TRI_ERR_TIMEOUT once the deadline has passed. */
 static int wait_recv(tri_call *c, uint32_t seen, int64_t end) {
-  return wait_seq(&c->recv_seq, &c->recv_waiters, seen, end);
+  return wait_seq(c, &c->recv_seq, &c->recv_waiters, seen, end);
 }
 
 /* wait_recv for tri_call_read.  A reader that waits may be waiting for the

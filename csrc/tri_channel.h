@@ -105,6 +105,10 @@ typedef struct tri_channel_opts {
                                   for one target's backends (the Python
                                   balancer): 1 = give them one io_loop.  A
                                   channel alone does nothing with it. */
+  int io_on_event_loop;        /* for the asyncio layer: 1 = a channel to one
+                                  endpoint gets a driven io_loop (tri_loop.h)
+                                  that the event loop's thread turns.  A
+                                  channel alone does nothing with it. */
   char *error_out;             /* optional: why tri_channel_new failed */
   size_t error_out_len;
 } tri_channel_opts;

@@ -4,7 +4,10 @@
 #include "tri_loop.h"
 
 #include <errno.h>
+#include <linux/futex.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -17,7 +20,9 @@
 #define EVENTS_MAX 64
 
 struct tri_loop {
-  pthread_t thread;
+  pthread_t thread;         /* not for a driven loop */
+  int driven;               /* no thread: tri_loop_turn runs the turns */
+  pthread_mutex_t turn_lock; /* driven: held by whoever runs a turn */
   int epfd, evfd;
   unsigned fork_gen; /* tri_fork_generation() at creation */
   _Atomic int refs;
@@ -32,10 +37,13 @@ struct tri_loop {
 };
 
 static __thread int on_loop_thread;
+/* The driven loop this thread holds (tri_loop_hold), or NULL. */
+static __thread tri_loop *held;
 
 int tri_loop_on_thread(void) { return on_loop_thread; }
 
 int tri_loop_wake(tri_loop *loop) {
+  if (held == loop) return 0; /* its holder runs a turn when it lets go */
   if (atomic_exchange(&loop->wake_pending, 1)) return 0;
   uint64_t one = 1;
   ssize_t w = write(loop->evfd, &one, sizeof(one));
@@ -98,6 +106,24 @@ static int step_all(tri_loop *loop) {
   return timeout;
 }
 
+/* Waits up to `timeout` ms on the outer epoll and marks what it reported:
+ * members ready, the eventfd read (its flag cleared). */
+static void wait_events(tri_loop *loop, int timeout) {
+  struct epoll_event evs[EVENTS_MAX];
+  int n = epoll_wait(loop->epfd, evs, EVENTS_MAX, timeout);
+  if (n < 0 && errno != EINTR) n = 0; /* EBADF etc. cannot happen while we own it */
+  for (int i = 0; i < n; i++) {
+    if (evs[i].data.ptr == loop) {
+      uint64_t v;
+      ssize_t r = read(loop->evfd, &v, sizeof(v));
+      (void)r;
+      atomic_store(&loop->wake_pending, 0);
+    } else {
+      ((tri_loop_member *)evs[i].data.ptr)->ready = 1;
+    }
+  }
+}
+
 static void *loop_main(void *arg) {
   tri_loop *loop = arg;
   on_loop_thread = 1;
@@ -107,31 +133,19 @@ static void *loop_main(void *arg) {
   sigemptyset(&pipe);
   sigaddset(&pipe, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe, NULL);
-  struct epoll_event evs[EVENTS_MAX];
   for (;;) {
     take_joining(loop);
     int timeout = step_all(loop);
     if (atomic_load(&loop->stop) && !loop->members) break;
-    int n = epoll_wait(loop->epfd, evs, EVENTS_MAX, timeout);
-    if (n < 0 && errno != EINTR)
-      n = 0; /* EBADF etc. cannot happen while we own it */
-    for (int i = 0; i < n; i++) {
-      if (evs[i].data.ptr == loop) {
-        uint64_t v;
-        ssize_t r = read(loop->evfd, &v, sizeof(v));
-        (void)r;
-        atomic_store(&loop->wake_pending, 0);
-      } else {
-        ((tri_loop_member *)evs[i].data.ptr)->ready = 1;
-      }
-    }
+    wait_events(loop, timeout);
   }
   return NULL;
 }
 
-int tri_loop_new(tri_loop **out) {
+static int loop_new(tri_loop **out, int driven) {
   tri_loop *loop = tri_mem_calloc(NULL, 1, sizeof(*loop));
   if (!loop) return TRI_ERR_NOMEM;
+  loop->driven = driven;
   atomic_init(&loop->refs, 1);
   loop->fork_gen = tri_fork_generation();
   loop->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -141,9 +155,11 @@ int tri_loop_new(tri_loop **out) {
       epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->evfd, &ev))
     goto fail;
   pthread_mutex_init(&loop->lock, NULL);
+  pthread_mutex_init(&loop->turn_lock, NULL);
   pthread_cond_init(&loop->left_cond, NULL);
-  if (tri_thread_create(&loop->thread, "tri-io", loop_main, loop)) {
+  if (!driven && tri_thread_create(&loop->thread, "tri-io", loop_main, loop)) {
     pthread_mutex_destroy(&loop->lock);
+    pthread_mutex_destroy(&loop->turn_lock);
     pthread_cond_destroy(&loop->left_cond);
     goto fail;
   }
@@ -155,6 +171,68 @@ fail:
   tri_mem_free(loop);
   return TRI_ERR_SYSTEM;
 }
+
+int tri_loop_new(tri_loop **out) { return loop_new(out, 0); }
+
+int tri_loop_new_driven(tri_loop **out) { return loop_new(out, 1); }
+
+int tri_loop_fd(const tri_loop *loop) { return loop->epfd; }
+
+/* Set inside tri_loop_turn (not inside a waiter's turns, tri_loop_block):
+ * its caller polls the completions right after. */
+static __thread int quiet_turn;
+
+int tri_loop_is_driven(const tri_loop *loop) { return loop->driven; }
+
+int tri_loop_quiet(const tri_loop *loop) { return loop->driven && quiet_turn; }
+
+/* One turn on the calling thread (turn_lock held). */
+static int turn_locked(tri_loop *loop, int timeout) {
+  int was = on_loop_thread;
+  on_loop_thread = 1;
+  /* Cleared before the members take their queues (as the thread does when it
+   * reads the eventfd): a wake-up after this writes it again. */
+  atomic_store(&loop->wake_pending, 0);
+  if (timeout != -2) wait_events(loop, timeout);
+  take_joining(loop);
+  int next = step_all(loop);
+  on_loop_thread = was;
+  return next;
+}
+
+int tri_loop_turn(tri_loop *loop, int timeout) {
+  pthread_mutex_lock(&loop->turn_lock);
+  quiet_turn = 1;
+  int next = turn_locked(loop, timeout);
+  quiet_turn = 0;
+  pthread_mutex_unlock(&loop->turn_lock);
+  return next;
+}
+
+/* Slices of a waiter's wait (ms): a turn that another thread runs completes
+ * the waited-for call and wakes the futex, but not a waiter in poll(). */
+#define BLOCK_SLICE_MS 1
+
+void tri_loop_block(tri_loop *loop, _Atomic uint32_t *word, uint32_t seen,
+                    int64_t timeout_ns) {
+  int ms = BLOCK_SLICE_MS;
+  if (timeout_ns >= 0 && timeout_ns < ms * 1000000LL)
+    ms = (int)((timeout_ns + 999999) / 1000000);
+  if (pthread_mutex_trylock(&loop->turn_lock) == 0) {
+    turn_locked(loop, 0);
+    int changed = atomic_load(word) != seen;
+    pthread_mutex_unlock(&loop->turn_lock);
+    if (!changed) {
+      struct pollfd p = {.fd = loop->epfd, .events = POLLIN};
+      poll(&p, 1, ms); /* events for the next turn, the caller's */
+    }
+    return;
+  }
+  struct timespec ts = {.tv_sec = 0, .tv_nsec = ms * 1000000L};
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+}
+
+void tri_loop_hold(tri_loop *loop) { held = loop; }
 
 void tri_loop_ref(tri_loop *loop) { atomic_fetch_add(&loop->refs, 1); }
 
@@ -174,14 +252,17 @@ void tri_loop_unref(tri_loop *loop) {
     }
     return;
   }
-  atomic_store(&loop->stop, 1);
-  uint64_t one = 1; /* unconditionally: a pending flag may be stale */
-  ssize_t w = write(loop->evfd, &one, sizeof(one));
-  (void)w;
-  pthread_join(loop->thread, NULL);
+  if (!loop->driven) {
+    atomic_store(&loop->stop, 1);
+    uint64_t one = 1; /* unconditionally: a pending flag may be stale */
+    ssize_t w = write(loop->evfd, &one, sizeof(one));
+    (void)w;
+    pthread_join(loop->thread, NULL);
+  }
   close(loop->evfd);
   close(loop->epfd);
   pthread_mutex_destroy(&loop->lock);
+  pthread_mutex_destroy(&loop->turn_lock);
   pthread_cond_destroy(&loop->left_cond);
   tri_mem_free(loop);
 }
@@ -201,6 +282,20 @@ int tri_loop_attach(tri_loop *loop, tri_loop_member *m) {
 
 void tri_loop_wait_left(tri_loop *loop, tri_loop_member *m) {
   if (atomic_load(&m->left)) return;
+  if (loop->driven) { /* nobody else may turn it: turn it here */
+    while (!atomic_load(&m->left)) {
+      pthread_mutex_lock(&loop->turn_lock);
+      if (!atomic_load(&m->left)) {
+        int t = turn_locked(loop, 0);
+        if (!atomic_load(&m->left)) {
+          if (t < 0 || t > 10) t = 10;
+          wait_events(loop, t); /* marks what the next turn finds */
+        }
+      }
+      pthread_mutex_unlock(&loop->turn_lock);
+    }
+    return;
+  }
   pthread_mutex_lock(&loop->lock);
   while (!atomic_load(&m->left))
     pthread_cond_wait(&loop->left_cond, &loop->lock);

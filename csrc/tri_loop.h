@@ -38,8 +38,18 @@
  *    of the loop's descriptors and keeps the struct (reachable, never freed:
  *    its members may have been mid-change when the parent forked).
  *
+ * A driven loop (tri_loop_new_driven) has no thread of its own: its owner
+ * watches tri_loop_fd (readable when a member has events or a wake-up came)
+ * and runs the turns with tri_loop_turn, on whichever thread it likes, one
+ * turn at a time.  An asyncio event loop drives one this way, so its calls
+ * need no thread hop (triple_py/aio/_reactor.py).  While a thread holds the
+ * loop (tri_loop_hold), its own wake-ups of the loop write nothing: it runs
+ * a turn when it lets go.  tri_loop_wait_left runs turns itself until the
+ * member has left, so closing needs no one else.
+ *
  * Threads: tri_loop_wake and tri_loop_attach from any thread; `step` and
- * `leave` run on the loop's thread only.
+ * `leave` run on the loop's thread only (a driven loop's: the thread inside
+ * tri_loop_turn or tri_loop_wait_left).
  */
 #ifndef TRI_LOOP_H
 #define TRI_LOOP_H
@@ -72,6 +82,30 @@ struct tri_loop_member {
 /* Creates a loop and starts its thread.  Returns 0, TRI_ERR_NOMEM or
  * TRI_ERR_SYSTEM; *out holds the caller's reference. */
 int tri_loop_new(tri_loop **out);
+/* The same without a thread: the caller drives it (see above). */
+int tri_loop_new_driven(tri_loop **out);
+/* The descriptor to watch for readability (the loop's; do not close). */
+int tri_loop_fd(const tri_loop *loop);
+/* One turn of a driven loop: waits up to `timeout` ms for events (0: only
+ * looks; -2: does not look, only steps), then steps every member once.
+ * Returns the ms until a member must be stepped again with no event (-1:
+ * not before an event).  Not from inside a step. */
+int tri_loop_turn(tri_loop *loop, int timeout);
+/* Nonzero for a loop made by tri_loop_new_driven. */
+int tri_loop_is_driven(const tri_loop *loop);
+/* Nonzero when `loop` is driven and this thread is inside a tri_loop_turn of
+ * it: what the turn completes is polled by its caller right after. */
+int tri_loop_quiet(const tri_loop *loop);
+/* A wait on a driven loop (any thread but one inside a step): returns once
+ * *word (a futex word) != seen, or after at most about a millisecond, or
+ * timeout_ns (< 0: no limit of its own); the caller checks and calls again.
+ * Meanwhile it turns the loop itself when nobody else is, or sleeps on the
+ * futex for the thread that is. */
+void tri_loop_block(tri_loop *loop, _Atomic uint32_t *word, uint32_t seen,
+                    int64_t timeout_ns);
+/* This thread holds `loop` (a driven one) until tri_loop_hold(NULL): its
+ * wake-ups of it are left to the turn it runs afterwards. */
+void tri_loop_hold(tri_loop *loop);
 void tri_loop_ref(tri_loop *loop);
 /* Drops a reference; the last one stops the thread and frees the loop. */
 void tri_loop_unref(tri_loop *loop);

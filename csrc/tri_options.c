@@ -105,6 +105,10 @@ const tri_option tri_channel_options[] = {
      * switch on by default, so written out (ROW_BOOL's default is off). */
     {"triple.shared_io_thread", "shared_io_thread", TRI_OPT_BOOL, 0, 0, 1, 1, NULL, NULL,
      AT(shared_io_thread)},
+    /* An asyncio channel's I/O on its event loop's thread (tri_loop.h,
+     * docs/architecture.md): on by default, as above. */
+    {"triple.io_on_event_loop", "io_on_event_loop", TRI_OPT_BOOL, 0, 0, 1, 1, NULL, NULL,
+     AT(io_on_event_loop)},
 };
 /* clang-format on */
 

@@ -21,13 +21,14 @@ typedef struct {
 /* clang-format on */
 
 static int ioloop_init(IoLoopObject *self, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {NULL};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, ":IoLoop", kw)) return -1;
+  static char *kw[] = {"driven", NULL};
+  int driven = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$p:IoLoop", kw, &driven)) return -1;
   if (self->loop) {
     PyErr_SetString(PyExc_RuntimeError, "IoLoop already initialised");
     return -1;
   }
-  int rv = tri_loop_new(&self->loop);
+  int rv = driven ? tri_loop_new_driven(&self->loop) : tri_loop_new(&self->loop);
   if (rv) {
     self->loop = NULL;
     PyErr_Format(rv == TRI_ERR_NOMEM ? PyExc_MemoryError : PyExc_OSError,
@@ -56,6 +57,49 @@ static PyObject *get_members(IoLoopObject *self, void *closure) {
   return PyLong_FromLong(self->loop ? tri_loop_member_count(self->loop) : 0);
 }
 
+static int check_loop(IoLoopObject *self) {
+  if (self->loop) return 0;
+  PyErr_SetString(PyExc_ValueError, "IoLoop is not initialised");
+  return -1;
+}
+
+static PyObject *ioloop_fileno(IoLoopObject *self, PyObject *unused) {
+  (void)unused;
+  if (check_loop(self) < 0) return NULL;
+  return PyLong_FromLong(tri_loop_fd(self->loop));
+}
+
+static PyObject *ioloop_turn(IoLoopObject *self, PyObject *arg) {
+  int look = PyObject_IsTrue(arg);
+  if (look < 0 || check_loop(self) < 0) return NULL;
+  int next;
+  /* clang-format off */
+  Py_BEGIN_ALLOW_THREADS
+  next = tri_loop_turn(self->loop, look ? 0 : -2);
+  Py_END_ALLOW_THREADS
+  /* clang-format on */
+  return PyLong_FromLong(next);
+}
+
+static PyObject *ioloop_hold(IoLoopObject *self, PyObject *arg) {
+  int on = PyObject_IsTrue(arg);
+  if (on < 0 || check_loop(self) < 0) return NULL;
+  tri_loop_hold(on ? self->loop : NULL);
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef ioloop_methods[] = {
+    {"fileno", (PyCFunction)ioloop_fileno, METH_NOARGS,
+     "fileno() -> int: readable when a driven loop needs a turn."},
+    {"turn", (PyCFunction)ioloop_turn, METH_O,
+     "turn(look) -> int: one turn of a driven loop (look: poll its events "
+     "first, without waiting); the ms until it needs another with no event "
+     "(-1: none)."},
+    {"hold", (PyCFunction)ioloop_hold, METH_O,
+     "hold(flag): while set, this thread's wake-ups of the loop write "
+     "nothing; it runs a turn after letting go."},
+    {NULL, NULL, 0, NULL}};
+
 static PyGetSetDef ioloop_getset[] = {
     {"members", (getter)get_members, NULL,
      "connections running on this thread now (attached and not yet left)", NULL},
@@ -65,6 +109,7 @@ static PyType_Slot ioloop_slots[] = {
     {Py_tp_init, ioloop_init},
     {Py_tp_dealloc, ioloop_dealloc},
     {Py_tp_getset, ioloop_getset},
+    {Py_tp_methods, ioloop_methods},
     {Py_tp_doc,
      "IoLoop(): one I/O thread for the connections of every Channel created "
      "with io_loop=this loop (a balancer's backends); it ends with the last "

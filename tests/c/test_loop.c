@@ -5,8 +5,11 @@
  * references and fork.  The last case runs two channels' connections on one
  * loop against the embedded server on 127.0.0.1 (loopback, as test_server
  * does): calls complete on both, the loop is one thread, a closed channel's
- * connection leaves it and the other channel keeps working. */
+ * connection leaves it and the other channel keeps working.  The driven
+ * loop's cases (no thread: the caller turns it) use fake members too, and one
+ * channel over loopback whose calls complete with no I/O thread at all. */
 #include <dirent.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -20,6 +23,7 @@
 
 #include "tri_call.h"
 #include "tri_channel.h"
+#include "tri_clock.h"
 #include "tri_error.h"
 #include "tri_loop.h"
 #include "tri_server.h"
@@ -307,6 +311,154 @@ static void channels_share_a_loop(void) {
   tri_server_del(srv);
 }
 
+static int readable(int fd) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  return poll(&p, 1, 0) == 1;
+}
+
+/* A driven loop has no thread: its fd says when it needs a turn, a turn
+ * steps the members on the caller's thread, and held wake-ups write
+ * nothing until the holder lets go. */
+static void driven_turns_on_the_caller(void) {
+  int before = threads_now();
+  tri_loop *loop;
+  CHECK_EQ_INT(tri_loop_new_driven(&loop), 0);
+  CHECK(tri_loop_is_driven(loop));
+  CHECK_EQ_INT(threads_now(), before);
+  fake f;
+  fake_init(&f, 7);
+  CHECK_EQ_INT(tri_loop_attach(loop, &f.m), 0);
+  CHECK(readable(tri_loop_fd(loop))); /* the attach woke it */
+  CHECK_EQ_INT(atomic_load(&f.steps), 0);
+  CHECK_EQ_INT(tri_loop_turn(loop, 0), 7); /* the member's timeout */
+  CHECK_EQ_INT(atomic_load(&f.steps), 1);
+  CHECK_EQ_INT(atomic_load(&f.ready_steps), 1); /* a joiner looks at once */
+  CHECK(!readable(tri_loop_fd(loop)));
+  CHECK(!tri_loop_on_thread()); /* only inside the turn */
+  /* Its descriptor's event: readable, then a ready step. */
+  uint64_t one = 1;
+  CHECK_EQ_INT(write(f.efd, &one, sizeof(one)), 8);
+  CHECK(readable(tri_loop_fd(loop)));
+  tri_loop_turn(loop, 0);
+  CHECK_EQ_INT(atomic_load(&f.ready_steps), 2);
+  CHECK(!readable(tri_loop_fd(loop)));
+  /* -2 steps without looking: the event waits for the next look. */
+  CHECK_EQ_INT(write(f.efd, &one, sizeof(one)), 8);
+  tri_loop_turn(loop, -2);
+  CHECK_EQ_INT(atomic_load(&f.steps), 3);
+  CHECK_EQ_INT(atomic_load(&f.ready_steps), 2);
+  tri_loop_turn(loop, 0);
+  CHECK_EQ_INT(atomic_load(&f.ready_steps), 3);
+  /* Held: this thread's wake-ups write nothing; after, they do. */
+  tri_loop_hold(loop);
+  CHECK_EQ_INT(tri_loop_wake(loop), 0);
+  CHECK(!readable(tri_loop_fd(loop)));
+  tri_loop_hold(NULL);
+  CHECK_EQ_INT(tri_loop_wake(loop), 1);
+  CHECK(readable(tri_loop_fd(loop)));
+  CHECK_EQ_INT(tri_loop_wake(loop), 0); /* pending: one write is enough */
+  tri_loop_turn(loop, 0);
+  /* Leaving with nobody turning: wait_left turns the loop itself, and the
+   * member leaves on "the loop's thread", this one. */
+  atomic_store(&f.done_after, atomic_load(&f.steps) + 2);
+  tri_loop_wait_left(loop, &f.m);
+  CHECK_EQ_INT(atomic_load(&f.leaves), 1);
+  CHECK_EQ_INT(atomic_load(&f.left_on_thread), 1);
+  CHECK_EQ_INT(tri_loop_member_count(loop), 0);
+  tri_loop_unref(loop);
+  CHECK_EQ_INT(threads_now(), before);
+}
+
+/* A member that publishes a futex word on its third step: a waiter in
+ * tri_loop_block turns the loop itself until it changes. */
+typedef struct {
+  fake f;
+  _Atomic uint32_t word;
+} publisher;
+
+static int publish_step(tri_loop_member *m, int ready) {
+  publisher *p = (publisher *)m;
+  int t = fake_step(m, ready);
+  if (atomic_load(&p->f.steps) == 3) atomic_store(&p->word, 1);
+  return t == TRI_LOOP_DONE ? t : 0; /* always more to do */
+}
+
+static void driven_block_turns_until_the_word_changes(void) {
+  tri_loop *loop;
+  CHECK_EQ_INT(tri_loop_new_driven(&loop), 0);
+  publisher p;
+  fake_init(&p.f, 0);
+  p.f.m.step = publish_step;
+  atomic_init(&p.word, 0);
+  CHECK_EQ_INT(tri_loop_attach(loop, &p.f.m), 0);
+  int rounds = 0;
+  while (atomic_load(&p.word) == 0 && rounds < 1000) {
+    tri_loop_block(loop, &p.word, 0, -1);
+    rounds++;
+  }
+  CHECK_EQ_INT(atomic_load(&p.word), 1);
+  CHECK_EQ_INT(atomic_load(&p.f.steps), 3);
+  /* A timeout shorter than a slice returns (the word unchanged). */
+  _Atomic uint32_t never = 0;
+  tri_loop_block(loop, &never, 0, 0);
+  atomic_store(&p.f.done_after, atomic_load(&p.f.steps) + 1);
+  tri_loop_wait_left(loop, &p.f.m);
+  tri_loop_unref(loop);
+}
+
+/* A channel on a driven loop: no I/O thread; a blocking wait turns the loop
+ * (the caller does the I/O); a notified call completed in tri_loop_turn is
+ * polled after it without the notify fd being written, and one completed in
+ * a waiter's turn writes it (its poller is elsewhere). */
+static void driven_channel_needs_no_thread(void) {
+  tri_server *srv;
+  CHECK_EQ_INT(tri_server_new(&srv, NULL), 0);
+  if (tri_server_start(srv)) {
+    CHECK(0);
+    tri_server_del(srv);
+    return;
+  }
+  int before = threads_now();
+  tri_loop *loop;
+  CHECK_EQ_INT(tri_loop_new_driven(&loop), 0);
+  tri_channel *ch = loop_channel(loop, tri_server_port(srv));
+  for (int i = 0; i < 5; i++) CHECK_EQ_INT(unary(ch), TRI_CODE_OK);
+  CHECK_EQ_INT(threads_now(), before);
+  CHECK_EQ_INT(tri_loop_member_count(loop), 1);
+  /* Quiet: the turn's completion is queued, the notify fd stays quiet. */
+  tri_call *c;
+  CHECK_EQ_INT(tri_call_new(ch, &c, UNARY, strlen(UNARY), WAIT_NS, 0), 0);
+  tri_call_set_request_borrowed(c, (const uint8_t *)"", 0);
+  tri_call_set_notify(c, c);
+  tri_call_start(c);
+  int64_t end = tri__now() + WAIT_NS;
+  while (!tri_call_done(c) && tri__now() < end) {
+    struct pollfd p = {.fd = tri_loop_fd(loop), .events = POLLIN};
+    poll(&p, 1, 100);
+    tri_loop_turn(loop, 0);
+  }
+  CHECK(tri_call_done(c));
+  CHECK(!readable(tri_channel_notify_fd(ch)));
+  void *tokens[4];
+  CHECK_EQ_INT(tri_channel_poll_completions(ch, tokens, 4, 0), 1);
+  CHECK(tokens[0] == c);
+  tri_call_release(c);
+  /* Noisy: a blocking wait's turns write it for the notified call. */
+  tri_call *d;
+  CHECK_EQ_INT(tri_call_new(ch, &d, UNARY, strlen(UNARY), WAIT_NS, 0), 0);
+  tri_call_set_request_borrowed(d, (const uint8_t *)"", 0);
+  tri_call_set_notify(d, d);
+  tri_call_start(d);
+  CHECK_EQ_INT(tri_call_wait(d, WAIT_NS), 0);
+  CHECK(readable(tri_channel_notify_fd(ch)));
+  CHECK_EQ_INT(tri_channel_poll_completions(ch, tokens, 4, 0), 1);
+  tri_call_release(d);
+  tri_loop_unref(loop); /* the channel's reference keeps it */
+  tri_channel_del(ch);  /* its connection leaves on this thread's turns */
+  CHECK_EQ_INT(threads_now(), before);
+  tri_server_del(srv);
+}
+
 static void *nothing(void *arg) { return arg; }
 
 void test_loop(void) {
@@ -319,4 +471,7 @@ void test_loop(void) {
   references();
   fork_child_does_not_join();
   channels_share_a_loop();
+  driven_turns_on_the_caller();
+  driven_block_turns_until_the_word_changes();
+  driven_channel_needs_no_thread();
 }

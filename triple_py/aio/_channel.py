@@ -79,6 +79,7 @@ class _MultiCallable:
                 return target._invoke(req, d.timeout, d.metadata, compression)
 
             async def start() -> Any:
+                self._channel._reactor()  # turns the connection's IoLoop meanwhile
                 t, m = await prepared(self._channel._sync, d.method, d.timeout, d.metadata,
                                       d.credentials, d.wait_for_ready)
                 return target._invoke(req, t, m, compression)
@@ -256,7 +257,7 @@ class Channel(abstract.Channel):
         self._interceptors = check_interceptors(interceptors)
         # Discovery (a resolver's first look-up) runs off the loop: see _balancer.
         self._sync = _SyncChannel(target, options, compression, wire, credentials,
-                                  background_resolver=True)
+                                  background_resolver=True, driven_io=True)
         self._reactor_obj: Optional[Reactor] = None
         self._pumps: set[asyncio.Task] = set()
 
@@ -280,7 +281,8 @@ class Channel(abstract.Channel):
                                    "channel per event loop")
             if r is not None:
                 r.close()
-            r = self._reactor_obj = Reactor(self._sync.core_channel, loop)
+            r = self._reactor_obj = Reactor(self._sync.core_channel, loop,
+                                            self._sync.io_loop)
         return r
 
     def _pump(self, call: Any, requests: Any) -> None:
@@ -321,10 +323,12 @@ class Channel(abstract.Channel):
 
     async def wait_for_state_change(self, last_observed_state: ChannelConnectivity) -> None:
         """Returns once the state differs from ``last_observed_state``."""
+        self._reactor()  # it turns the connection's IoLoop, if any, while we wait
         await wait_for_change(self._sync.core_channel, last_observed_state)
 
     async def channel_ready(self) -> None:
         """Connects if needed and returns once the channel is READY."""
+        self._reactor()  # as above
         await wait_ready_async(self._sync.core_channel)
 
     def stats(self) -> dict[str, int]:

@@ -2,8 +2,15 @@
 
 The C core signals one eventfd when calls have events (done, message, headers,
 writable).  The loop watches it with ``add_reader``; one callback drains every
-queued call and wakes the Python objects waiting on them.  No thread hop, no Python
-thread per call, and the C I/O thread never takes the GIL.
+queued call and wakes the Python objects waiting on them.  No Python thread per
+call, and the C core never takes the GIL.
+
+A channel to one endpoint runs its connection on a driven ``_triple.IoLoop``
+(``triple.io_on_event_loop``): no I/O thread, the event loop's own thread turns it.
+The loop watches the IoLoop's descriptor too; a turn (GIL released) reads the
+socket and completes calls without writing the eventfd, the drain that follows
+wakes their tasks, and the calls those tasks start go out in one more turn at the
+end, in one write: no thread hop anywhere between a response and the next request.
 """
 from __future__ import annotations
 
@@ -33,14 +40,20 @@ class Reactor:
 
     BATCH = 256  # poll_completions returns at most this many at a time
 
-    def __init__(self, core_channel: Any, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, core_channel: Any, loop: asyncio.AbstractEventLoop,
+                 io_loop: Optional[Any] = None) -> None:
+        """``io_loop``: the channel's driven ``_triple.IoLoop``, turned here."""
         self._core = core_channel
         self._loop = loop
         self._fd = core_channel.notify_fd()
         self._calls: dict[int, EventSink] = {}
         self._closed = False
         self._forks = _forks[0]
+        self._io = io_loop
+        self._timer: Optional[asyncio.TimerHandle] = None  # the IoLoop's next timed turn
         loop.add_reader(self._fd, self._on_readable)
+        if io_loop is not None:
+            loop.add_reader(io_loop.fileno(), self._on_io)
 
     def runs_here(self, _get_ident: Any = threading.get_ident) -> bool:
         """True when this reactor's loop is the one running on the calling thread, told
@@ -62,12 +75,49 @@ class Reactor:
 
     def _on_readable(self) -> None:
         """The loop's reader callback: drains with tasks stepped at once (see
-        ``_triple.Wakeup``).  A callback of the loop runs outside any task."""
+        ``_triple.Wakeup``).  A callback of the loop runs outside any task.  With a
+        driven IoLoop, the calls the drain's tasks start go out in a turn at its end."""
         previous = _triple.wakeup_step_now(True)
+        io = self._io
+        if io is None:
+            try:
+                self._drain()
+            finally:
+                _triple.wakeup_step_now(previous)
+            return
+        io.hold(True)
         try:
             self._drain()
         finally:
             _triple.wakeup_step_now(previous)
+            io.hold(False)
+            if not self._closed:
+                self._after_turn(io.turn(False))
+
+    def _on_io(self) -> None:
+        """The IoLoop's reader callback (and its timer): a turn, then the drain of
+        what it completed."""
+        if self._closed:
+            return
+        self._after_turn(self._io.turn(True))
+        self._on_readable()
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._on_io()
+
+    def _after_turn(self, ms: int) -> None:
+        """Schedules the turn the IoLoop asked for in ``ms`` milliseconds (-1: none),
+        unless an earlier one is scheduled already."""
+        if ms < 0:
+            return
+        when = self._loop.time() + ms / 1000
+        timer = self._timer
+        if timer is not None:
+            if timer.when() <= when:
+                return
+            timer.cancel()
+        self._timer = self._loop.call_at(when, self._on_timer)
 
     def _drain(self) -> None:
         while True:
@@ -105,8 +155,13 @@ class Reactor:
             return
         self._closed = True
         calls, self._calls = self._calls, {}
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._loop.is_closed():
             return
         self._loop.remove_reader(self._fd)
+        if self._io is not None:
+            self._loop.remove_reader(self._io.fileno())
         for sink in calls.values():
             sink._on_channel_closed()
