@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -243,6 +244,14 @@ def start_child(code: str, *args: str, **popen: Any) -> subprocess.Popen:
     return subprocess.Popen([str(VENV_PYTHON), "-c", code, *args], cwd=package_root, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **popen)
+
+
+def probe_child(prelude: str, body: str, address: str, hard_timeout: float) -> str:
+    """Runs ``prelude`` then ``body`` (dedented) in a child process of its own session,
+    with the server's ``address`` as its argument; returns its output, or fails the test
+    if it exits non-zero or outlives ``hard_timeout`` (a hang fails this test only)."""
+    child = start_child(prelude + textwrap.dedent(body), address, start_new_session=True)
+    return finished_child(child, hard_timeout, "probe")
 
 
 def calls_of(servers) -> List[int]:

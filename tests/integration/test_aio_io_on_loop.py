@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from _helpers import finished_child, start_child
+from _helpers import probe_child
 from triple_py.testing import EchoServer
 
 HARD_TIMEOUT = 60
@@ -39,9 +39,7 @@ def server():
 
 
 def probe(server: EchoServer, body: str) -> str:
-    child = start_child(PRELUDE + textwrap.dedent(body), server.address,
-                        start_new_session=True)
-    return finished_child(child, HARD_TIMEOUT, "probe")
+    return probe_child(PRELUDE, body, server.address, HARD_TIMEOUT)
 
 
 @pytest.mark.parametrize("on", [True, False])

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from _helpers import finished_child, start_child
+from _helpers import probe_child
 from triple_py.testing import EchoServer
 
 HARD_TIMEOUT = 120  # seconds: a probe still running then has hung
@@ -44,9 +44,7 @@ def server():
 
 def probe(server: EchoServer, body: str) -> str:
     """Runs PRELUDE and `body` in a child; fails the test if it hangs or fails."""
-    child = start_child(PRELUDE + textwrap.dedent(body), server.address,
-                        start_new_session=True)
-    return finished_child(child, HARD_TIMEOUT, "probe")
+    return probe_child(PRELUDE, body, server.address, HARD_TIMEOUT)
 
 
 def test_every_call_completes_with_many_threads(server):
