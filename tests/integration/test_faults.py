@@ -356,6 +356,30 @@ def test_keepalive_keeps_a_healthy_connection(embedded):
 
 # --- asyncio ------------------------------------------------------------------------------
 
+def test_aio_keepalive_detects_a_peer_that_stopped_answering(embedded):
+    """As above on an asyncio channel, whose connection the event loop turns (no I/O
+    thread): the PING goes out and its missing ACK is noticed on time while the loop has
+    nothing to do but wait for the call; the channel reconnects afterwards."""
+    async def scenario():
+        async with triple_py.aio.insecure_channel(proxy.address, options=KEEPALIVE) as ch:
+            assert ch._sync.io_loop is not None  # the case this test is about
+            call = ch.unary_unary(UNARY_METHOD)
+            assert await call(b"warm", timeout=TIMEOUT) == b"warm"
+            proxy.set_fault("stall", direction="response")
+            started = time.monotonic()
+            with pytest.raises(triple_py.aio.AioRpcError) as info:
+                await call(b"x", timeout=TIMEOUT)
+            seconds = time.monotonic() - started
+            assert info.value.code() is Code.UNAVAILABLE
+            assert info.value.details() == "keepalive ping not acknowledged within 300 ms"
+            assert 0.45 <= seconds <= 0.5 + SLACK
+            assert ch.stats()["keepalive_timeouts"] == 1
+            proxy.clear()
+            assert await call(b"after", timeout=TIMEOUT) == b"after"
+    with FaultProxy(embedded.address) as proxy:  # a lost timer fails, never hangs:
+        asyncio.run(asyncio.wait_for(scenario(), 20))  # the loop's own timer ends it
+
+
 @pytest.mark.parametrize("case", [CASES["reset"], CASES["truncate"], CASES["stall"],
                                   CASES["dribble"]], ids=["reset", "truncate", "stall", "dribble"])
 def test_aio_calls_end_with_the_right_status(proxy, case):
