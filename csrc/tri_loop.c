@@ -10,8 +10,10 @@
 #include <sys/syscall.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "tri_clock.h"
 #include "tri_error.h"
 #include "tri_fork.h"
 #include "tri_mem.h"
@@ -23,6 +25,8 @@ struct tri_loop {
   pthread_t thread;         /* not for a driven loop */
   int driven;               /* no thread: tri_loop_turn runs the turns */
   pthread_mutex_t turn_lock; /* driven: held by whoever runs a turn */
+  int tfd;                  /* driven: readable when a timed turn is due */
+  int64_t tfd_at;           /* driven, turn_lock: when tfd fires (0: disarmed) */
   int epfd, evfd;
   unsigned fork_gen; /* tri_fork_generation() at creation */
   _Atomic int refs;
@@ -118,6 +122,11 @@ static void wait_events(tri_loop *loop, int timeout) {
       ssize_t r = read(loop->evfd, &v, sizeof(v));
       (void)r;
       atomic_store(&loop->wake_pending, 0);
+    } else if (evs[i].data.ptr == &loop->tfd) {
+      uint64_t v;
+      ssize_t r = read(loop->tfd, &v, sizeof(v));
+      (void)r;
+      loop->tfd_at = 0; /* fired: the turn that follows arms it again */
     } else {
       ((tri_loop_member *)evs[i].data.ptr)->ready = 1;
     }
@@ -146,6 +155,7 @@ static int loop_new(tri_loop **out, int driven) {
   tri_loop *loop = tri_mem_calloc(NULL, 1, sizeof(*loop));
   if (!loop) return TRI_ERR_NOMEM;
   loop->driven = driven;
+  loop->tfd = -1;
   atomic_init(&loop->refs, 1);
   loop->fork_gen = tri_fork_generation();
   loop->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -154,6 +164,11 @@ static int loop_new(tri_loop **out, int driven) {
   if (loop->epfd < 0 || loop->evfd < 0 ||
       epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->evfd, &ev))
     goto fail;
+  if (driven) { /* timed turns: the owner only watches the fd */
+    loop->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    struct epoll_event tev = {.events = EPOLLIN, .data.ptr = &loop->tfd};
+    if (loop->tfd < 0 || epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->tfd, &tev)) goto fail;
+  }
   pthread_mutex_init(&loop->lock, NULL);
   pthread_mutex_init(&loop->turn_lock, NULL);
   pthread_cond_init(&loop->left_cond, NULL);
@@ -168,6 +183,7 @@ static int loop_new(tri_loop **out, int driven) {
 fail:
   if (loop->epfd >= 0) close(loop->epfd);
   if (loop->evfd >= 0) close(loop->evfd);
+  if (loop->tfd >= 0) close(loop->tfd);
   tri_mem_free(loop);
   return TRI_ERR_SYSTEM;
 }
@@ -186,6 +202,19 @@ int tri_loop_is_driven(const tri_loop *loop) { return loop->driven; }
 
 int tri_loop_quiet(const tri_loop *loop) { return loop->driven && quiet_turn; }
 
+/* Makes tfd fire `ms` from now unless it fires sooner already (turn_lock
+ * held).  A due time that moved later (the call with the nearest deadline
+ * ended) keeps the earlier firing: that turn arms the later one.  So the
+ * timer is set about once per change for the earlier, not once per turn. */
+static void arm_timer(tri_loop *loop, int ms) {
+  int64_t at = tri__now() + (int64_t)ms * 1000000LL;
+  if (loop->tfd_at && loop->tfd_at <= at) return;
+  struct itimerspec its = {{0, 0}, {at / 1000000000LL, at % 1000000000LL}};
+  if (at <= 0) its.it_value.tv_nsec = 1; /* 0 would disarm it */
+  timerfd_settime(loop->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+  loop->tfd_at = at;
+}
+
 /* One turn on the calling thread (turn_lock held). */
 static int turn_locked(tri_loop *loop, int timeout) {
   int was = on_loop_thread;
@@ -197,6 +226,7 @@ static int turn_locked(tri_loop *loop, int timeout) {
   take_joining(loop);
   int next = step_all(loop);
   on_loop_thread = was;
+  if (next >= 0) arm_timer(loop, next);
   return next;
 }
 
@@ -246,6 +276,7 @@ void tri_loop_unref(tri_loop *loop) {
           loop->fork_gen)) { /* no thread here: this process's fds only */
     close(loop->evfd);
     close(loop->epfd);
+    if (loop->tfd >= 0) close(loop->tfd);
     loop->next_abandoned = atomic_load(&abandoned);
     while (!atomic_compare_exchange_weak(&abandoned, &loop->next_abandoned,
                                          loop)) {
@@ -261,6 +292,7 @@ void tri_loop_unref(tri_loop *loop) {
   }
   close(loop->evfd);
   close(loop->epfd);
+  if (loop->tfd >= 0) close(loop->tfd);
   pthread_mutex_destroy(&loop->lock);
   pthread_mutex_destroy(&loop->turn_lock);
   pthread_cond_destroy(&loop->left_cond);

@@ -39,8 +39,9 @@
  *    its members may have been mid-change when the parent forked).
  *
  * A driven loop (tri_loop_new_driven) has no thread of its own: its owner
- * watches tri_loop_fd (readable when a member has events or a wake-up came)
- * and runs the turns with tri_loop_turn, on whichever thread it likes, one
+ * watches tri_loop_fd (readable when a member has events, a wake-up came or
+ * a timed turn is due: a timerfd of the loop's, armed by each turn for the
+ * earliest time a member asked for) and runs the turns with tri_loop_turn, on whichever thread it likes, one
  * turn at a time.  An asyncio event loop drives one this way, so its calls
  * need no thread hop (triple_py/aio/_reactor.py).  While a thread holds the
  * loop (tri_loop_hold), its own wake-ups of the loop write nothing: it runs
@@ -89,7 +90,8 @@ int tri_loop_fd(const tri_loop *loop);
 /* One turn of a driven loop: waits up to `timeout` ms for events (0: only
  * looks; -2: does not look, only steps), then steps every member once.
  * Returns the ms until a member must be stepped again with no event (-1:
- * not before an event).  Not from inside a step. */
+ * not before an event); the loop's fd becomes readable then by itself.  Not
+ * from inside a step. */
 int tri_loop_turn(tri_loop *loop, int timeout);
 /* Nonzero for a loop made by tri_loop_new_driven. */
 int tri_loop_is_driven(const tri_loop *loop);

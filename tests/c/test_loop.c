@@ -326,11 +326,11 @@ static void driven_turns_on_the_caller(void) {
   CHECK(tri_loop_is_driven(loop));
   CHECK_EQ_INT(threads_now(), before);
   fake f;
-  fake_init(&f, 7);
+  fake_init(&f, -1); /* no timed turns here: driven_timed_turns */
   CHECK_EQ_INT(tri_loop_attach(loop, &f.m), 0);
   CHECK(readable(tri_loop_fd(loop))); /* the attach woke it */
   CHECK_EQ_INT(atomic_load(&f.steps), 0);
-  CHECK_EQ_INT(tri_loop_turn(loop, 0), 7); /* the member's timeout */
+  CHECK_EQ_INT(tri_loop_turn(loop, 0), -1); /* the member's timeout */
   CHECK_EQ_INT(atomic_load(&f.steps), 1);
   CHECK_EQ_INT(atomic_load(&f.ready_steps), 1); /* a joiner looks at once */
   CHECK(!readable(tri_loop_fd(loop)));
@@ -367,6 +367,39 @@ static void driven_turns_on_the_caller(void) {
   CHECK_EQ_INT(tri_loop_member_count(loop), 0);
   tri_loop_unref(loop);
   CHECK_EQ_INT(threads_now(), before);
+}
+
+/* Timed turns of a driven loop: its fd becomes readable by itself when the
+ * earliest time a member asked for comes; a later request keeps the earlier
+ * firing, an earlier one brings it forward. */
+static void driven_timed_turns(void) {
+  tri_loop *loop;
+  CHECK_EQ_INT(tri_loop_new_driven(&loop), 0);
+  fake f;
+  fake_init(&f, 30);
+  CHECK_EQ_INT(tri_loop_attach(loop, &f.m), 0);
+  CHECK_EQ_INT(tri_loop_turn(loop, 0), 30);
+  CHECK(!readable(tri_loop_fd(loop)));
+  struct pollfd p = {.fd = tri_loop_fd(loop), .events = POLLIN};
+  CHECK_EQ_INT(poll(&p, 1, 2000), 1); /* about 30 ms later, with no event */
+  tri_loop_turn(loop, 0);
+  CHECK_EQ_INT(atomic_load(&f.steps), 2);
+  CHECK_EQ_INT(atomic_load(&f.ready_steps), 1); /* the timer is not the member's */
+  /* Asked for 2 s, then 20 ms: the 20 ms wins. */
+  f.timeout_ms = 2000;
+  tri_loop_turn(loop, 0);
+  f.timeout_ms = 20;
+  tri_loop_turn(loop, -2);
+  int64_t start = tri__now();
+  CHECK_EQ_INT(poll(&p, 1, 1000), 1);
+  CHECK(tri__now() - start < 900 * 1000000LL);
+  /* Asked for nothing more (-1): once it fired, it stays quiet. */
+  f.timeout_ms = -1;
+  tri_loop_turn(loop, 0);
+  CHECK_EQ_INT(poll(&p, 1, 100), 0);
+  atomic_store(&f.done_after, atomic_load(&f.steps) + 1);
+  tri_loop_wait_left(loop, &f.m);
+  tri_loop_unref(loop);
 }
 
 /* A member that publishes a futex word on its third step: a waiter in
@@ -472,6 +505,7 @@ void test_loop(void) {
   fork_child_does_not_join();
   channels_share_a_loop();
   driven_turns_on_the_caller();
+  driven_timed_turns();
   driven_block_turns_until_the_word_changes();
   driven_channel_needs_no_thread();
 }

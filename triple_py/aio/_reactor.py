@@ -11,6 +11,8 @@ The loop watches the IoLoop's descriptor too; a turn (GIL released) reads the
 socket and completes calls without writing the eventfd, the drain that follows
 wakes their tasks, and the calls those tasks start go out in one more turn at the
 end, in one write: no thread hop anywhere between a response and the next request.
+The connection's timed work (deadlines, keepalive) makes the IoLoop's descriptor
+readable when it is due, so the reactor keeps no timers of its own.
 """
 from __future__ import annotations
 
@@ -50,7 +52,6 @@ class Reactor:
         self._closed = False
         self._forks = _forks[0]
         self._io = io_loop
-        self._timer: Optional[asyncio.TimerHandle] = None  # the IoLoop's next timed turn
         loop.add_reader(self._fd, self._on_readable)
         if io_loop is not None:
             loop.add_reader(io_loop.fileno(), self._on_io)
@@ -92,32 +93,16 @@ class Reactor:
             _triple.wakeup_step_now(previous)
             io.hold(False)
             if not self._closed:
-                self._after_turn(io.turn(False))
+                io.turn(False)
 
     def _on_io(self) -> None:
-        """The IoLoop's reader callback (and its timer): a turn, then the drain of
-        what it completed."""
+        """The IoLoop's reader callback: a turn, then the drain of what it completed.
+        Timed turns (deadlines, keepalive, reconnect backoff) need no timer here: the
+        IoLoop's descriptor becomes readable when one is due."""
         if self._closed:
             return
-        self._after_turn(self._io.turn(True))
+        self._io.turn(True)
         self._on_readable()
-
-    def _on_timer(self) -> None:
-        self._timer = None
-        self._on_io()
-
-    def _after_turn(self, ms: int) -> None:
-        """Schedules the turn the IoLoop asked for in ``ms`` milliseconds (-1: none),
-        unless an earlier one is scheduled already."""
-        if ms < 0:
-            return
-        when = self._loop.time() + ms / 1000
-        timer = self._timer
-        if timer is not None:
-            if timer.when() <= when:
-                return
-            timer.cancel()
-        self._timer = self._loop.call_at(when, self._on_timer)
 
     def _drain(self) -> None:
         while True:
@@ -155,9 +140,6 @@ class Reactor:
             return
         self._closed = True
         calls, self._calls = self._calls, {}
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         if self._loop.is_closed():
             return
         self._loop.remove_reader(self._fd)
