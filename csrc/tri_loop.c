@@ -230,7 +230,14 @@ static int turn_locked(tri_loop *loop, int timeout) {
   return next;
 }
 
+int tri_loop_inherited(const tri_loop *loop) {
+  return tri_fork_inherited(loop->fork_gen);
+}
+
 int tri_loop_turn(tri_loop *loop, int timeout) {
+  /* A fork child must not step the parent's connections: their sockets are
+   * shared with the parent. */
+  if (tri_loop_inherited(loop)) return -1;
   pthread_mutex_lock(&loop->turn_lock);
   quiet_turn = 1;
   int next = turn_locked(loop, timeout);
@@ -248,7 +255,7 @@ void tri_loop_block(tri_loop *loop, _Atomic uint32_t *word, uint32_t seen,
   int ms = BLOCK_SLICE_MS;
   if (timeout_ns >= 0 && timeout_ns < ms * 1000000LL)
     ms = (int)((timeout_ns + 999999) / 1000000);
-  if (pthread_mutex_trylock(&loop->turn_lock) == 0) {
+  if (!tri_loop_inherited(loop) && pthread_mutex_trylock(&loop->turn_lock) == 0) {
     turn_locked(loop, 0);
     int changed = atomic_load(word) != seen;
     pthread_mutex_unlock(&loop->turn_lock);

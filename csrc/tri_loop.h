@@ -93,6 +93,9 @@ int tri_loop_fd(const tri_loop *loop);
  * not before an event); the loop's fd becomes readable then by itself.  Not
  * from inside a step. */
 int tri_loop_turn(tri_loop *loop, int timeout);
+/* Nonzero in a child of fork() for a loop made before it.  Turns of such a
+ * driven loop do nothing (its members are the parent's connections). */
+int tri_loop_inherited(const tri_loop *loop);
 /* Nonzero for a loop made by tri_loop_new_driven. */
 int tri_loop_is_driven(const tri_loop *loop);
 /* Nonzero when `loop` is driven and this thread is inside a tri_loop_turn of

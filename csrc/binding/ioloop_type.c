@@ -100,9 +100,16 @@ static PyMethodDef ioloop_methods[] = {
      "nothing; it runs a turn after letting go."},
     {NULL, NULL, 0, NULL}};
 
+static PyObject *get_inherited(IoLoopObject *self, void *closure) {
+  return PyBool_FromLong(self->loop && tri_loop_inherited(self->loop));
+}
+
 static PyGetSetDef ioloop_getset[] = {
     {"members", (getter)get_members, NULL,
      "connections running on this thread now (attached and not yet left)", NULL},
+    {"inherited", (getter)get_inherited, NULL,
+     "True in a child of fork() for a loop made before it (its connections are the "
+     "parent's: a driven one is not turned here)", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyType_Slot ioloop_slots[] = {

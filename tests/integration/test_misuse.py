@@ -91,6 +91,58 @@ def test_fork_child_call_on_inherited_channel_fails_fast(server):
     """)
 
 
+def test_fork_child_of_an_aio_channel_leaves_the_parents_connection_alone(server):
+    """Row 1 for asyncio: the aio channel's connection runs on its event loop's thread (a
+    driven IoLoop, whose epoll the child shares with the parent).  Parent and child run
+    event loops at the same time after the fork: in the child a call on the inherited
+    channel fails UNAVAILABLE at once, and while the parent's calls keep its connection
+    busy, the child neither reads the parent's socket (every parent call gets its own
+    answer) nor spins on its readiness (little CPU while it sleeps)."""
+    probe(server, """
+        import asyncio, triple_py.aio as aio
+        ch = aio.insecure_channel(ADDR)
+        stub = ch.unary_unary(UNARY)
+        async def first():
+            assert await stub(b"x", timeout=5) == b"x"
+        asyncio.run(first())
+        pid = os.fork()
+        if pid == 0:
+            async def child():
+                assert ch._sync.io_loop.inherited
+                started = time.monotonic()
+                try:
+                    await stub(b"y", timeout=5)
+                    raise AssertionError("a call on an inherited channel succeeded")
+                except aio.AioRpcError as e:
+                    assert e.code() is Code.UNAVAILABLE, e
+                    assert "fork" in e.details(), e.details()
+                assert time.monotonic() - started < 2
+                cpu = time.process_time()
+                await asyncio.sleep(0.8)  # the parent's calls meanwhile
+                assert time.process_time() - cpu < 0.3, time.process_time() - cpu
+            code = 1
+            try:
+                asyncio.run(child())
+                code = 0
+            finally:
+                sys.stdout.flush()
+                os._exit(code)
+        async def parent():
+            assert not ch._sync.io_loop.inherited
+            end = time.monotonic() + 1.0
+            n = 0
+            while time.monotonic() < end:
+                payload = b"p%d" % n
+                assert await stub(payload, timeout=5) == payload
+                n += 1
+                await asyncio.sleep(0.001)
+            await ch.close()
+        asyncio.run(parent())
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, status
+    """)
+
+
 def test_fork_child_own_channel_and_exit(server):
     """Row 2: the child's own channel works; closing the inherited one and exiting (with
     the inherited channel still referenced) return."""

@@ -51,10 +51,12 @@ class Reactor:
         self._calls: dict[int, EventSink] = {}
         self._closed = False
         self._forks = _forks[0]
-        self._io = io_loop
+        # In a fork child the IoLoop's connection is the parent's (its calls fail at
+        # once): nothing to turn, and its descriptor (shared) is not watched.
+        self._io = io_loop if io_loop is not None and not io_loop.inherited else None
         loop.add_reader(self._fd, self._on_readable)
-        if io_loop is not None:
-            loop.add_reader(io_loop.fileno(), self._on_io)
+        if self._io is not None:
+            loop.add_reader(self._io.fileno(), self._on_io)
 
     def runs_here(self, _get_ident: Any = threading.get_ident) -> bool:
         """True when this reactor's loop is the one running on the calling thread, told
@@ -80,20 +82,16 @@ class Reactor:
         driven IoLoop, the calls the drain's tasks start go out in a turn at its end."""
         previous = _triple.wakeup_step_now(True)
         io = self._io
-        if io is None:
-            try:
-                self._drain()
-            finally:
-                _triple.wakeup_step_now(previous)
-            return
-        io.hold(True)
+        if io is not None:
+            io.hold(True)
         try:
             self._drain()
         finally:
             _triple.wakeup_step_now(previous)
-            io.hold(False)
-            if not self._closed:
-                io.turn(False)
+            if io is not None:
+                io.hold(False)
+                if not self._closed:
+                    io.turn(False)
 
     def _on_io(self) -> None:
         """The IoLoop's reader callback: a turn, then the drain of what it completed.
