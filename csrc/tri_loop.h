@@ -41,16 +41,21 @@
  * A driven loop (tri_loop_new_driven) has no thread of its own: its owner
  * watches tri_loop_fd (readable when a member has events, a wake-up came or
  * a timed turn is due: a timerfd of the loop's, armed by each turn for the
- * earliest time a member asked for) and runs the turns with tri_loop_turn, on whichever thread it likes, one
- * turn at a time.  An asyncio event loop drives one this way, so its calls
- * need no thread hop (triple_py/aio/_reactor.py).  While a thread holds the
- * loop (tri_loop_hold), its own wake-ups of the loop write nothing: it runs
- * a turn when it lets go.  tri_loop_wait_left runs turns itself until the
- * member has left, so closing needs no one else.
+ * earliest time a member asked for) and runs the turns with tri_loop_turn,
+ * on whichever thread it likes, one turn at a time.  An asyncio event loop
+ * drives one this way, so its calls need no thread hop
+ * (triple_py/aio/_reactor.py).  While a thread holds the loop
+ * (tri_loop_hold), its own wake-ups of the loop write nothing: it runs a
+ * turn when it lets go.  tri_loop_wait_left and tri_loop_block (a thread
+ * waiting on a call) run turns themselves when nobody else is, so closing
+ * and blocking waits need no one else.  The loop owns its descriptors (the
+ * outer epoll, the eventfd, the timerfd) and closes them at the last unref.
+ * In a fork child the turns of an inherited driven loop do nothing: its
+ * members are the parent's connections, whose sockets the parent still uses.
  *
  * Threads: tri_loop_wake and tri_loop_attach from any thread; `step` and
  * `leave` run on the loop's thread only (a driven loop's: the thread inside
- * tri_loop_turn or tri_loop_wait_left).
+ * tri_loop_turn, tri_loop_block or tri_loop_wait_left).
  */
 #ifndef TRI_LOOP_H
 #define TRI_LOOP_H
