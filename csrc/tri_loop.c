@@ -321,18 +321,9 @@ int tri_loop_attach(tri_loop *loop, tri_loop_member *m) {
 
 void tri_loop_wait_left(tri_loop *loop, tri_loop_member *m) {
   if (atomic_load(&m->left)) return;
-  if (loop->driven) { /* nobody else may turn it: turn it here */
-    while (!atomic_load(&m->left)) {
-      pthread_mutex_lock(&loop->turn_lock);
-      if (!atomic_load(&m->left)) {
-        int t = turn_locked(loop, 0);
-        if (!atomic_load(&m->left)) {
-          if (t < 0 || t > 10) t = 10;
-          wait_events(loop, t); /* marks what the next turn finds */
-        }
-      }
-      pthread_mutex_unlock(&loop->turn_lock);
-    }
+  if (loop->driven) { /* nobody else may turn it: a waiter's turns, as for a call */
+    while (!atomic_load(&m->left))
+      tri_loop_block(loop, (_Atomic uint32_t *)(void *)&m->left, 0, -1);
     return;
   }
   pthread_mutex_lock(&loop->lock);

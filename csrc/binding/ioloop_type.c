@@ -140,7 +140,5 @@ struct tri_loop *tri_py_ioloop(tri_module_state *st, PyObject *obj) {
                  Py_TYPE(obj)->tp_name);
     return NULL;
   }
-  tri_loop *loop = ((IoLoopObject *)obj)->loop;
-  if (!loop) PyErr_SetString(PyExc_ValueError, "IoLoop is not initialised");
-  return loop;
+  return check_loop((IoLoopObject *)obj) < 0 ? NULL : ((IoLoopObject *)obj)->loop;
 }
