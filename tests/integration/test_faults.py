@@ -29,7 +29,7 @@ import pytest
 import triple_py
 import triple_py.aio
 from _helpers import (ROOT, TIMEOUT, VENV_PYTHON, MiB, closed_port, open_fd_count,
-                      os_thread_count, wait_for)
+                      os_thread_count, probe_child, wait_for)
 from _stream_helpers import rss_bytes as _rss_bytes
 from peers import STREAM_METHOD, UNARY_METHOD
 from triple_py.testing import EchoServer
@@ -359,25 +359,37 @@ def test_keepalive_keeps_a_healthy_connection(embedded):
 def test_aio_keepalive_detects_a_peer_that_stopped_answering(embedded):
     """As above on an asyncio channel, whose connection the event loop turns (no I/O
     thread): the PING goes out and its missing ACK is noticed on time while the loop has
-    nothing to do but wait for the call; the channel reconnects afterwards."""
-    async def scenario():
-        async with triple_py.aio.insecure_channel(proxy.address, options=KEEPALIVE) as ch:
-            assert ch._sync.io_loop is not None  # the case this test is about
-            call = ch.unary_unary(UNARY_METHOD)
-            assert await call(b"warm", timeout=TIMEOUT) == b"warm"
-            proxy.set_fault("stall", direction="response")
-            started = time.monotonic()
-            with pytest.raises(triple_py.aio.AioRpcError) as info:
-                await call(b"x", timeout=TIMEOUT)
-            seconds = time.monotonic() - started
-            assert info.value.code() is Code.UNAVAILABLE
-            assert info.value.details() == "keepalive ping not acknowledged within 300 ms"
-            assert 0.45 <= seconds <= 0.5 + SLACK
-            assert ch.stats()["keepalive_timeouts"] == 1
-            proxy.clear()
-            assert await call(b"after", timeout=TIMEOUT) == b"after"
-    with FaultProxy(embedded.address) as proxy:  # a lost timer fails, never hangs:
-        asyncio.run(asyncio.wait_for(scenario(), 20))  # the loop's own timer ends it
+    nothing to do but wait for the call; the channel reconnects afterwards.  In a child
+    process with a hard timeout: a lost turn would hang."""
+    probe_child("", f"""
+        import asyncio, sys, time
+        import triple_py, triple_py.aio
+        from triple_py_testing.faults import FaultProxy
+        KEEPALIVE, SLACK, TIMEOUT = {KEEPALIVE!r}, {SLACK!r}, {TIMEOUT!r}
+        UNARY_METHOD = {UNARY_METHOD!r}
+        Code = triple_py.StatusCode
+        async def scenario(proxy):
+            async with triple_py.aio.insecure_channel(proxy.address, options=KEEPALIVE) as ch:
+                assert ch._sync.io_loop is not None  # the case this test is about
+                call = ch.unary_unary(UNARY_METHOD)
+                assert await call(b"warm", timeout=TIMEOUT) == b"warm"
+                proxy.set_fault("stall", direction="response")
+                started = time.monotonic()
+                try:
+                    await call(b"x", timeout=TIMEOUT)
+                    raise AssertionError("the call on a stalled connection succeeded")
+                except triple_py.aio.AioRpcError as e:
+                    info = e
+                seconds = time.monotonic() - started
+                assert info.code() is Code.UNAVAILABLE, info
+                assert info.details() == "keepalive ping not acknowledged within 300 ms"
+                assert 0.45 <= seconds <= 0.5 + SLACK, seconds
+                assert ch.stats()["keepalive_timeouts"] == 1
+                proxy.clear()
+                assert await call(b"after", timeout=TIMEOUT) == b"after"
+        with FaultProxy(sys.argv[1]) as proxy:
+            asyncio.run(scenario(proxy))
+    """, embedded.address, 60)
 
 
 @pytest.mark.parametrize("case", [CASES["reset"], CASES["truncate"], CASES["stall"],
