@@ -418,7 +418,7 @@ void tri__channel_notify(tri_channel *ch, tri_call *c) {
   /* A hook takes it on this very thread before the thread sleeps again. */
   if (atomic_load(&ch->io_hook) && tri__conn_on_io_thread()) return;
   /* So does the driver of a driven loop, right after the turn. */
-  if (ch->opts.io_loop && tri_loop_quiet(ch->opts.io_loop)) return;
+  if (ch->opts.io_loop && tri_loop_defer_notify(ch->opts.io_loop)) return;
   if (atomic_exchange(&ch->notify_pending, 1)) return;
   notify_now(ch);
 }

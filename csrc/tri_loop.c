@@ -194,13 +194,19 @@ int tri_loop_new_driven(tri_loop **out) { return loop_new(out, 1); }
 
 int tri_loop_fd(const tri_loop *loop) { return loop->epfd; }
 
-/* Set inside tri_loop_turn (not inside a waiter's turns, tri_loop_block):
- * its caller polls the completions right after. */
-static __thread int quiet_turn;
+/* The loop whose tri_loop_turn runs on this thread (not a waiter's turns,
+ * tri_loop_block): its caller polls the completions right after; and
+ * whether that turn deferred any notification. */
+static __thread const tri_loop *quiet_loop;
+static __thread int quiet_queued;
 
 int tri_loop_is_driven(const tri_loop *loop) { return loop->driven; }
 
-int tri_loop_quiet(const tri_loop *loop) { return loop->driven && quiet_turn; }
+int tri_loop_defer_notify(const tri_loop *loop) {
+  if (!loop->driven || quiet_loop != loop) return 0;
+  quiet_queued = 1;
+  return 1;
+}
 
 /* Makes tfd fire `ms` from now unless it fires sooner already (turn_lock
  * held).  A due time that moved later (the call with the nearest deadline
@@ -234,14 +240,17 @@ int tri_loop_inherited(const tri_loop *loop) {
   return tri_fork_inherited(loop->fork_gen);
 }
 
-int tri_loop_turn(tri_loop *loop, int timeout) {
+int tri_loop_turn(tri_loop *loop, int timeout, int *queued) {
+  if (queued) *queued = 0;
   /* A fork child must not step the parent's connections: their sockets are
    * shared with the parent. */
   if (tri_loop_inherited(loop)) return -1;
   pthread_mutex_lock(&loop->turn_lock);
-  quiet_turn = 1;
+  quiet_loop = loop;
+  quiet_queued = 0;
   int next = turn_locked(loop, timeout);
-  quiet_turn = 0;
+  quiet_loop = NULL;
+  if (queued) *queued = quiet_queued;
   pthread_mutex_unlock(&loop->turn_lock);
   return next;
 }

@@ -95,17 +95,21 @@ int tri_loop_fd(const tri_loop *loop);
 /* One turn of a driven loop: waits up to `timeout` ms for events (0: only
  * looks; -2: does not look, only steps), then steps every member once.
  * Returns the ms until a member must be stepped again with no event (-1:
- * not before an event); the loop's fd becomes readable then by itself.  Not
- * from inside a step. */
-int tri_loop_turn(tri_loop *loop, int timeout);
+ * not before an event); the loop's fd becomes readable then by itself.
+ * *queued (queued may be NULL) is set nonzero when the turn queued
+ * completions without notifying (tri_loop_defer_notify): the caller polls
+ * them; zero when it queued none, so a caller need not poll.  Not from
+ * inside a step. */
+int tri_loop_turn(tri_loop *loop, int timeout, int *queued);
 /* Nonzero in a child of fork() for a loop made before it.  Turns of such a
  * driven loop do nothing (its members are the parent's connections). */
 int tri_loop_inherited(const tri_loop *loop);
 /* Nonzero for a loop made by tri_loop_new_driven. */
 int tri_loop_is_driven(const tri_loop *loop);
-/* Nonzero when `loop` is driven and this thread is inside a tri_loop_turn of
- * it: what the turn completes is polled by its caller right after. */
-int tri_loop_quiet(const tri_loop *loop);
+/* When this thread is inside a tri_loop_turn of `loop` (driven), records
+ * that the turn leaves a completion for its caller to poll (the turn's
+ * *queued) and returns nonzero: nobody needs notifying.  Else returns 0. */
+int tri_loop_defer_notify(const tri_loop *loop);
 /* A wait on a driven loop (any thread but one inside a step): returns once
  * *word (a futex word) != seen, or after at most about a millisecond, or
  * timeout_ns (< 0: no limit of its own); the caller checks and calls again.

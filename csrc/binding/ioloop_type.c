@@ -72,13 +72,13 @@ static PyObject *ioloop_fileno(IoLoopObject *self, PyObject *unused) {
 static PyObject *ioloop_turn(IoLoopObject *self, PyObject *arg) {
   int look = PyObject_IsTrue(arg);
   if (look < 0 || check_loop(self) < 0) return NULL;
-  int next;
+  int queued;
   /* clang-format off */
   Py_BEGIN_ALLOW_THREADS
-  next = tri_loop_turn(self->loop, look ? 0 : -2);
+  tri_loop_turn(self->loop, look ? 0 : -2, &queued);
   Py_END_ALLOW_THREADS
   /* clang-format on */
-  return PyLong_FromLong(next);
+  return PyBool_FromLong(queued);
 }
 
 static PyObject *ioloop_hold(IoLoopObject *self, PyObject *arg) {
@@ -92,9 +92,9 @@ static PyMethodDef ioloop_methods[] = {
     {"fileno", (PyCFunction)ioloop_fileno, METH_NOARGS,
      "fileno() -> int: readable when a driven loop needs a turn."},
     {"turn", (PyCFunction)ioloop_turn, METH_O,
-     "turn(look) -> int: one turn of a driven loop (look: poll its events "
-     "first, without waiting); the ms until it needs another with no event "
-     "(-1: none)."},
+     "turn(look) -> bool: one turn of a driven loop (look: poll its events "
+     "first, without waiting); True when it completed calls whose events "
+     "its channel's poll_completions() has not returned yet."},
     {"hold", (PyCFunction)ioloop_hold, METH_O,
      "hold(flag): while set, this thread's wake-ups of the loop write "
      "nothing; it runs a turn after letting go."},

@@ -330,7 +330,7 @@ static void driven_turns_on_the_caller(void) {
   CHECK_EQ_INT(tri_loop_attach(loop, &f.m), 0);
   CHECK(readable(tri_loop_fd(loop))); /* the attach woke it */
   CHECK_EQ_INT(atomic_load(&f.steps), 0);
-  CHECK_EQ_INT(tri_loop_turn(loop, 0), -1); /* the member's timeout */
+  CHECK_EQ_INT(tri_loop_turn(loop, 0, NULL), -1); /* the member's timeout */
   CHECK_EQ_INT(atomic_load(&f.steps), 1);
   CHECK_EQ_INT(atomic_load(&f.ready_steps), 1); /* a joiner looks at once */
   CHECK(!readable(tri_loop_fd(loop)));
@@ -339,15 +339,15 @@ static void driven_turns_on_the_caller(void) {
   uint64_t one = 1;
   CHECK_EQ_INT(write(f.efd, &one, sizeof(one)), 8);
   CHECK(readable(tri_loop_fd(loop)));
-  tri_loop_turn(loop, 0);
+  tri_loop_turn(loop, 0, NULL);
   CHECK_EQ_INT(atomic_load(&f.ready_steps), 2);
   CHECK(!readable(tri_loop_fd(loop)));
   /* -2 steps without looking: the event waits for the next look. */
   CHECK_EQ_INT(write(f.efd, &one, sizeof(one)), 8);
-  tri_loop_turn(loop, -2);
+  tri_loop_turn(loop, -2, NULL);
   CHECK_EQ_INT(atomic_load(&f.steps), 3);
   CHECK_EQ_INT(atomic_load(&f.ready_steps), 2);
-  tri_loop_turn(loop, 0);
+  tri_loop_turn(loop, 0, NULL);
   CHECK_EQ_INT(atomic_load(&f.ready_steps), 3);
   /* Held: this thread's wake-ups write nothing; after, they do. */
   tri_loop_hold(loop);
@@ -357,7 +357,7 @@ static void driven_turns_on_the_caller(void) {
   CHECK_EQ_INT(tri_loop_wake(loop), 1);
   CHECK(readable(tri_loop_fd(loop)));
   CHECK_EQ_INT(tri_loop_wake(loop), 0); /* pending: one write is enough */
-  tri_loop_turn(loop, 0);
+  tri_loop_turn(loop, 0, NULL);
   /* Leaving with nobody turning: wait_left turns the loop itself, and the
    * member leaves on "the loop's thread", this one. */
   atomic_store(&f.done_after, atomic_load(&f.steps) + 2);
@@ -378,24 +378,24 @@ static void driven_timed_turns(void) {
   fake f;
   fake_init(&f, 30);
   CHECK_EQ_INT(tri_loop_attach(loop, &f.m), 0);
-  CHECK_EQ_INT(tri_loop_turn(loop, 0), 30);
+  CHECK_EQ_INT(tri_loop_turn(loop, 0, NULL), 30);
   CHECK(!readable(tri_loop_fd(loop)));
   struct pollfd p = {.fd = tri_loop_fd(loop), .events = POLLIN};
   CHECK_EQ_INT(poll(&p, 1, 2000), 1); /* about 30 ms later, with no event */
-  tri_loop_turn(loop, 0);
+  tri_loop_turn(loop, 0, NULL);
   CHECK_EQ_INT(atomic_load(&f.steps), 2);
   CHECK_EQ_INT(atomic_load(&f.ready_steps), 1); /* the timer is not the member's */
   /* Asked for 2 s, then 20 ms: the 20 ms wins. */
   f.timeout_ms = 2000;
-  tri_loop_turn(loop, 0);
+  tri_loop_turn(loop, 0, NULL);
   f.timeout_ms = 20;
-  tri_loop_turn(loop, -2);
+  tri_loop_turn(loop, -2, NULL);
   int64_t start = tri__now();
   CHECK_EQ_INT(poll(&p, 1, 1000), 1);
   CHECK(tri__now() - start < 900 * 1000000LL);
   /* Asked for nothing more (-1): once it fired, it stays quiet. */
   f.timeout_ms = -1;
-  tri_loop_turn(loop, 0);
+  tri_loop_turn(loop, 0, NULL);
   CHECK_EQ_INT(poll(&p, 1, 100), 0);
   atomic_store(&f.done_after, atomic_load(&f.steps) + 1);
   tri_loop_wait_left(loop, &f.m);
@@ -441,8 +441,9 @@ static void driven_block_turns_until_the_word_changes(void) {
 
 /* A channel on a driven loop: no I/O thread; a blocking wait turns the loop
  * (the caller does the I/O); a notified call completed in tri_loop_turn is
- * polled after it without the notify fd being written, and one completed in
- * a waiter's turn writes it (its poller is elsewhere). */
+ * polled after it without the notify fd being written (the turn tells its
+ * caller instead), and one completed in a waiter's turn writes it (its poller
+ * is elsewhere). */
 static void driven_channel_needs_no_thread(void) {
   tri_server *srv;
   CHECK_EQ_INT(tri_server_new(&srv, NULL), 0);
@@ -465,17 +466,23 @@ static void driven_channel_needs_no_thread(void) {
   tri_call_set_notify(c, c);
   tri_call_start(c);
   int64_t end = tri__now() + WAIT_NS;
+  int queued = 0;
   while (!tri_call_done(c) && tri__now() < end) {
     struct pollfd p = {.fd = tri_loop_fd(loop), .events = POLLIN};
     poll(&p, 1, 100);
-    tri_loop_turn(loop, 0);
+    tri_loop_turn(loop, 0, &queued);
   }
   CHECK(tri_call_done(c));
+  CHECK(queued); /* the turn that completed it says so */
   CHECK(!readable(tri_channel_notify_fd(ch)));
   void *tokens[4];
   CHECK_EQ_INT(tri_channel_poll_completions(ch, tokens, 4, 0), 1);
   CHECK(tokens[0] == c);
   tri_call_release(c);
+  /* A turn that completes nothing says so: its caller need not poll. */
+  queued = -1;
+  tri_loop_turn(loop, 0, &queued);
+  CHECK_EQ_INT(queued, 0);
   /* Noisy: a blocking wait's turns write it for the notified call. */
   tri_call *d;
   CHECK_EQ_INT(tri_call_new(ch, &d, UNARY, strlen(UNARY), WAIT_NS, 0), 0);

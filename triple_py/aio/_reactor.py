@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 from typing import Any, Optional, Protocol
 
@@ -41,6 +42,9 @@ class Reactor:
     """Dispatches C call events of one channel on one event loop."""
 
     BATCH = 256  # poll_completions returns at most this many at a time
+    # Drains per callback while each one's closing turn completes more calls (a
+    # stream's writes making room for its next): then the loop's other callbacks run.
+    ROUNDS = 4
 
     def __init__(self, core_channel: Any, loop: asyncio.AbstractEventLoop,
                  io_loop: Optional[Any] = None) -> None:
@@ -79,28 +83,41 @@ class Reactor:
     def _on_readable(self) -> None:
         """The loop's reader callback: drains with tasks stepped at once (see
         ``_triple.Wakeup``).  A callback of the loop runs outside any task.  With a
-        driven IoLoop, the calls the drain's tasks start go out in a turn at its end."""
+        driven IoLoop, the calls the drain's tasks start go out in a turn at its end,
+        and what that turn completes is drained in turn."""
         previous = _triple.wakeup_step_now(True)
+        try:
+            for _ in range(self.ROUNDS):
+                if not self._drain_once():
+                    return
+            self._loop.call_soon(self._on_readable)  # the rest after others' turns
+        finally:
+            _triple.wakeup_step_now(previous)
+
+    def _drain_once(self) -> bool:
+        """One drain (holding the IoLoop) and the turn after it; True when that turn
+        completed calls, which are not notified: the caller drains again."""
         io = self._io
-        if io is not None:
-            io.hold(True)
+        if io is None:
+            self._drain()
+            return False
+        io.hold(True)
         try:
             self._drain()
         finally:
-            _triple.wakeup_step_now(previous)
-            if io is not None:
-                io.hold(False)
-                if not self._closed:
-                    io.turn(False)
+            io.hold(False)
+            queued = not self._closed and io.turn(False)
+            if queued and sys.exc_info()[0] is not None:  # raising: drain them later
+                self._loop.call_soon(self._on_readable)
+        return queued
 
     def _on_io(self) -> None:
-        """The IoLoop's reader callback: a turn, then the drain of what it completed.
+        """The IoLoop's reader callback: a turn, then the drain of what it completed
+        (most turns of a large response's reads complete nothing: no drain then).
         Timed turns (deadlines, keepalive, reconnect backoff) need no timer here: the
         IoLoop's descriptor becomes readable when one is due."""
-        if self._closed:
-            return
-        self._io.turn(True)
-        self._on_readable()
+        if not self._closed and self._io.turn(True):
+            self._on_readable()
 
     def _drain(self) -> None:
         while True:
