@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import threading
 from typing import Any, Optional, Protocol
 
@@ -104,12 +103,17 @@ class Reactor:
         io.hold(True)
         try:
             self._drain()
-        finally:
-            io.hold(False)
-            queued = not self._closed and io.turn(False)
-            if queued and sys.exc_info()[0] is not None:  # raising: drain them later
+        except BaseException:  # a stepped task raised past its step: send, drain later
+            if self._closing_turn(io):
                 self._loop.call_soon(self._on_readable)
-        return queued
+            raise
+        return self._closing_turn(io)
+
+    def _closing_turn(self, io: Any) -> bool:
+        """Lets go of ``io`` and turns it (the calls the drain started go out); True
+        when that turn completed calls."""
+        io.hold(False)
+        return not self._closed and io.turn(False)
 
     def _on_io(self) -> None:
         """The IoLoop's reader callback: a turn, then the drain of what it completed
