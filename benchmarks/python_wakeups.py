@@ -4,6 +4,7 @@ with many Python threads (the GIL-side wake-ups), load-independent counts.
     .venv/bin/python benchmarks/python_wakeups.py [--threads 50] [--calls 20000]
         [--size 128] [--arm sync|aio|c] [--strace] [--peer embedded|go] [--cpus 0]
     .venv/bin/python benchmarks/python_wakeups.py --base DIR [--rounds 6] [--arms c,sync,aio]
+        [--host NAME]
 
 A child process makes ``--calls`` unary calls of ``--size`` payload bytes to the
 embedded echo server (another process, not counted), from ``--threads`` Python threads
@@ -18,7 +19,8 @@ two trees, not an absolute figure; the context switches of such a run mean nothi
 rounds against one server and reports the paired ratios: this / base, and each Python
 arm / the C generator within each tree.  ``--cpus 0`` runs the client child on CPU 0
 only (the peer stays unpinned): every wake-up between its threads then stays on one
-CPU, which shows what the cross-CPU ones cost.
+CPU, which shows what the cross-CPU ones cost.  ``--host NAME`` makes every client dial
+the peer by a host name that resolves to 127.0.0.1 instead of by its address.
 """
 from __future__ import annotations
 
@@ -150,8 +152,14 @@ def run(root: Path, arm: str, address: str, threads: int, calls: int, size: int,
 PAIRED = ("cpu_us_per_call", "qps", "vcsw_per_call", "minflt_per_call")
 
 
+def by_name(address: str, host: Optional[str]) -> str:
+    """``address`` ("ip:port") with its host replaced by ``host`` when one is given."""
+    return f"{host}:{address.rsplit(':', 1)[1]}" if host else address
+
+
 def paired(this: Path, base: Path, arms: List[str], peer: str, rounds: int, threads: int,
-           calls: int, size: int, cpus: Optional[Set[int]] = None) -> None:
+           calls: int, size: int, cpus: Optional[Set[int]] = None,
+           host: Optional[str] = None) -> None:
     """Interleaved rounds of every arm in two checkouts (order alternating by round): one
     JSON line per child run (the raw data), then this / base per arm and, within each
     tree, each Python arm / the C generator, paired by round (Hodges-Lehmann estimate,
@@ -162,8 +170,8 @@ def paired(this: Path, base: Path, arms: List[str], peer: str, rounds: int, thre
         for rnd in range(rounds):
             for arm in arms:
                 for tree in (["this", "base"] if rnd % 2 == 0 else ["base", "this"]):
-                    result = run(trees[tree], arm, server.address, threads, calls, size,
-                                 False, cpus)
+                    result = run(trees[tree], arm, by_name(server.address, host), threads,
+                                 calls, size, False, cpus)
                     for metric in PAIRED:
                         figures[metric][(arm, tree, rnd)] = result[metric]
                     print(json.dumps({"round": rnd, "arm": arm, "tree": tree,
@@ -171,7 +179,8 @@ def paired(this: Path, base: Path, arms: List[str], peer: str, rounds: int, thre
                           flush=True)
     print(f"# {rounds} rounds, {threads} threads/tasks/calls in flight, {calls} calls of "
           f"{size} B per run, {peer} peer; this = {this}, base = {base}"
-          + (f"; client on CPUs {sorted(cpus)}" if cpus else ""))
+          + (f"; client on CPUs {sorted(cpus)}" if cpus else "")
+          + (f"; clients dial the host name {host!r}" if host else ""))
     for metric in PAIRED:
         print(f"# {metric}: this / base, paired by round")
         for row in compare_pairs(figures[metric], [("this", "base")], arms):
@@ -201,6 +210,9 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--arms", default="c,sync,aio", help="with --base")
     parser.add_argument("--cpus", default="", help="run the client child on these CPUs "
                         "only (comma-separated; the peer is not pinned)")
+    parser.add_argument("--host", default="", help="dial the peer by this host name (it "
+                        "must resolve to 127.0.0.1, where the peer listens: localhost, or "
+                        "the machine's name in /etc/hosts) instead of its IP address")
     args = parser.parse_args(argv)
     cpus = {int(c) for c in args.cpus.split(",") if c} or None
     if args.base:
@@ -209,11 +221,11 @@ def main(argv: List[str]) -> int:
         if unknown:
             parser.error(f"unknown arms {sorted(unknown)}; known: {', '.join(ARMS)}")
         paired(args.root.resolve(), args.base.resolve(), arms, args.peer, args.rounds,
-               args.threads, args.calls, args.size, cpus)
+               args.threads, args.calls, args.size, cpus, args.host or None)
         return 0
     with start_peer(args.peer) as peer:
-        result = run(args.root.resolve(), args.arm, peer.address, args.threads, args.calls,
-                     args.size, args.strace, cpus)
+        result = run(args.root.resolve(), args.arm, by_name(peer.address, args.host or None),
+                     args.threads, args.calls, args.size, args.strace, cpus)
     print(json.dumps({k: round(v, 3) for k, v in result.items()}))
     return 0
 

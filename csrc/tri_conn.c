@@ -3,6 +3,7 @@
  */
 #include "tri_conn.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -1342,7 +1343,8 @@ static void check_watchdogs(tri_conn *conn) {
     return; /* the usual case: nothing armed, no clock read */
   int64_t now = tri__now();
   if (conn->connect_deadline && now >= conn->connect_deadline) {
-    const char *stage = conn->handshaking ? "TLS handshake"
+    const char *stage = conn->lookup        ? "looking up the name"
+                        : conn->handshaking ? "TLS handshake"
                         : !conn->connected ? "TCP connect"
                                            : "waiting for the server's HTTP/2 SETTINGS";
     char where[300];
@@ -1474,9 +1476,25 @@ static void dial_event(tri_conn *conn, int fd) {
   }
 }
 
-/* Resolves the target and starts the first attempt (tri_dial.h). */
+/* Nonzero when host names a single IP address (nothing to look up). */
+static int numeric_host(const char *host) {
+  unsigned char a[sizeof(struct in6_addr)];
+  return inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1;
+}
+
+/* Resolves the target and starts the first attempt (tri_dial.h).  On a
+ * driven loop a host name is looked up on a thread of its own instead
+ * (tri_lookup.h): the attempts start when it answers (lookup_answered). */
 static int open_socket(tri_conn *conn) {
   const tri_channel_opts *o = &conn->ch->opts;
+  conn->connected = 0; /* check_connected runs once an attempt wins */
+  if (o->address_kind == TRI_ADDRESS_TCP && conn->loop && tri_loop_is_driven(conn->loop) &&
+      !numeric_host(o->host)) {
+    int rv = tri_lookup_start(&conn->lookup, o->host, o->port);
+    if (rv) return rv;
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = tri_lookup_fd(conn->lookup)};
+    return epoll_ctl(conn->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) ? TRI_ERR_SYSTEM : 0;
+  }
   int rv = o->address_kind == TRI_ADDRESS_TCP
                ? tri_dial_begin(&conn->dial, o->host, o->port, conn->errstr,
                                 sizeof(conn->errstr))
@@ -1484,8 +1502,22 @@ static int open_socket(tri_conn *conn) {
                                      o->address_kind == TRI_ADDRESS_UNIX_ABSTRACT,
                                      conn->errstr, sizeof(conn->errstr));
   if (rv) return rv;
-  conn->connected = 0; /* check_connected runs once an attempt wins */
   return dial_more(conn);
+}
+
+/* The target's name has been looked up (open_socket): the attempts start, or
+ * the connection dies with the name service's reason. */
+static void lookup_answered(tri_conn *conn) {
+  struct addrinfo *res;
+  epoll_ctl(conn->epfd, EPOLL_CTL_DEL, tri_lookup_fd(conn->lookup), NULL);
+  int rv = tri_lookup_take(conn->lookup, &res, conn->errstr, sizeof(conn->errstr));
+  tri_lookup_drop(conn->lookup);
+  conn->lookup = NULL;
+  if (rv == 0) {
+    tri_dial_begin_owned(&conn->dial, res);
+    rv = dial_more(conn);
+  }
+  if (rv) die(conn, TRI_CODE_UNAVAILABLE, conn->errstr);
 }
 
 static int start_session(tri_conn *conn) {
@@ -1654,6 +1686,10 @@ static int conn_iterate(tri_conn *conn, int timeout) {
       conn->tfd_armed = 0;
       continue;
     }
+    if (conn->lookup && evs[i].data.fd == tri_lookup_fd(conn->lookup)) {
+      lookup_answered(conn);
+      continue;
+    }
     if (conn->fd < 0) {
       dial_event(conn, evs[i].data.fd);
       continue;
@@ -1693,6 +1729,8 @@ static void conn_end(tri_conn *conn) {
     conn->fd = -1;
   }
   tri_dial_end(&conn->dial);
+  tri_lookup_drop(conn->lookup); /* its thread may still be waiting for an answer */
+  conn->lookup = NULL;
   release_io_resources(conn);
   atomic_store(&conn->exited, 1);
 }

@@ -74,6 +74,7 @@
 
 #include "tri_deadlines.h"
 #include "tri_dial.h"
+#include "tri_lookup.h"
 #include "tri_h2_track.h"
 #include "tri_hpack_filter.h"
 #include "tri_int.h"
@@ -112,6 +113,9 @@ struct tri_conn {
   int connected;           /* ready for HTTP/2 (TCP up, TLS done) */
   tri_dial dial;           /* connection attempts to the target's addresses
                               (tri_dial.h); `fd` is -1 until one wins */
+  tri_lookup *lookup;      /* owned: the target's name being looked up off
+                              a driven loop's thread (tri_lookup.h), before
+                              `dial` starts; NULL otherwise */
   int detached;            /* test hook: no socket, no thread (see below) */
   int epollout;            /* EPOLLOUT currently armed */
   int64_t connect_deadline; /* die unless established by then; 0 once it is */

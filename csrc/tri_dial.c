@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,22 +18,43 @@ void tri_dial_init(tri_dial *d) {
   for (int i = 0; i < TRI_DIAL_MAX; i++) d->fds[i] = -1;
 }
 
-int tri_dial_begin(tri_dial *d, const char *host, const char *port, char *errstr,
-                   size_t errlen) {
+_Atomic int tri_dial_test_resolve_delay_ms;
+
+int tri_dial_resolve(const char *host, const char *port, struct addrinfo **res,
+                     char *errstr, size_t errlen) {
   struct addrinfo hints;
   memset(&hints, 0, sizeof(hints));
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  tri_dial_init(d);
-  int rv = getaddrinfo(host, port, &hints, &d->res);
+  *res = NULL;
+  int delay = tri_dial_test_resolve_delay_ms;
+  if (delay > 0) {
+    struct timespec ts = {delay / 1000, (long)(delay % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  int rv = getaddrinfo(host, port, &hints, res);
   if (rv != 0) {
     snprintf(errstr, errlen, "failed to resolve %s:%s: %s", host, port, gai_strerror(rv));
-    d->res = NULL;
+    *res = NULL;
     return TRI_ERR_RESOLVE;
   }
-  d->own_res = 1;
-  d->next = d->res;
   return 0;
+}
+
+int tri_dial_begin(tri_dial *d, const char *host, const char *port, char *errstr,
+                   size_t errlen) {
+  struct addrinfo *res;
+  tri_dial_init(d);
+  int rv = tri_dial_resolve(host, port, &res, errstr, errlen);
+  if (rv) return rv;
+  tri_dial_begin_owned(d, res);
+  return 0;
+}
+
+void tri_dial_begin_owned(tri_dial *d, struct addrinfo *res) {
+  tri_dial_init(d);
+  d->res = d->next = res;
+  d->own_res = 1;
 }
 
 int tri_dial_begin_unix(tri_dial *d, const char *path, int abstract, char *errstr,

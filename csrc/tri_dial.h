@@ -15,9 +15,9 @@
  * and tri_dial_next when tri_dial_next_at's time has come.  Sockets are
  * non-blocking and close-on-exec, with TCP_NODELAY.
  *
- * Ownership: the dial owns the address list and the sockets in flight; the
- * winning socket passes to the caller.  One thread (the connection's I/O
- * thread) uses a dial.
+ * Ownership: the dial owns the sockets in flight and the address list
+ * (tri_dial_begin_list's excepted); the winning socket passes to the caller.
+ * One thread (the connection's I/O thread, or its driven loop's) uses a dial.
  */
 #ifndef TRI_DIAL_H
 #define TRI_DIAL_H
@@ -46,10 +46,24 @@ typedef struct tri_dial {
 /* An empty dial (nothing to free yet). */
 void tri_dial_init(tri_dial *d);
 
-/* Resolves host:port.  Returns 0, or TRI_ERR_RESOLVE with the reason in
- * errstr. */
+/* Resolves host:port for TCP (getaddrinfo: blocks for as long as the name
+ * service takes).  Returns 0 and the list in *res (the caller's: freeaddrinfo
+ * or tri_dial_begin_owned), or TRI_ERR_RESOLVE with the reason in errstr. */
+int tri_dial_resolve(const char *host, const char *port, struct addrinfo **res,
+                     char *errstr, size_t errlen);
+
+/* Test hook (0 by default): every tri_dial_resolve first sleeps this many ms
+ * (read once, as it starts), as a slow name server would make it wait. */
+extern _Atomic int tri_dial_test_resolve_delay_ms;
+
+/* Resolves host:port (tri_dial_resolve) and dials its addresses.  Returns 0,
+ * or TRI_ERR_RESOLVE with the reason in errstr. */
 int tri_dial_begin(tri_dial *d, const char *host, const char *port, char *errstr,
                    size_t errlen);
+
+/* Dials the addresses of `res`, a list resolved elsewhere (tri_lookup.h);
+ * the dial owns it from now on (freed by tri_dial_end). */
+void tri_dial_begin_owned(tri_dial *d, struct addrinfo *res);
 
 /* A Unix domain socket instead (gRPC's unix: and unix-abstract: targets):
  * `path` is a file system path, or with `abstract` a name in the abstract

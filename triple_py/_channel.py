@@ -491,9 +491,10 @@ class Channel(abstract.Channel):
         starts it on a helper thread instead of waiting here for its first list; calls
         made meanwhile wait for it within their deadline (``triple_py.aio``'s channels:
         the event loop never waits on discovery).  ``driven_io``: a target of one
-        endpoint that needs no name look-up runs its connection on a driven
-        ``_triple.IoLoop`` (``io_loop``), which ``triple_py.aio`` turns on its event
-        loop's thread, unless the option ``triple.io_on_event_loop`` is False."""
+        endpoint runs its connection on a driven ``_triple.IoLoop`` (``io_loop``),
+        which ``triple_py.aio`` turns on its event loop's thread, unless the option
+        ``triple.io_on_event_loop`` is False; a host name is then looked up on a
+        short-lived thread of the core's (csrc/tri_lookup.h), never on the loop's."""
         parsed = parse_target(target)
         self._target = target
         self._options = ChannelOptions.from_pairs(options)
@@ -531,8 +532,7 @@ class Channel(abstract.Channel):
                                        **tls}
         #: The driven IoLoop of this channel's connection, or None (see driven_io).
         self.io_loop: Optional[Any] = None
-        if driven_io and one is not None and self._options.io_on_event_loop \
-                and _resolves_at_once(one):
+        if driven_io and one is not None and self._options.io_on_event_loop:
             self.io_loop = core_kwargs["io_loop"] = _triple.IoLoop(driven=True)
         if one is None and self._options.shared_io_thread:
             # Several backends: their connections share one I/O thread (one wake-up
@@ -658,12 +658,6 @@ def _is_ip(host: str) -> bool:
         return True
     except ValueError:
         return False
-
-
-def _resolves_at_once(endpoint: Endpoint) -> bool:
-    """True for an endpoint whose address needs no name service (a look-up would block
-    the thread that runs the connection): a socket path, an IP address, localhost."""
-    return endpoint.kind != "tcp" or endpoint.host == "localhost" or _is_ip(endpoint.host)
 
 
 def _single_endpoint(parsed: ParsedTarget, policy: str) -> Optional[Endpoint]:

@@ -41,6 +41,7 @@ void test_sched(void);
 void test_failmalloc(void);
 void test_options(void);
 void test_loop(void);
+void test_lookup(void);
 void test_handoff(void);
 void test_handoff_channel_gone(void);
 
@@ -81,6 +82,7 @@ static const struct {
               {"failmalloc", test_failmalloc},
               {"options", test_options},
               {"loop", test_loop},
+              {"lookup", test_lookup},
               {"handoff", test_handoff},
               {"handoff_channel_gone", test_handoff_channel_gone}};
 

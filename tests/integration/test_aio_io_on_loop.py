@@ -89,12 +89,43 @@ def test_calls_and_streams_with_and_without_an_io_thread(server, on):
     assert out.rstrip().endswith("OK")
 
 
-def test_a_name_to_look_up_keeps_its_io_thread(server):
-    """A target whose host needs the name service (a look-up may block) gets an I/O
-    thread; so does a balanced target; an IP address, localhost and a socket path do
-    not."""
+def test_a_host_name_is_looked_up_off_the_loop(server):
+    """Every target of one endpoint runs on the loop, a host name too (looked up on a
+    short-lived thread, not the loop's); only a balanced target keeps an I/O thread.
+    A call to a host name works with no I/O thread, and a name the name service does
+    not know fails (UNAVAILABLE with the reason, or the deadline if the name server
+    never answers) while the loop keeps running."""
     out = probe(server, """
-        for target, driven in (("example.invalid:1", False), ("localhost:1", True),
+        port = ADDR.rsplit(":", 1)[1]
+        async def main():
+            ch = aio.insecure_channel(f"localhost:{port}")
+            assert await ch.unary_unary(UNARY)(b"by name", timeout=10) == b"by name"
+            assert io_threads() == 0
+            await ch.close()
+            ticks = []
+            async def ticker():
+                while True:
+                    ticks.append(time.monotonic())
+                    await asyncio.sleep(0.01)
+            tick = asyncio.ensure_future(ticker())
+            ticks.append(time.monotonic())
+            bad = aio.insecure_channel("example.invalid:1")
+            try:
+                await bad.unary_unary(UNARY)(b"x", timeout=5)
+                raise AssertionError("a call to example.invalid succeeded")
+            except aio.AioRpcError as e:
+                codes = (triple_py.StatusCode.UNAVAILABLE,
+                         triple_py.StatusCode.DEADLINE_EXCEEDED)
+                assert e.code() in codes, e
+                if e.code() is triple_py.StatusCode.UNAVAILABLE:
+                    assert "failed to resolve example.invalid:1" in e.details(), e
+            tick.cancel()
+            ticks.append(time.monotonic())
+            assert max(b - a for a, b in zip(ticks, ticks[1:])) < 1.0, "the loop stalled"
+            assert io_threads() == 0
+            await bad.close()
+        asyncio.run(main())
+        for target, driven in (("example.invalid:1", True), ("localhost:1", True),
                                ("127.0.0.1:1", True), ("[::1]:1", True),
                                ("unix:/tmp/nothing.sock", True),
                                ("ipv4:127.0.0.1:1,127.0.0.1:2", False)):
