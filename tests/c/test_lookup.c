@@ -212,6 +212,32 @@ static void a_slow_name_meets_the_connect_timeout(void) {
   tri_channel_del(ch);
 }
 
+/* The channel closed while its name is looked up: the call fails at once
+ * (CANCELLED), the connection goes without waiting for the answer, and the
+ * look-up's late answer frees it and its descriptor. */
+static void closed_while_looking_up(void) {
+  int before = open_fds();
+  tri_loop *loop;
+  CHECK_EQ_INT(tri_loop_new_driven(&loop), 0);
+  tri_channel *ch = named_channel(loop, "1", 0);
+  tri_dial_test_resolve_delay_ms = 500;
+  tri_call *c = start_unary(ch);
+  tri_loop_turn(loop, 0, NULL); /* the connection starts its look-up */
+  int64_t t0 = now_ms();
+  tri_channel_close(ch);
+  turn_until_done(loop, c);
+  CHECK(tri_call_done(c));
+  CHECK_EQ_INT(tri_call_code(c), TRI_CODE_CANCELLED);
+  tri_call_release(c);
+  tri_loop_unref(loop);
+  tri_channel_del(ch); /* its connection leaves on this thread's turns */
+  CHECK(now_ms() - t0 < 400); /* nobody waited for the answer */
+  int64_t end = now_ms() + WAIT_MS;
+  while (open_fds() != before && now_ms() < end) poll(NULL, 0, 10);
+  CHECK_EQ_INT(open_fds(), before);
+  tri_dial_test_resolve_delay_ms = 0;
+}
+
 void test_lookup(void) {
   answers_a_name();
   a_failure_says_why();
@@ -219,4 +245,5 @@ void test_lookup(void) {
   dropped_before_the_answer();
   driven_connection_to_a_name();
   a_slow_name_meets_the_connect_timeout();
+  closed_while_looking_up();
 }
