@@ -29,9 +29,9 @@
 #include "tri_server.h"
 #include "tri_test.h"
 #include "tri_wire.h"
+#include "loopback.h"
 
 #define WAIT_NS 5000000000LL
-#define UNARY "/benchmark.BenchmarkService/UnaryCall"
 
 typedef struct {
   tri_loop_member m; /* first: the callbacks cast back */
@@ -263,9 +263,8 @@ static tri_channel *loop_channel(tri_loop *loop, int port) {
 
 /* One unary call (an empty SimpleRequest); returns its status code. */
 static int unary(tri_channel *ch) {
-  tri_call *c;
-  if (tri_call_new(ch, &c, UNARY, strlen(UNARY), WAIT_NS, 0)) return -1;
-  tri_call_set_request_borrowed(c, (const uint8_t *)"", 0);
+  tri_call *c = empty_unary(ch, WAIT_NS);
+  if (!c) return -1;
   tri_call_start(c);
   int code = tri_call_wait(c, WAIT_NS) ? -2 : tri_call_code(c);
   tri_call_release(c);
@@ -274,15 +273,8 @@ static int unary(tri_channel *ch) {
 
 /* Two channels (a balancer's two backends) on one loop, over loopback. */
 static void channels_share_a_loop(void) {
-  tri_server *srv;
-  CHECK_EQ_INT(tri_server_new(&srv, NULL), 0);
-  if (tri_server_start(srv)) {
-    fprintf(stderr, "test_loop: server did not start: %s\n",
-            tri_server_errstr(srv));
-    CHECK(0);
-    tri_server_del(srv);
-    return;
-  }
+  tri_server *srv = loopback_server();
+  if (!srv) return;
   int port = tri_server_port(srv);
   int before = threads_now();
   tri_loop *loop;
@@ -445,13 +437,8 @@ static void driven_block_turns_until_the_word_changes(void) {
  * caller instead), and one completed in a waiter's turn writes it (its poller
  * is elsewhere). */
 static void driven_channel_needs_no_thread(void) {
-  tri_server *srv;
-  CHECK_EQ_INT(tri_server_new(&srv, NULL), 0);
-  if (tri_server_start(srv)) {
-    CHECK(0);
-    tri_server_del(srv);
-    return;
-  }
+  tri_server *srv = loopback_server();
+  if (!srv) return;
   int before = threads_now();
   tri_loop *loop;
   CHECK_EQ_INT(tri_loop_new_driven(&loop), 0);
@@ -460,9 +447,7 @@ static void driven_channel_needs_no_thread(void) {
   CHECK_EQ_INT(threads_now(), before);
   CHECK_EQ_INT(tri_loop_member_count(loop), 1);
   /* Quiet: the turn's completion is queued, the notify fd stays quiet. */
-  tri_call *c;
-  CHECK_EQ_INT(tri_call_new(ch, &c, UNARY, strlen(UNARY), WAIT_NS, 0), 0);
-  tri_call_set_request_borrowed(c, (const uint8_t *)"", 0);
+  tri_call *c = empty_unary(ch, WAIT_NS);
   tri_call_set_notify(c, c);
   tri_call_start(c);
   int64_t end = tri__now() + WAIT_NS;
@@ -484,9 +469,7 @@ static void driven_channel_needs_no_thread(void) {
   tri_loop_turn(loop, 0, &queued);
   CHECK_EQ_INT(queued, 0);
   /* Noisy: a blocking wait's turns write it for the notified call. */
-  tri_call *d;
-  CHECK_EQ_INT(tri_call_new(ch, &d, UNARY, strlen(UNARY), WAIT_NS, 0), 0);
-  tri_call_set_request_borrowed(d, (const uint8_t *)"", 0);
+  tri_call *d = empty_unary(ch, WAIT_NS);
   tri_call_set_notify(d, d);
   tri_call_start(d);
   CHECK_EQ_INT(tri_call_wait(d, WAIT_NS), 0);
