@@ -40,6 +40,32 @@ static int open_fds(void) {
   return n;
 }
 
+/* Look-up threads still running ("tri-lookup": named before tri_lookup_start
+ * returns, gone only after the thread has let go of its look-up). */
+static int lookup_threads(void) {
+  int n = 0;
+  DIR *d = opendir("/proc/self/task");
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    char path[300], name[32] = "";
+    snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    if (fgets(name, sizeof(name), f) && strncmp(name, "tri-lookup", 10) == 0) n++;
+    fclose(f);
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+/* Waits (bounded) until every look-up thread has ended, so that every look-up
+ * dropped so far is freed, its descriptor closed. */
+static void lookups_ended(void) {
+  int64_t end = now_ms() + WAIT_MS;
+  while (lookup_threads() && now_ms() < end) poll(NULL, 0, 5);
+  CHECK_EQ_INT(lookup_threads(), 0);
+}
+
 static int port_of(const struct addrinfo *a) {
   if (a->ai_family == AF_INET) return ntohs(((struct sockaddr_in *)a->ai_addr)->sin_port);
   if (a->ai_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)a->ai_addr)->sin6_port);
@@ -100,6 +126,7 @@ static void start_does_not_wait(void) {
 /* Owners that let go before the answer: each thread frees its look-up when
  * it answers, descriptors included (ASan's leak check sees the memory). */
 static void dropped_before_the_answer(void) {
+  lookups_ended(); /* the earlier cases' threads may still be letting go */
   int before = open_fds();
   tri_dial_test_resolve_delay_ms = 50;
   for (int i = 0; i < 20; i++) {
@@ -107,8 +134,7 @@ static void dropped_before_the_answer(void) {
     CHECK_EQ_INT(tri_lookup_start(&l, "localhost", "80"), 0);
     tri_lookup_drop(l);
   }
-  int64_t end = now_ms() + WAIT_MS;
-  while (open_fds() != before && now_ms() < end) poll(NULL, 0, 10);
+  lookups_ended();
   CHECK_EQ_INT(open_fds(), before);
   tri_dial_test_resolve_delay_ms = 0;
 }
@@ -209,6 +235,7 @@ static void a_slow_name_meets_the_connect_timeout(void) {
  * (CANCELLED), the connection goes without waiting for the answer, and the
  * look-up's late answer frees it and its descriptor. */
 static void closed_while_looking_up(void) {
+  lookups_ended();
   int before = open_fds();
   tri_loop *loop;
   CHECK_EQ_INT(tri_loop_new_driven(&loop), 0);
@@ -225,8 +252,7 @@ static void closed_while_looking_up(void) {
   tri_loop_unref(loop);
   tri_channel_del(ch); /* its connection leaves on this thread's turns */
   CHECK(now_ms() - t0 < 400); /* nobody waited for the answer */
-  int64_t end = now_ms() + WAIT_MS;
-  while (open_fds() != before && now_ms() < end) poll(NULL, 0, 10);
+  lookups_ended();
   CHECK_EQ_INT(open_fds(), before);
   tri_dial_test_resolve_delay_ms = 0;
 }
