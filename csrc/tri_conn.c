@@ -3,7 +3,6 @@
  */
 #include "tri_conn.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -1476,12 +1475,6 @@ static void dial_event(tri_conn *conn, int fd) {
   }
 }
 
-/* Nonzero when host names a single IP address (nothing to look up). */
-static int numeric_host(const char *host) {
-  unsigned char a[sizeof(struct in6_addr)];
-  return inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1;
-}
-
 /* Resolves the target and starts the first attempt (tri_dial.h).  On a
  * driven loop a host name is looked up on a thread of its own instead
  * (tri_lookup.h): the attempts start when it answers (lookup_answered). */
@@ -1489,7 +1482,7 @@ static int open_socket(tri_conn *conn) {
   const tri_channel_opts *o = &conn->ch->opts;
   conn->connected = 0; /* check_connected runs once an attempt wins */
   if (o->address_kind == TRI_ADDRESS_TCP && conn->loop && tri_loop_is_driven(conn->loop) &&
-      !numeric_host(o->host)) {
+      !tri_dial_is_ip(o->host)) {
     int rv = tri_lookup_start(&conn->lookup, o->host, o->port);
     if (rv) return rv;
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = tri_lookup_fd(conn->lookup)};

@@ -1,6 +1,7 @@
 /* tri_dial.c: happy-eyeballs connection attempts (see tri_dial.h). */
 #include "tri_dial.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stddef.h>
 #include <netinet/in.h>
@@ -16,6 +17,11 @@
 void tri_dial_init(tri_dial *d) {
   memset(d, 0, sizeof(*d));
   for (int i = 0; i < TRI_DIAL_MAX; i++) d->fds[i] = -1;
+}
+
+int tri_dial_is_ip(const char *host) {
+  unsigned char a[sizeof(struct in6_addr)];
+  return inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1;
 }
 
 _Atomic int tri_dial_test_resolve_delay_ms;

@@ -46,6 +46,9 @@ typedef struct tri_dial {
 /* An empty dial (nothing to free yet). */
 void tri_dial_init(tri_dial *d);
 
+/* Nonzero when `host` is an IPv4 or IPv6 address literal (nothing to look up). */
+int tri_dial_is_ip(const char *host);
+
 /* Resolves host:port for TCP (getaddrinfo: blocks for as long as the name
  * service takes).  Returns 0 and the list in *res (the caller's: freeaddrinfo
  * or tri_dial_begin_owned), or TRI_ERR_RESOLVE with the reason in errstr. */

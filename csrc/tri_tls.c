@@ -1,12 +1,12 @@
 #include "tri_tls.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "tri_dial.h"
 #include "tri_error.h"
 
 /* Writes OpenSSL's most useful reason for the failure into err. */
@@ -121,9 +121,7 @@ SSL *tri_tls_new(SSL_CTX *ctx, int fd, const char *server_name, char *err,
     SSL_free(ssl);
     return NULL;
   }
-  unsigned char addr[16];
-  int is_ip = inet_pton(AF_INET, server_name, addr) == 1 ||
-              inet_pton(AF_INET6, server_name, addr) == 1;
+  int is_ip = tri_dial_is_ip(server_name);
   if (!is_ip) SSL_set_tlsext_host_name(ssl, server_name);
   X509_VERIFY_PARAM *param = SSL_get0_param(ssl);
   int ok = is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, server_name)
