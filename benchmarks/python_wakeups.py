@@ -2,21 +2,24 @@
 with many Python threads (the GIL-side wake-ups), load-independent counts.
 
     .venv/bin/python benchmarks/python_wakeups.py [--threads 50] [--calls 20000]
-        [--size 128] [--arm sync|aio|c] [--strace] [--peer embedded|go] [--cpus 0]
+        [--size 128] [--arm sync|aio|c|threads] [--strace] [--peer embedded|go] [--cpus 0]
     .venv/bin/python benchmarks/python_wakeups.py --base DIR [--rounds 6] [--arms c,sync,aio]
         [--host NAME]
 
 A child process makes ``--calls`` unary calls of ``--size`` payload bytes to the
 embedded echo server (another process, not counted), from ``--threads`` Python threads
 (``sync``) or that many tasks of one event loop (``aio``), or the C load generator with
-that many calls in flight (``c``, the reference), after a warm-up of one call per thread.  The child reads ``getrusage(RUSAGE_SELF)`` around the run (every thread,
+that many calls in flight (``c``, the reference), or ``--threads`` threads of a C program
+making blocking calls through the core (``threads``: ``benchmarks/blocking_threads.c``,
+built from the checkout; the sync path's threading without Python), after a warm-up of
+one call per thread.  The child reads ``getrusage(RUSAGE_SELF)`` around the run (every thread,
 exited ones included), so the context switches and minor page faults per call (voluntary and involuntary) do
 not depend on how busy the machine's cores are.  ``--strace`` also runs the child under
 ``strace -f -c`` and reports the system calls per call of the whole child (start-up
 included, and strace's stops change the threads' interleaving: a count for comparing
 two trees, not an absolute figure; the context switches of such a run mean nothing).
 ``--base DIR`` runs every arm in this checkout and in DIR (built in place) in interleaved
-rounds against one server and reports the paired ratios: this / base, and each Python
+rounds against one server and reports the paired ratios: this / base, and each other
 arm / the C generator within each tree.  ``--cpus 0`` runs the client child on CPU 0
 only (the peer stays unpinned): every wake-up between its threads then stays on one
 CPU, which shows what the cross-CPU ones cost.  ``--host NAME`` makes every client dial
@@ -39,7 +42,7 @@ from triple_py.bench.workload.messages import UNARY_METHOD
 from triple_py_testing.peers import start_peer
 
 ROOT = Path(__file__).resolve().parents[1]  # --root: the checkout whose triple_py runs
-ARMS = ("sync", "aio", "c")
+ARMS = ("sync", "aio", "c", "threads")  # threads: benchmarks/blocking_threads.c, no Python
 
 CHILD = r"""
 import asyncio, json, resource, sys, threading, time
@@ -120,13 +123,38 @@ print("RESULT " + json.dumps({
 """
 
 
+_BUILT: Dict[Path, Path] = {}  # checkout -> its blocking_threads binary, built once
+
+
+def blocking_threads_binary(root: Path) -> Path:
+    """``benchmarks/blocking_threads.c`` of checkout ``root``, compiled against that
+    checkout's core (once per process, into a temporary directory)."""
+    if root not in _BUILT:
+        out = Path(tempfile.mkdtemp(prefix="blocking_threads-")) / "blocking_threads"
+        sources = [root / "benchmarks" / "blocking_threads.c",
+                   *sorted((root / "csrc").glob("tri_*.c")),
+                   *sorted((root / "csrc" / "server").glob("*.c")),
+                   *sorted((root / "csrc" / "gen").glob("*.c"))]
+        subprocess.run(["cc", "-O2", "-D_GNU_SOURCE", "-pthread", f"-I{root / 'csrc'}",
+                        f"-I{root / 'csrc' / 'gen'}", *map(str, sources), "-lnghttp2",
+                        "-lssl", "-lcrypto", "-lz", "-lprotobuf-c", "-o", str(out)],
+                       check=True)
+        _BUILT[root] = out
+    return _BUILT[root]
+
+
 def run(root: Path, arm: str, address: str, threads: int, calls: int, size: int,
         strace: bool, cpus: Optional[Set[int]] = None) -> Dict[str, float]:
     """One child run; its figures (with ``futex_per_call`` etc. under ``strace``).
     With ``cpus`` the child (every thread of it, the library's I/O threads included)
     runs on those CPUs only, as ``taskset`` would."""
-    cmd = [sys.executable, "-c", CHILD, arm, address, UNARY_METHOD,
-           str(threads), str(calls), str(size)]
+    if arm == "threads":
+        host, port = address.rsplit(":", 1)
+        cmd = [str(blocking_threads_binary(root)), host, port, str(threads), str(calls),
+               str(size)]
+    else:
+        cmd = [sys.executable, "-c", CHILD, arm, address, UNARY_METHOD,
+               str(threads), str(calls), str(size)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(  # the checkout's triple_py first
         p for p in (str(root), os.environ.get("PYTHONPATH")) if p)}
     with tempfile.TemporaryDirectory() as tmp:
@@ -189,7 +217,7 @@ def paired(this: Path, base: Path, arms: List[str], peer: str, rounds: int, thre
     if "c" in arms:
         by_tree = {(tree, arm, rnd): v for (arm, tree, rnd), v
                    in figures["cpu_us_per_call"].items()}
-        print("# cpu_us_per_call: Python arm / C generator, paired by round")
+        print("# cpu_us_per_call: each arm / C generator, paired by round")
         for row in compare_pairs(by_tree, [(a, "c") for a in arms if a != "c"],
                                  ["this", "base"]):
             print(f"#   {row.scenario:<5} {row.arm:<5} {row.estimate:7.3f} [{row.ci_low:.3f}, "
