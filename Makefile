@@ -32,6 +32,12 @@ build/ctest: $(CORE_SRC) $(CTEST_SRC) $(CORE_HDR) $(wildcard tests/c/*.h) | boot
 	mkdir -p build
 	$(CC) $(CFLAGS_CORE) -Itests/c -o $@ $(CORE_SRC) $(CTEST_SRC) $(LIBS)
 
+# The sync path's threading with no Python (benchmarks/python_wakeups.py --arm threads),
+# optimised as the extension is (-O2; error messages cut to their buffers are meant).
+build/blocking_threads: benchmarks/blocking_threads.c $(CORE_SRC) $(CORE_HDR) | bootstrap
+	@mkdir -p build
+	$(CC) $(CFLAGS_CORE) -O2 -Wno-format-truncation -o $@ $< $(CORE_SRC) $(LIBS)
+
 build/ctest-asan: $(CORE_SRC) $(CTEST_SRC) $(CORE_HDR) $(wildcard tests/c/*.h) | bootstrap
 	mkdir -p build
 	$(CC) $(CFLAGS_CORE) $(SAN) -Itests/c -o $@ $(CORE_SRC) $(CTEST_SRC) $(LIBS)

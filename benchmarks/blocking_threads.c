@@ -14,14 +14,12 @@
  * system time and voluntary context switches per call, and calls per second,
  * measured over the timed calls after every thread made one call.
  *
- *     cc -O2 -D_GNU_SOURCE -pthread -Icsrc -Icsrc/gen benchmarks/blocking_threads.c \
- *        csrc/tri_*.c csrc/server/*.c csrc/gen/*.c \
- *        -lnghttp2 -lssl -lcrypto -lz -lprotobuf-c -o /tmp/blocking_threads
- *     /tmp/blocking_threads HOST PORT [threads=50] [calls=20000] [payload bytes=128]
+ *     make build/blocking_threads
+ *     build/blocking_threads HOST PORT [threads=50] [calls=20000] [payload bytes=128]
  *
  * `benchmarks/python_wakeups.py --arm threads` (or `--arms c,threads,sync`
- * with --base) builds it from a checkout, starts the peer and runs it next
- * to the Python arms.  Loopback only; every run is bounded by `calls`
+ * with --base) builds it in a checkout (that make target), starts the peer
+ * and runs it next to the Python arms.  Loopback only; every run is bounded by `calls`
  * and a 30 s deadline per call.
  */
 #include <pthread.h>

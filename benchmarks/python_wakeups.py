@@ -123,24 +123,12 @@ print("RESULT " + json.dumps({
 """
 
 
-_BUILT: Dict[Path, Path] = {}  # checkout -> its blocking_threads binary, built once
-
-
 def blocking_threads_binary(root: Path) -> Path:
-    """``benchmarks/blocking_threads.c`` of checkout ``root``, compiled against that
-    checkout's core (once per process, into a temporary directory)."""
-    if root not in _BUILT:
-        out = Path(tempfile.mkdtemp(prefix="blocking_threads-")) / "blocking_threads"
-        sources = [root / "benchmarks" / "blocking_threads.c",
-                   *sorted((root / "csrc").glob("tri_*.c")),
-                   *sorted((root / "csrc" / "server").glob("*.c")),
-                   *sorted((root / "csrc" / "gen").glob("*.c"))]
-        subprocess.run(["cc", "-O2", "-D_GNU_SOURCE", "-pthread", f"-I{root / 'csrc'}",
-                        f"-I{root / 'csrc' / 'gen'}", *map(str, sources), "-lnghttp2",
-                        "-lssl", "-lcrypto", "-lz", "-lprotobuf-c", "-o", str(out)],
-                       check=True)
-        _BUILT[root] = out
-    return _BUILT[root]
+    """``benchmarks/blocking_threads.c`` of checkout ``root``, built against that
+    checkout's core by its Makefile (``build/blocking_threads``, rebuilt when stale)."""
+    subprocess.run(["make", "-s", "-C", str(root), "-o", "bootstrap", "build/blocking_threads"],
+                   check=True)
+    return root / "build" / "blocking_threads"
 
 
 def run(root: Path, arm: str, address: str, threads: int, calls: int, size: int,

@@ -4,6 +4,7 @@ against the embedded peer, and reports the figures the paired rounds compare."""
 from __future__ import annotations
 
 import json
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -33,14 +34,8 @@ def test_blocking_threads_arm_makes_every_call():
 def test_blocking_threads_arm_reports_failed_calls():
     """A peer that is not there: every call fails, and the run says so instead of
     reporting figures for calls that never happened."""
-    binary = subprocess.run(
-        [sys.executable, "-c",
-         "import sys, runpy; m = runpy.run_path(sys.argv[1]); "
-         "print(m['blocking_threads_binary'](__import__('pathlib').Path(sys.argv[2])))",
-         str(SCRIPT), str(ROOT)],
-        capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert binary.returncode == 0, binary.stderr[-2000:]
-    proc = subprocess.run([binary.stdout.strip(), "127.0.0.1", "1", "2", "4", "10"],
+    binary = runpy.run_path(str(SCRIPT))["blocking_threads_binary"](ROOT)
+    proc = subprocess.run([str(binary), "127.0.0.1", "1", "2", "4", "10"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     result = json.loads(proc.stdout.split("RESULT ", 1)[1])
